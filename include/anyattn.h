@@ -1,0 +1,222 @@
+/* anyattn.h: the one public header of libanyattn, a paged-attention library for
+ * prefill, decode and mixed batches on CPUs, NVIDIA (CUDA) and AMD (HIP) GPUs.
+ *
+ * The contract every backend computes is written down in docs/semantics.md.
+ * Usage: create a context for a backend and device, plan once per problem
+ * (validates, picks a kernel configuration, sizes the workspace), then run as
+ * often as needed. run() only launches: it never allocates, synchronises or
+ * reads device memory on the host, so it can be captured in a CUDA/HIP graph.
+ * The caller owns all memory. Every call returns a status; the message of the
+ * last error on the calling thread is available from anyattn_last_error(). */
+#ifndef ANYATTN_H
+#define ANYATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define ANYATTN_API __declspec(dllexport)
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define ANYATTN_API __attribute__((visibility("default")))
+#else
+#  define ANYATTN_API
+#endif
+
+#define ANYATTN_VERSION_MAJOR 0
+#define ANYATTN_VERSION_MINOR 1
+#define ANYATTN_VERSION_PATCH 0
+#define ANYATTN_VERSION_NUMBER \
+  (ANYATTN_VERSION_MAJOR * 10000 + ANYATTN_VERSION_MINOR * 100 + ANYATTN_VERSION_PATCH)
+
+/* Runtime version: ANYATTN_VERSION_NUMBER of the library actually linked. */
+ANYATTN_API unsigned anyattn_version_number(void);
+ANYATTN_API const char *anyattn_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes. Values are fixed and append-only.                           */
+typedef enum {
+  ANYATTN_STATUS_OK = 0,
+  ANYATTN_STATUS_NULL_POINTER = 1,          /* a required pointer is NULL */
+  ANYATTN_STATUS_INVALID_SIZE = 2,          /* a count or size is out of range */
+  ANYATTN_STATUS_HEAD_RATIO = 3,            /* num_q_heads not a multiple of num_kv_heads */
+  ANYATTN_STATUS_UNSUPPORTED_DTYPE = 4,
+  ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM = 5,
+  ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE = 6,
+  ANYATTN_STATUS_BAD_STRIDE = 7,            /* cache strides overlap, are negative or misaligned */
+  ANYATTN_STATUS_INVALID_OPTION = 8,        /* scale, softcap, window or causal flag invalid */
+  ANYATTN_STATUS_WORKSPACE_TOO_SMALL = 9,
+  ANYATTN_STATUS_LIMIT_EXCEEDED = 10,       /* batch larger than the limits given to plan */
+  ANYATTN_STATUS_BAD_METADATA = 11,         /* validate(): cu_seqlens_q, seq_lens_k or block table wrong */
+  ANYATTN_STATUS_BACKEND_UNAVAILABLE = 12,  /* backend not compiled into this library */
+  ANYATTN_STATUS_NO_DEVICE = 13,            /* backend compiled in, but no usable device */
+  ANYATTN_STATUS_DEVICE_ERROR = 14,         /* the GPU runtime reported an error */
+  ANYATTN_STATUS_OUT_OF_MEMORY = 15,        /* host allocation of a plan or context failed */
+  ANYATTN_STATUS_STRUCT_SIZE = 16,          /* struct_size field unknown to this library */
+  ANYATTN_STATUS_WRONG_CONTEXT = 17,        /* object used with a context or backend it was not made for */
+  ANYATTN_STATUS_UNSUPPORTED_CONFIG = 18    /* forced config unknown or invalid for the problem */
+} anyattn_status;
+
+/* Constant name of a status ("ANYATTN_STATUS_..."), or "unknown status". */
+ANYATTN_API const char *anyattn_status_name(anyattn_status status);
+/* Message of the last error on this thread: names the offending argument.
+ * Empty string when the last call succeeded. Valid until the next call. */
+ANYATTN_API const char *anyattn_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Backends, devices and contexts.                                          */
+typedef enum {
+  ANYATTN_BACKEND_AUTO = 0, /* best available: CUDA, then HIP, then CPU */
+  ANYATTN_BACKEND_CPU = 1,
+  ANYATTN_BACKEND_CUDA = 2,
+  ANYATTN_BACKEND_HIP = 3
+} anyattn_backend;
+
+ANYATTN_API const char *anyattn_backend_name(anyattn_backend backend);
+/* Parses "cpu", "cuda", "hip" or "auto"; BACKEND_UNAVAILABLE status on other text. */
+ANYATTN_API anyattn_status anyattn_backend_from_name(const char *name, anyattn_backend *backend);
+/* 1 when the backend was compiled into this library, else 0. */
+ANYATTN_API int anyattn_backend_compiled(anyattn_backend backend);
+/* Number of usable devices (the CPU backend reports 1). NO_DEVICE when none. */
+ANYATTN_API anyattn_status anyattn_device_count(anyattn_backend backend, int *count);
+/* Human-readable device name ("NVIDIA H200", "x86_64, 2 threads"). */
+ANYATTN_API anyattn_status anyattn_device_name(anyattn_backend backend, int device, char *buf,
+                                               size_t buf_size);
+
+typedef struct anyattn_context_s anyattn_context;
+
+/* Opens backend `backend` on device index `device` (0 for the CPU). AUTO
+ * resolves to the best backend with a device. */
+ANYATTN_API anyattn_status anyattn_context_create(anyattn_backend backend, int device,
+                                                  anyattn_context **ctx);
+ANYATTN_API void anyattn_context_free(anyattn_context *ctx); /* accepts NULL */
+ANYATTN_API anyattn_backend anyattn_context_backend(const anyattn_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Problem, limits, plan.                                                    */
+typedef enum {
+  ANYATTN_DTYPE_F32 = 0,
+  ANYATTN_DTYPE_F16 = 1,
+  ANYATTN_DTYPE_BF16 = 2
+} anyattn_dtype;
+
+ANYATTN_API size_t anyattn_dtype_size(anyattn_dtype dtype); /* 0 for unknown */
+
+/* What is fixed for a layer. Set struct_size = sizeof(anyattn_problem); zero
+ * the struct first (anyattn_problem_init does both, with defaults). */
+typedef struct {
+  size_t struct_size;
+  int num_q_heads;      /* > 0, multiple of num_kv_heads */
+  int num_kv_heads;     /* > 0 */
+  int head_dim;         /* CPU: any of 1..512; GPU: 64, 96, 128, 256 */
+  anyattn_dtype dtype;  /* of q, k_cache, v_cache and out alike */
+  int block_size;       /* tokens per KV page; CPU: >= 1 */
+  int causal;           /* 0 or 1 */
+  int window_left;      /* -1: unbounded; else keys j >= p - window_left */
+  int window_right;     /* -1: unbounded; non-causal only: keys j <= p + window_right */
+  float scale;          /* 0: 1/sqrt(head_dim); else finite and > 0 */
+  float softcap;        /* 0: none; else finite and > 0 */
+  const char *config;   /* NULL: the library chooses; else a config name to force */
+} anyattn_problem;
+
+ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);
+
+/* Upper bounds for every batch run with a plan; plan sizes grids and the
+ * workspace from these alone. */
+typedef struct {
+  size_t struct_size;
+  int max_seqs;      /* >= num_seqs of every run */
+  int max_tokens;    /* >= num_tokens (total query tokens) of every run */
+  int max_context;   /* >= every seq_lens_k entry */
+} anyattn_limits;
+
+ANYATTN_API void anyattn_limits_init(anyattn_limits *limits);
+
+typedef struct anyattn_plan_s anyattn_plan;
+
+ANYATTN_API anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *problem,
+                                               const anyattn_limits *limits, anyattn_plan **plan);
+ANYATTN_API void anyattn_plan_free(anyattn_plan *plan); /* accepts NULL */
+/* Bytes of workspace run() needs (0 is possible). Device memory for GPU
+ * backends, host memory for the CPU; alignment 256 bytes. */
+ANYATTN_API size_t anyattn_plan_workspace_size(const anyattn_plan *plan);
+/* One line describing the choice plan made (config, split), for logs and CLI. */
+ANYATTN_API const char *anyattn_plan_describe(const anyattn_plan *plan);
+
+/* ------------------------------------------------------------------------ */
+/* Run.                                                                      */
+
+/* Batch metadata. All arrays live in the backend's memory (device memory
+ * for GPU backends) and are int32. For anyattn_validate() they are host
+ * copies instead. */
+typedef struct {
+  size_t struct_size;
+  int num_seqs;                 /* 0 <= num_seqs <= limits.max_seqs */
+  int num_tokens;               /* rows of q and out; == cu_seqlens_q[num_seqs] */
+  const int32_t *cu_seqlens_q;  /* [num_seqs + 1], cu[0] = 0, non-decreasing */
+  const int32_t *seq_lens_k;    /* [num_seqs], kv_len per sequence, q_len <= kv_len */
+  const int32_t *block_table;   /* [num_seqs, block_table_stride] physical page ids */
+  int block_table_stride;       /* >= pages of the longest sequence */
+} anyattn_batch;
+
+ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);
+
+/* Tensors. Element strides are in elements of the problem's dtype. */
+typedef struct {
+  size_t struct_size;
+  const void *q;       /* [num_tokens, num_q_heads, head_dim], dense */
+  const void *k_cache; /* logical [num_blocks, block_size, num_kv_heads, head_dim] */
+  const void *v_cache; /* same logical shape as k_cache */
+  int64_t num_blocks;  /* physical pages in each cache */
+  /* Strides of the first three dims of each cache (head_dim is contiguous).
+   * All zero: dense NHD layout. HND: stride_token = head_dim,
+   * stride_head = block_size * head_dim. */
+  int64_t k_stride_block, k_stride_token, k_stride_head;
+  int64_t v_stride_block, v_stride_token, v_stride_head;
+  const float *alibi_slopes; /* [num_q_heads] fp32 or NULL */
+  const float *sinks;        /* [num_q_heads] fp32 logits or NULL */
+  void *out;                 /* [num_tokens, num_q_heads, head_dim], dense */
+  float *lse;                /* [num_tokens, num_q_heads] fp32 or NULL */
+} anyattn_tensors;
+
+ANYATTN_API void anyattn_tensors_init(anyattn_tensors *tensors);
+
+/* Launches attention on `stream` (cudaStream_t / hipStream_t; NULL is the
+ * default stream; ignored by the CPU backend, which returns when done).
+ * Checks every argument the host can see; on any error nothing is written.
+ * The metadata contents are trusted: check them once with anyattn_validate.
+ * The caches are never written. */
+ANYATTN_API anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
+                                       const anyattn_tensors *tensors, void *workspace,
+                                       size_t workspace_size, void *stream);
+
+/* Host-side check of host copies of the batch metadata against a plan:
+ * cu_seqlens_q monotonic from 0 to num_tokens, 0 <= q_len <= kv_len <=
+ * max_context, the block table wide enough, and every page id that run
+ * will read in [0, num_blocks). BAD_METADATA names the first offender. */
+ANYATTN_API anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *host_batch,
+                                            int64_t num_blocks);
+
+/* ------------------------------------------------------------------------ */
+/* Kernel configurations (the tile table), for tools and logs.             */
+typedef struct {
+  size_t struct_size;
+  char name[32];   /* e.g. "m64n64w4s2" */
+  int block_m;     /* query rows per program: BLOCK_Q tokens x the GQA group */
+  int block_n;     /* keys per KV tile, independent of the page size */
+  int warps;       /* warps (wavefronts) per program */
+  int stages;      /* K/V pipeline depth in shared memory */
+} anyattn_config_info;
+
+/* Number of configs the backend was built with. */
+ANYATTN_API int anyattn_config_count(anyattn_backend backend);
+ANYATTN_API anyattn_status anyattn_config_get(anyattn_backend backend, int index,
+                                              anyattn_config_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ANYATTN_H */

@@ -1,0 +1,528 @@
+/* api.c: the public entry points. Everything the host can check is checked
+ * here, once, for every backend; backends receive normalised arguments. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define AA_STR2(x) #x
+#define AA_STR(x) AA_STR2(x)
+
+unsigned anyattn_version_number(void) { return ANYATTN_VERSION_NUMBER; }
+
+const char *anyattn_version_string(void) {
+  return AA_STR(ANYATTN_VERSION_MAJOR) "." AA_STR(ANYATTN_VERSION_MINOR) "." AA_STR(
+      ANYATTN_VERSION_PATCH);
+}
+
+size_t anyattn_dtype_size(anyattn_dtype dtype) {
+  switch (dtype) {
+    case ANYATTN_DTYPE_F32: return 4;
+    case ANYATTN_DTYPE_F16: return 2;
+    case ANYATTN_DTYPE_BF16: return 2;
+  }
+  return 0;
+}
+
+/* ---- backends and devices -------------------------------------------- */
+const char *anyattn_backend_name(anyattn_backend backend) {
+  switch (backend) {
+    case ANYATTN_BACKEND_AUTO: return "auto";
+    case ANYATTN_BACKEND_CPU: return "cpu";
+    case ANYATTN_BACKEND_CUDA: return "cuda";
+    case ANYATTN_BACKEND_HIP: return "hip";
+  }
+  return "unknown";
+}
+
+anyattn_status anyattn_backend_from_name(const char *name, anyattn_backend *backend) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(name, "name");
+  AA_CHECK_NOT_NULL(backend, "backend");
+  static const anyattn_backend all[] = {ANYATTN_BACKEND_AUTO, ANYATTN_BACKEND_CPU,
+                                        ANYATTN_BACKEND_CUDA, ANYATTN_BACKEND_HIP};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    if (strcmp(name, anyattn_backend_name(all[i])) == 0) {
+      *backend = all[i];
+      return ANYATTN_STATUS_OK;
+    }
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
+                  "backend name '%s' is not one of auto, cpu, cuda, hip", name);
+}
+
+int anyattn_backend_compiled(anyattn_backend backend) {
+  switch (backend) {
+    case ANYATTN_BACKEND_AUTO:
+    case ANYATTN_BACKEND_CPU: return 1;
+    case ANYATTN_BACKEND_CUDA:
+#if defined(ANYATTN_WITH_CUDA)
+      return 1;
+#else
+      return 0;
+#endif
+    case ANYATTN_BACKEND_HIP:
+#if defined(ANYATTN_WITH_HIP)
+      return 1;
+#else
+      return 0;
+#endif
+  }
+  return 0;
+}
+
+static anyattn_status aa_gpu_device_count(anyattn_backend backend, int *count) {
+  *count = 0;
+  switch (backend) {
+    case ANYATTN_BACKEND_CUDA:
+#if defined(ANYATTN_WITH_CUDA)
+      return aa_cuda_device_count(count);
+#else
+      break;
+#endif
+    case ANYATTN_BACKEND_HIP:
+#if defined(ANYATTN_WITH_HIP)
+      return aa_hip_device_count(count);
+#else
+      break;
+#endif
+    default: break;
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
+                  "backend '%s' is not compiled into this library", anyattn_backend_name(backend));
+}
+
+/* AUTO: CUDA, then HIP, then the CPU. Leaves no error behind when it falls back. */
+static anyattn_backend aa_resolve_auto(void) {
+  static const anyattn_backend gpus[] = {ANYATTN_BACKEND_CUDA, ANYATTN_BACKEND_HIP};
+  for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+    int n = 0;
+    if (anyattn_backend_compiled(gpus[i]) && aa_gpu_device_count(gpus[i], &n) == ANYATTN_STATUS_OK &&
+        n > 0)
+      return gpus[i];
+  }
+  aa_clear_error();
+  return ANYATTN_BACKEND_CPU;
+}
+
+anyattn_status anyattn_device_count(anyattn_backend backend, int *count) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(count, "count");
+  *count = 0;
+  if (backend == ANYATTN_BACKEND_AUTO) backend = aa_resolve_auto();
+  if (backend == ANYATTN_BACKEND_CPU) {
+    *count = 1;
+    return ANYATTN_STATUS_OK;
+  }
+  AA_CHECK(backend == ANYATTN_BACKEND_CUDA || backend == ANYATTN_BACKEND_HIP,
+           ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend %d is not a known backend", (int)backend);
+  return aa_gpu_device_count(backend, count);
+}
+
+static anyattn_status aa_context_init(anyattn_context *ctx) {
+  switch (ctx->backend) {
+    case ANYATTN_BACKEND_CPU:
+      AA_CHECK(ctx->device == 0, ANYATTN_STATUS_NO_DEVICE, "device %d: the CPU backend has device 0 only",
+               ctx->device);
+      aa_cpu_device_name(ctx->device_name, sizeof ctx->device_name);
+      ctx->num_sms = aa_cpu_threads();
+      return ANYATTN_STATUS_OK;
+#if defined(ANYATTN_WITH_CUDA)
+    case ANYATTN_BACKEND_CUDA: return aa_cuda_context_init(ctx);
+#endif
+#if defined(ANYATTN_WITH_HIP)
+    case ANYATTN_BACKEND_HIP: return aa_hip_context_init(ctx);
+#endif
+    default: break;
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
+                  "backend '%s' is not compiled into this library", anyattn_backend_name(ctx->backend));
+}
+
+anyattn_status anyattn_device_name(anyattn_backend backend, int device, char *buf, size_t buf_size) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(buf, "buf");
+  AA_CHECK(buf_size > 0, ANYATTN_STATUS_INVALID_SIZE, "buf_size is 0");
+  anyattn_context tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.backend = backend == ANYATTN_BACKEND_AUTO ? aa_resolve_auto() : backend;
+  tmp.device = device;
+  AA_TRY(aa_context_init(&tmp));
+  snprintf(buf, buf_size, "%s", tmp.device_name);
+  return ANYATTN_STATUS_OK;
+}
+
+anyattn_status anyattn_context_create(anyattn_backend backend, int device, anyattn_context **ctx) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(ctx, "ctx");
+  *ctx = NULL;
+  AA_CHECK(device >= 0, ANYATTN_STATUS_INVALID_SIZE, "device is %d, must be >= 0", device);
+  anyattn_context *c = (anyattn_context *)calloc(1, sizeof *c);
+  AA_CHECK(c != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "context allocation failed");
+  c->backend = backend == ANYATTN_BACKEND_AUTO ? aa_resolve_auto() : backend;
+  c->device = device;
+  anyattn_status s = aa_context_init(c);
+  if (s != ANYATTN_STATUS_OK) {
+    free(c);
+    return s;
+  }
+  *ctx = c;
+  return ANYATTN_STATUS_OK;
+}
+
+void anyattn_context_free(anyattn_context *ctx) { free(ctx); }
+
+anyattn_backend anyattn_context_backend(const anyattn_context *ctx) {
+  return ctx ? ctx->backend : ANYATTN_BACKEND_AUTO;
+}
+
+/* ---- struct initialisers ---------------------------------------------- */
+void anyattn_problem_init(anyattn_problem *p) {
+  if (!p) return;
+  memset(p, 0, sizeof *p);
+  p->struct_size = sizeof *p;
+  p->dtype = ANYATTN_DTYPE_BF16;
+  p->block_size = 16;
+  p->window_left = -1;
+  p->window_right = -1;
+}
+
+void anyattn_limits_init(anyattn_limits *l) {
+  if (!l) return;
+  memset(l, 0, sizeof *l);
+  l->struct_size = sizeof *l;
+}
+
+void anyattn_batch_init(anyattn_batch *b) {
+  if (!b) return;
+  memset(b, 0, sizeof *b);
+  b->struct_size = sizeof *b;
+}
+
+void anyattn_tensors_init(anyattn_tensors *t) {
+  if (!t) return;
+  memset(t, 0, sizeof *t);
+  t->struct_size = sizeof *t;
+}
+
+/* ---- plan ---------------------------------------------------------------- */
+static anyattn_status aa_check_problem(const anyattn_problem *p) {
+  AA_CHECK(p->struct_size == sizeof *p, ANYATTN_STATUS_STRUCT_SIZE,
+           "problem->struct_size is %zu, this library expects %zu (use anyattn_problem_init)",
+           p->struct_size, sizeof *p);
+  AA_CHECK(p->num_q_heads > 0, ANYATTN_STATUS_INVALID_SIZE, "problem->num_q_heads is %d, must be > 0",
+           p->num_q_heads);
+  AA_CHECK(p->num_kv_heads > 0, ANYATTN_STATUS_INVALID_SIZE,
+           "problem->num_kv_heads is %d, must be > 0", p->num_kv_heads);
+  AA_CHECK(p->num_q_heads % p->num_kv_heads == 0, ANYATTN_STATUS_HEAD_RATIO,
+           "problem->num_q_heads (%d) is not a multiple of problem->num_kv_heads (%d)",
+           p->num_q_heads, p->num_kv_heads);
+  AA_CHECK(p->head_dim > 0, ANYATTN_STATUS_INVALID_SIZE, "problem->head_dim is %d, must be > 0",
+           p->head_dim);
+  AA_CHECK(anyattn_dtype_size(p->dtype) != 0, ANYATTN_STATUS_UNSUPPORTED_DTYPE,
+           "problem->dtype is %d, not one of F32 (0), F16 (1), BF16 (2)", (int)p->dtype);
+  AA_CHECK(p->block_size > 0, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE,
+           "problem->block_size is %d, must be >= 1", p->block_size);
+  AA_CHECK(p->causal == 0 || p->causal == 1, ANYATTN_STATUS_INVALID_OPTION,
+           "problem->causal is %d, must be 0 or 1", p->causal);
+  AA_CHECK(p->window_left >= -1, ANYATTN_STATUS_INVALID_OPTION,
+           "problem->window_left is %d, must be -1 (unbounded) or >= 0", p->window_left);
+  AA_CHECK(p->window_right >= -1, ANYATTN_STATUS_INVALID_OPTION,
+           "problem->window_right is %d, must be -1 (unbounded) or >= 0", p->window_right);
+  AA_CHECK(p->scale == 0.0f || (isfinite(p->scale) && p->scale > 0.0f), ANYATTN_STATUS_INVALID_OPTION,
+           "problem->scale is %g, must be 0 (default) or finite and > 0", (double)p->scale);
+  AA_CHECK(isfinite(p->softcap) && p->softcap >= 0.0f, ANYATTN_STATUS_INVALID_OPTION,
+           "problem->softcap is %g, must be 0 (off) or finite and > 0", (double)p->softcap);
+  return ANYATTN_STATUS_OK;
+}
+
+static anyattn_status aa_check_limits(const anyattn_limits *l) {
+  AA_CHECK(l->struct_size == sizeof *l, ANYATTN_STATUS_STRUCT_SIZE,
+           "limits->struct_size is %zu, this library expects %zu (use anyattn_limits_init)",
+           l->struct_size, sizeof *l);
+  AA_CHECK(l->max_seqs > 0, ANYATTN_STATUS_INVALID_SIZE, "limits->max_seqs is %d, must be > 0",
+           l->max_seqs);
+  AA_CHECK(l->max_tokens > 0, ANYATTN_STATUS_INVALID_SIZE, "limits->max_tokens is %d, must be > 0",
+           l->max_tokens);
+  AA_CHECK(l->max_context > 0, ANYATTN_STATUS_INVALID_SIZE, "limits->max_context is %d, must be > 0",
+           l->max_context);
+  return ANYATTN_STATUS_OK;
+}
+
+static anyattn_status aa_backend_plan(anyattn_plan *plan) {
+  switch (plan->backend) {
+    case ANYATTN_BACKEND_CPU: return aa_cpu_plan(plan);
+#if defined(ANYATTN_WITH_CUDA)
+    case ANYATTN_BACKEND_CUDA: return aa_cuda_plan(plan);
+#endif
+#if defined(ANYATTN_WITH_HIP)
+    case ANYATTN_BACKEND_HIP: return aa_hip_plan(plan);
+#endif
+    default: break;
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "ctx: backend '%s' is not compiled in",
+                  anyattn_backend_name(plan->backend));
+}
+
+anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *problem,
+                                   const anyattn_limits *limits, anyattn_plan **plan) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(plan, "plan");
+  *plan = NULL;
+  AA_CHECK_NOT_NULL(ctx, "ctx");
+  AA_CHECK_NOT_NULL(problem, "problem");
+  AA_CHECK_NOT_NULL(limits, "limits");
+  AA_TRY(aa_check_problem(problem));
+  AA_TRY(aa_check_limits(limits));
+
+  anyattn_plan *p = (anyattn_plan *)calloc(1, sizeof *p);
+  AA_CHECK(p != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan allocation failed");
+  p->ctx = ctx;
+  p->backend = ctx->backend;
+  p->problem = *problem;
+  p->limits = *limits;
+  p->group = problem->num_q_heads / problem->num_kv_heads;
+  p->scale = problem->scale != 0.0f ? problem->scale : (float)(1.0 / sqrt((double)problem->head_dim));
+  p->config = -1;
+  p->num_splits = 1;
+  anyattn_status s = aa_backend_plan(p); /* may read p->problem.config */
+  p->problem.config = NULL;
+  if (s != ANYATTN_STATUS_OK) {
+    free(p);
+    return s;
+  }
+  *plan = p;
+  return ANYATTN_STATUS_OK;
+}
+
+void anyattn_plan_free(anyattn_plan *plan) { free(plan); }
+
+size_t anyattn_plan_workspace_size(const anyattn_plan *plan) { return plan ? plan->workspace_size : 0; }
+
+const char *anyattn_plan_describe(const anyattn_plan *plan) { return plan ? plan->describe : ""; }
+
+/* ---- run ------------------------------------------------------------------ */
+/* Fills zero strides with the dense NHD layout, then checks that the
+ * (block, token, head) -> offset map, with head_dim contiguous, has no
+ * two rows overlapping. */
+static anyattn_status aa_resolve_strides(const anyattn_problem *pr, int64_t num_blocks, const char *which,
+                                         int64_t in_b, int64_t in_t, int64_t in_h, int64_t *out) {
+  const int64_t d = pr->head_dim;
+  if (in_b == 0 && in_t == 0 && in_h == 0) {
+    out[0] = (int64_t)pr->block_size * pr->num_kv_heads * d;
+    out[1] = (int64_t)pr->num_kv_heads * d;
+    out[2] = d;
+    return ANYATTN_STATUS_OK;
+  }
+  AA_CHECK(in_b > 0 && in_t > 0 && in_h > 0, ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->%s_stride_{block,token,head} are %lld, %lld, %lld: all must be > 0 (or all 0 for NHD)",
+           which, (long long)in_b, (long long)in_t, (long long)in_h);
+  int64_t stride[3] = {in_b, in_t, in_h};
+  int64_t size[3] = {num_blocks, pr->block_size, pr->num_kv_heads};
+  int order[3] = {0, 1, 2};
+  for (int i = 0; i < 3; i++) /* sort dims by stride, ascending */
+    for (int j = i + 1; j < 3; j++)
+      if (stride[order[j]] < stride[order[i]]) {
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  int64_t extent = d; /* elements spanned by the dims checked so far */
+  for (int i = 0; i < 3; i++) {
+    int k = order[i];
+    if (size[k] <= 1) continue;
+    AA_CHECK(stride[k] >= extent, ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->%s strides (%lld, %lld, %lld) make cache rows overlap", which, (long long)in_b,
+             (long long)in_t, (long long)in_h);
+    extent = stride[k] * size[k];
+  }
+  out[0] = in_b;
+  out[1] = in_t;
+  out[2] = in_h;
+  return ANYATTN_STATUS_OK;
+}
+
+static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyattn_batch *b) {
+  AA_CHECK(b->struct_size == sizeof *b, ANYATTN_STATUS_STRUCT_SIZE,
+           "batch->struct_size is %zu, this library expects %zu (use anyattn_batch_init)",
+           b->struct_size, sizeof *b);
+  AA_CHECK(b->num_seqs >= 0, ANYATTN_STATUS_INVALID_SIZE, "batch->num_seqs is %d, must be >= 0",
+           b->num_seqs);
+  AA_CHECK(b->num_seqs <= plan->limits.max_seqs, ANYATTN_STATUS_LIMIT_EXCEEDED,
+           "batch->num_seqs is %d, over the plan's limits.max_seqs %d", b->num_seqs,
+           plan->limits.max_seqs);
+  AA_CHECK(b->num_tokens >= 0, ANYATTN_STATUS_INVALID_SIZE, "batch->num_tokens is %d, must be >= 0",
+           b->num_tokens);
+  AA_CHECK(b->num_tokens <= plan->limits.max_tokens, ANYATTN_STATUS_LIMIT_EXCEEDED,
+           "batch->num_tokens is %d, over the plan's limits.max_tokens %d", b->num_tokens,
+           plan->limits.max_tokens);
+  AA_CHECK(b->num_tokens == 0 || b->num_seqs > 0, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->num_tokens is %d with batch->num_seqs 0", b->num_tokens);
+  if (b->num_seqs > 0) {
+    AA_CHECK_NOT_NULL(b->cu_seqlens_q, "batch->cu_seqlens_q");
+    AA_CHECK_NOT_NULL(b->seq_lens_k, "batch->seq_lens_k");
+    AA_CHECK_NOT_NULL(b->block_table, "batch->block_table");
+    AA_CHECK(b->block_table_stride > 0, ANYATTN_STATUS_INVALID_SIZE,
+             "batch->block_table_stride is %d, must be > 0", b->block_table_stride);
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
+
+static anyattn_status aa_run_dispatch(const anyattn_plan *plan, const anyattn_args *a) {
+  switch (plan->backend) {
+    case ANYATTN_BACKEND_CPU: return aa_cpu_run(plan, a);
+#if defined(ANYATTN_WITH_CUDA)
+    case ANYATTN_BACKEND_CUDA: return aa_cuda_run(plan, a);
+#endif
+#if defined(ANYATTN_WITH_HIP)
+    case ANYATTN_BACKEND_HIP: return aa_hip_run(plan, a);
+#endif
+    default: break;
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "plan: backend '%s' is not compiled in",
+                  anyattn_backend_name(plan->backend));
+}
+
+anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
+                           const anyattn_tensors *t, void *workspace, size_t workspace_size, void *stream) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(plan, "plan");
+  AA_CHECK_NOT_NULL(batch, "batch");
+  AA_CHECK_NOT_NULL(t, "tensors");
+  AA_TRY(aa_check_batch_sizes(plan, batch));
+  AA_CHECK(t->struct_size == sizeof *t, ANYATTN_STATUS_STRUCT_SIZE,
+           "tensors->struct_size is %zu, this library expects %zu (use anyattn_tensors_init)",
+           t->struct_size, sizeof *t);
+  AA_CHECK(workspace_size >= plan->workspace_size, ANYATTN_STATUS_WORKSPACE_TOO_SMALL,
+           "workspace_size is %zu bytes, the plan needs %zu", workspace_size, plan->workspace_size);
+  AA_CHECK(plan->workspace_size == 0 || workspace != NULL, ANYATTN_STATUS_NULL_POINTER,
+           "workspace is NULL, the plan needs %zu bytes", plan->workspace_size);
+  AA_CHECK(aa_aligned(workspace, 256), ANYATTN_STATUS_BAD_STRIDE,
+           "workspace %p is not 256-byte aligned", workspace);
+
+  const anyattn_problem *pr = &plan->problem;
+  const size_t es = anyattn_dtype_size(pr->dtype);
+  anyattn_args a;
+  memset(&a, 0, sizeof a);
+  a.num_seqs = batch->num_seqs;
+  a.num_tokens = batch->num_tokens;
+  a.cu_seqlens_q = batch->cu_seqlens_q;
+  a.seq_lens_k = batch->seq_lens_k;
+  a.block_table = batch->block_table;
+  a.block_table_stride = batch->block_table_stride;
+  a.q = t->q;
+  a.k_cache = t->k_cache;
+  a.v_cache = t->v_cache;
+  a.num_blocks = t->num_blocks;
+  a.alibi_slopes = t->alibi_slopes;
+  a.sinks = t->sinks;
+  a.out = t->out;
+  a.lse = t->lse;
+  a.workspace = workspace;
+  a.workspace_size = workspace_size;
+  a.stream = stream;
+
+  if (batch->num_tokens == 0) return ANYATTN_STATUS_OK; /* nothing to compute or write */
+
+  AA_CHECK_NOT_NULL(t->q, "tensors->q");
+  AA_CHECK_NOT_NULL(t->k_cache, "tensors->k_cache");
+  AA_CHECK_NOT_NULL(t->v_cache, "tensors->v_cache");
+  AA_CHECK_NOT_NULL(t->out, "tensors->out");
+  AA_CHECK(t->num_blocks > 0, ANYATTN_STATUS_INVALID_SIZE, "tensors->num_blocks is %lld, must be > 0",
+           (long long)t->num_blocks);
+  AA_CHECK(aa_aligned(t->q, es) && aa_aligned(t->k_cache, es) && aa_aligned(t->v_cache, es) &&
+               aa_aligned(t->out, es),
+           ANYATTN_STATUS_BAD_STRIDE, "tensors->q, k_cache, v_cache and out must be aligned to %zu bytes",
+           es);
+  AA_CHECK(t->lse == NULL || aa_aligned(t->lse, 4), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->lse is not 4-byte aligned");
+  int64_t ks[3], vs[3];
+  AA_TRY(aa_resolve_strides(pr, t->num_blocks, "k", t->k_stride_block, t->k_stride_token,
+                            t->k_stride_head, ks));
+  AA_TRY(aa_resolve_strides(pr, t->num_blocks, "v", t->v_stride_block, t->v_stride_token,
+                            t->v_stride_head, vs));
+  a.k_stride_block = ks[0];
+  a.k_stride_token = ks[1];
+  a.k_stride_head = ks[2];
+  a.v_stride_block = vs[0];
+  a.v_stride_token = vs[1];
+  a.v_stride_head = vs[2];
+  return aa_run_dispatch(plan, &a);
+}
+
+/* ---- validate -------------------------------------------------------------- */
+anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b, int64_t num_blocks) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(plan, "plan");
+  AA_CHECK_NOT_NULL(b, "host_batch");
+  AA_TRY(aa_check_batch_sizes(plan, b));
+  AA_CHECK(num_blocks > 0 || b->num_tokens == 0, ANYATTN_STATUS_INVALID_SIZE,
+           "num_blocks is %lld, must be > 0", (long long)num_blocks);
+  if (b->num_seqs == 0) return ANYATTN_STATUS_OK;
+  const int bs = plan->problem.block_size;
+  const int32_t *cu = b->cu_seqlens_q;
+  AA_CHECK(cu[0] == 0, ANYATTN_STATUS_BAD_METADATA, "cu_seqlens_q[0] is %d, must be 0", cu[0]);
+  for (int s = 0; s < b->num_seqs; s++) {
+    AA_CHECK(cu[s + 1] >= cu[s], ANYATTN_STATUS_BAD_METADATA,
+             "cu_seqlens_q decreases at index %d (%d after %d)", s + 1, cu[s + 1], cu[s]);
+    const int q_len = cu[s + 1] - cu[s];
+    const int kv_len = b->seq_lens_k[s];
+    AA_CHECK(kv_len >= 0, ANYATTN_STATUS_BAD_METADATA, "seq_lens_k[%d] is %d, must be >= 0", s, kv_len);
+    AA_CHECK(kv_len <= plan->limits.max_context, ANYATTN_STATUS_BAD_METADATA,
+             "seq_lens_k[%d] is %d, over the plan's limits.max_context %d", s, kv_len,
+             plan->limits.max_context);
+    AA_CHECK(q_len <= kv_len, ANYATTN_STATUS_BAD_METADATA,
+             "sequence %d has q_len %d > seq_lens_k[%d] %d", s, q_len, s, kv_len);
+    const int64_t pages = ((int64_t)kv_len + bs - 1) / bs;
+    AA_CHECK(pages <= b->block_table_stride, ANYATTN_STATUS_BAD_METADATA,
+             "sequence %d needs %lld pages, block_table_stride is %d", s, (long long)pages,
+             b->block_table_stride);
+    if (q_len == 0) continue; /* run reads nothing for it */
+    const int32_t *row = b->block_table + (int64_t)s * b->block_table_stride;
+    for (int64_t j = 0; j < pages; j++)
+      AA_CHECK(row[j] >= 0 && row[j] < num_blocks, ANYATTN_STATUS_BAD_METADATA,
+               "block_table[%d][%lld] is %d, outside [0, num_blocks=%lld)", s, (long long)j, row[j],
+               (long long)num_blocks);
+  }
+  AA_CHECK(cu[b->num_seqs] == b->num_tokens, ANYATTN_STATUS_BAD_METADATA,
+           "cu_seqlens_q[num_seqs] is %d, batch->num_tokens is %d", cu[b->num_seqs], b->num_tokens);
+  return ANYATTN_STATUS_OK;
+}
+
+/* ---- configs ------------------------------------------------------------------ */
+int anyattn_config_count(anyattn_backend backend) {
+  switch (backend) {
+#if defined(ANYATTN_WITH_CUDA)
+    case ANYATTN_BACKEND_CUDA: return aa_cuda_config_count();
+#endif
+#if defined(ANYATTN_WITH_HIP)
+    case ANYATTN_BACKEND_HIP: return aa_hip_config_count();
+#endif
+    default: return 0;
+  }
+}
+
+anyattn_status anyattn_config_get(anyattn_backend backend, int index, anyattn_config_info *info) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(info, "info");
+  AA_CHECK(info->struct_size == sizeof *info, ANYATTN_STATUS_STRUCT_SIZE,
+           "info->struct_size is %zu, this library expects %zu", info->struct_size, sizeof *info);
+  AA_CHECK(index >= 0 && index < anyattn_config_count(backend), ANYATTN_STATUS_INVALID_SIZE,
+           "index %d: backend '%s' has %d configs", index, anyattn_backend_name(backend),
+           anyattn_config_count(backend));
+  switch (backend) {
+#if defined(ANYATTN_WITH_CUDA)
+    case ANYATTN_BACKEND_CUDA: return aa_cuda_config_get(index, info);
+#endif
+#if defined(ANYATTN_WITH_HIP)
+    case ANYATTN_BACKEND_HIP: return aa_hip_config_get(index, info);
+#endif
+    default: break;
+  }
+  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend '%s' has no config table",
+                  anyattn_backend_name(backend));
+}

@@ -1,0 +1,43 @@
+/* devmem.h: backend-neutral memory, copies, synchronisation and timing for
+ * the tools and tests (not part of libanyattn). On the CPU backend "device"
+ * memory is host memory; on CUDA it goes through the CUDA runtime. */
+#ifndef ANYATTN_DEVMEM_H
+#define ANYATTN_DEVMEM_H
+
+#include <stddef.h>
+
+#include "anyattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* All return 0 on success, else -1 after printing the runtime's message to stderr. */
+int dm_set_device(anyattn_backend backend, int device);
+void *dm_alloc(anyattn_backend backend, size_t bytes);          /* 256-byte aligned; NULL on failure */
+void dm_free(anyattn_backend backend, void *ptr);               /* accepts NULL */
+int dm_to_device(anyattn_backend backend, void *dst, const void *src, size_t bytes);
+int dm_to_host(anyattn_backend backend, void *dst, const void *src, size_t bytes);
+int dm_fill_bytes(anyattn_backend backend, void *dst, int byte, size_t bytes); /* memset */
+int dm_sync(anyattn_backend backend);
+
+/* Timing: an opaque timer around work queued on the default stream.
+ * CPU: wall clock. GPU: events. Returns elapsed milliseconds, < 0 on error. */
+typedef struct dm_timer_s dm_timer;
+dm_timer *dm_timer_create(anyattn_backend backend);
+void dm_timer_free(dm_timer *t);
+int dm_timer_start(dm_timer *t);
+double dm_timer_stop(dm_timer *t); /* synchronises */
+
+/* Graph capture of work on a stream the helper owns (GPU only; returns -1 on CPU).
+ * dm_graph_begin returns the stream to launch into; dm_graph_end instantiates. */
+typedef struct dm_graph_s dm_graph;
+dm_graph *dm_graph_begin(anyattn_backend backend, void **stream);
+int dm_graph_end(dm_graph *g);
+int dm_graph_launch(dm_graph *g); /* on the default stream, asynchronous */
+void dm_graph_free(dm_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,41 @@
+/* tl_util.h: random numbers and dtype conversion shared by tests and tools. */
+#ifndef ANYATTN_TL_UTIL_H
+#define ANYATTN_TL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anyattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* splitmix64: small, fast, good enough for test data. */
+uint64_t tl_rng_next(uint64_t *state);
+double tl_rng_uniform(uint64_t *state);            /* [0, 1) */
+int tl_rng_int(uint64_t *state, int lo, int hi);   /* [lo, hi] inclusive */
+double tl_rng_normal(uint64_t *state);              /* N(0, 1) */
+uint64_t tl_seed_from_env_or_time(void);            /* $ANYATTN_SEED, else time-based */
+
+/* IEEE half and bfloat16, round to nearest even. */
+uint16_t tl_f32_to_f16(float f);
+float tl_f16_to_f32(uint16_t h);
+uint16_t tl_f32_to_bf16(float f);
+float tl_bf16_to_f32(uint16_t b);
+
+/* Element i of a buffer of `dtype`, as float, and the store back. */
+float tl_load(anyattn_dtype dtype, const void *buf, size_t i);
+void tl_store(anyattn_dtype dtype, void *buf, size_t i, float v);
+/* Rounds v to the nearest value representable in dtype. */
+float tl_round(anyattn_dtype dtype, float v);
+/* n elements of N(0, sigma^2), rounded to dtype. */
+void tl_fill_normal(anyattn_dtype dtype, void *buf, size_t n, float sigma, uint64_t *rng);
+/* n elements set to quiet NaN in dtype (poison). */
+void tl_fill_nan(anyattn_dtype dtype, void *buf, size_t n);
+const char *tl_dtype_name(anyattn_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
