@@ -1,0 +1,508 @@
+/* bench.c: `anyattn bench`. The named workloads (shared by every backend),
+ * data set-up with shuffled pages, timing (medians; events and an L2 flush on
+ * GPUs, optional graph replay), and figures as ratios to ceilings measured in
+ * the same run. Shapes: Llama-3.1-8B attention (32 q heads, 8 kv heads, head
+ * dim 128), block size 16. */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ceilings.h"
+#include "devmem.h"
+#include "gpu_ceilings.h"
+#include "tl_util.h"
+
+enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };
+
+typedef struct {
+  char name[64];
+  int num_seqs;
+  int *q_lens;
+  int *kv_lens;
+} bench_case;
+
+typedef struct {
+  bench_case *items;
+  int count, cap;
+} case_list;
+
+static void add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv) {
+  if (l->count == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 16;
+    l->items = (bench_case *)realloc(l->items, (size_t)l->cap * sizeof *l->items);
+  }
+  bench_case *c = &l->items[l->count++];
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->num_seqs = num_seqs;
+  c->q_lens = (int *)malloc((size_t)num_seqs * sizeof(int));
+  c->kv_lens = (int *)malloc((size_t)num_seqs * sizeof(int));
+  memcpy(c->q_lens, q, (size_t)num_seqs * sizeof(int));
+  memcpy(c->kv_lens, kv, (size_t)num_seqs * sizeof(int));
+}
+
+static void free_cases(case_list *l) {
+  for (int i = 0; i < l->count; i++) {
+    free(l->items[i].q_lens);
+    free(l->items[i].kv_lens);
+  }
+  free(l->items);
+}
+
+/* `batch` sequences each decoding one token at context `ctx`. */
+static void add_decode(case_list *l, int batch, int ctx) {
+  int *q = (int *)malloc((size_t)batch * sizeof(int)), *kv = (int *)malloc((size_t)batch * sizeof(int));
+  for (int i = 0; i < batch; i++) q[i] = 1, kv[i] = ctx;
+  char name[64];
+  snprintf(name, sizeof name, "decode %dx%d", batch, ctx);
+  add_case(l, name, batch, q, kv);
+  free(q);
+  free(kv);
+}
+
+/* `batch` causal prompts of `len` tokens each. */
+static void add_prefill(case_list *l, int batch, int len) {
+  int *q = (int *)malloc((size_t)batch * sizeof(int)), *kv = (int *)malloc((size_t)batch * sizeof(int));
+  for (int i = 0; i < batch; i++) q[i] = len, kv[i] = len;
+  char name[64];
+  snprintf(name, sizeof name, "prefill %dx%d", batch, len);
+  add_case(l, name, batch, q, kv);
+  free(q);
+  free(kv);
+}
+
+/* `chunks` prefill chunks of `chunk_len` tokens at context `chunk_ctx`, then
+ * `decodes` decodes at context `ctx`. */
+static void add_mixed(case_list *l, const char *name, int chunks, int chunk_len, int chunk_ctx,
+                      int decodes, int ctx) {
+  int n = chunks + decodes;
+  int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
+  for (int i = 0; i < chunks; i++) q[i] = chunk_len, kv[i] = chunk_ctx;
+  for (int i = chunks; i < n; i++) q[i] = 1, kv[i] = ctx;
+  add_case(l, name, n, q, kv);
+  free(q);
+  free(kv);
+}
+
+/* The IBM grid (arXiv 2511.11581): batch x max length x decode share; lengths
+ * cycle through max x {1.0, 0.1, 0.4, 0.5, 0.2}; the first round(share*batch)
+ * sequences decode (q_len 1), the rest are prompts (q_len = kv_len). */
+static void add_ibm(case_list *l) {
+  static const int batches[] = {1, 4, 16, 64, 128};
+  static const int maxlens[] = {128, 512, 2048, 4096};
+  static const double shares[] = {0.0, 0.5, 1.0};
+  static const double cycle[] = {1.0, 0.1, 0.4, 0.5, 0.2};
+  for (int b = 0; b < 5; b++)
+    for (int m = 0; m < 4; m++)
+      for (int s = 0; s < 3; s++) {
+        int n = batches[b];
+        int n_decode = (int)floor(shares[s] * n + 0.5);
+        int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
+        for (int i = 0; i < n; i++) {
+          int len = (int)(maxlens[m] * cycle[i % 5]);
+          if (len < 1) len = 1;
+          kv[i] = len;
+          q[i] = i < n_decode ? 1 : len;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "ibm b%d L%d d%.1f", n, maxlens[m], shares[s]);
+        add_case(l, name, n, q, kv);
+        free(q);
+        free(kv);
+      }
+}
+
+static const char *const workload_names[] = {"default", "decode", "prefill", "mixed", "ibm"};
+
+const char *bench_workload_names(void) { return "default, decode, prefill, mixed, ibm"; }
+
+int bench_workload_known(const char *name) {
+  for (size_t i = 0; i < sizeof workload_names / sizeof workload_names[0]; i++)
+    if (strcmp(name, workload_names[i]) == 0) return 1;
+  return 0;
+}
+
+/* The GPU lists match ../shared/TARGETS.md's anchors; the CPU lists are the
+ * same kinds of batches scaled to a few cores. */
+static void build_workload(case_list *l, const char *w, int gpu) {
+  int all = strcmp(w, "default") == 0;
+  if (all || strcmp(w, "decode") == 0) {
+    if (gpu) {
+      static const int d[][2] = {{1, 512},   {1, 8192},  {1, 32768}, {8, 4096},
+                                 {32, 2048}, {32, 8192}, {64, 8192}, {128, 2048}};
+      for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) add_decode(l, d[i][0], d[i][1]);
+    } else {
+      static const int d[][2] = {{1, 512}, {1, 8192}, {16, 4096}, {64, 1024}, {64, 2048}};
+      for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        if (!all || d[i][0] * d[i][1] >= 65536) add_decode(l, d[i][0], d[i][1]);
+    }
+  }
+  if (all || strcmp(w, "prefill") == 0) {
+    if (gpu) {
+      static const int p[][2] = {{1, 500}, {1, 2048}, {1, 8192}, {4, 4096}, {16, 1024}};
+      for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) add_prefill(l, p[i][0], p[i][1]);
+    } else {
+      static const int p[][2] = {{1, 500}, {1, 1024}, {4, 512}};
+      for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (!all || p[i][1] == 1024) add_prefill(l, p[i][0], p[i][1]);
+    }
+  }
+  if (all || strcmp(w, "mixed") == 0) {
+    if (gpu) {
+      add_mixed(l, "mixed 1x2048p+63d@2048", 1, 2048, 2048, 63, 2048);
+      add_mixed(l, "mixed 2x512c+126d@4096", 2, 512, 4096, 126, 4096);
+    } else {
+      add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
+    }
+  }
+  if (strcmp(w, "ibm") == 0) add_ibm(l);
+}
+
+/* ---- one case ---------------------------------------------------------------- */
+typedef struct {
+  double us;        /* median microseconds per call */
+  double kv_bytes;  /* K and V bytes of the keys each sequence holds */
+  double flops;     /* 4 * Hq * D per visible (query, key) pair */
+  char config[192];
+} case_result;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Fills a device buffer from a host chunk of random values (not zeros: zeros
+ * run faster than real data and hide unwritten outputs). */
+static int fill_random(anyattn_backend be, void *dst, size_t bytes, const void *chunk, size_t chunk_bytes) {
+  for (size_t off = 0; off < bytes; off += chunk_bytes) {
+    size_t n = bytes - off < chunk_bytes ? bytes - off : chunk_bytes;
+    if (dm_to_device(be, (char *)dst + off, chunk, n)) return -1;
+  }
+  return 0;
+}
+
+static int run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
+                    size_t chunk_bytes, void *flush_buf, size_t flush_bytes, case_result *r) {
+  const anyattn_backend be = opt->backend;
+  const int gpu = be != ANYATTN_BACKEND_CPU;
+  const size_t es = anyattn_dtype_size(opt->dtype);
+  int num_tokens = 0, max_kv = 1, max_pages = 1;
+  int64_t total_pages = 0;
+  r->kv_bytes = 0;
+  r->flops = 0;
+  for (int s = 0; s < c->num_seqs; s++) {
+    int pages = (c->kv_lens[s] + BENCH_BS - 1) / BENCH_BS;
+    num_tokens += c->q_lens[s];
+    if (c->kv_lens[s] > max_kv) max_kv = c->kv_lens[s];
+    if (pages > max_pages) max_pages = pages;
+    total_pages += pages;
+    r->kv_bytes += 2.0 * c->kv_lens[s] * BENCH_HKV * BENCH_D * (double)es;
+    for (int i = 0; i < c->q_lens[s]; i++) {
+      int p = c->kv_lens[s] - c->q_lens[s] + i;
+      r->flops += 4.0 * BENCH_HQ * BENCH_D * (double)(p + 1); /* causal */
+    }
+  }
+  /* Metadata with every page shuffled across the cache. */
+  const size_t ns = (size_t)(unsigned)c->num_seqs, np = (size_t)(uint64_t)total_pages;
+  int32_t *cu = (int32_t *)malloc((ns + 1) * sizeof(int32_t));
+  int32_t *kvl = (int32_t *)malloc(ns * sizeof(int32_t));
+  int32_t *bt = (int32_t *)calloc(ns * (size_t)(unsigned)max_pages, sizeof(int32_t));
+  int32_t *perm = (int32_t *)malloc(np * sizeof(int32_t));
+  uint64_t rng = 0xA77E4u;
+  for (int64_t i = 0; i < total_pages; i++) perm[i] = (int32_t)i;
+  for (int64_t i = total_pages - 1; i > 0; i--) {
+    int64_t j = (int64_t)(tl_rng_next(&rng) % (uint64_t)(i + 1));
+    int32_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  cu[0] = 0;
+  int64_t next = 0;
+  for (int s = 0; s < c->num_seqs; s++) {
+    cu[s + 1] = cu[s] + c->q_lens[s];
+    kvl[s] = c->kv_lens[s];
+    int pages = (c->kv_lens[s] + BENCH_BS - 1) / BENCH_BS;
+    for (int j = 0; j < pages; j++) bt[(size_t)s * max_pages + j] = perm[next++];
+  }
+
+  anyattn_problem pr;
+  anyattn_problem_init(&pr);
+  pr.num_q_heads = BENCH_HQ;
+  pr.num_kv_heads = BENCH_HKV;
+  pr.head_dim = BENCH_D;
+  pr.dtype = opt->dtype;
+  pr.block_size = BENCH_BS;
+  pr.causal = 1;
+  pr.config = opt->config;
+  anyattn_limits lim;
+  anyattn_limits_init(&lim);
+  lim.max_seqs = c->num_seqs;
+  lim.max_tokens = num_tokens;
+  lim.max_context = max_kv;
+
+  int rc = 1;
+  anyattn_plan *plan = NULL;
+  void *d_cu = NULL, *d_kvl = NULL, *d_bt = NULL, *q = NULL, *k = NULL, *v = NULL, *out = NULL, *ws = NULL;
+  dm_timer *timer = NULL;
+  dm_graph *graph = NULL;
+  double *times = NULL;
+  const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * es;
+  const size_t q_bytes = (size_t)num_tokens * BENCH_HQ * BENCH_D * es;
+
+  anyattn_status st = anyattn_plan_create(ctx, &pr, &lim, &plan);
+  if (st != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: %s: plan failed: %s\n", c->name, anyattn_last_error());
+    goto done;
+  }
+  snprintf(r->config, sizeof r->config, "%s", anyattn_plan_describe(plan));
+  size_t ws_bytes = anyattn_plan_workspace_size(plan);
+  d_cu = dm_alloc(be, ((size_t)c->num_seqs + 1) * 4);
+  d_kvl = dm_alloc(be, (size_t)c->num_seqs * 4);
+  d_bt = dm_alloc(be, (size_t)c->num_seqs * max_pages * 4);
+  q = dm_alloc(be, q_bytes);
+  out = dm_alloc(be, q_bytes);
+  k = dm_alloc(be, cache_bytes);
+  v = dm_alloc(be, cache_bytes);
+  ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
+  if (!d_cu || !d_kvl || !d_bt || !q || !out || !k || !v || (ws_bytes && !ws)) {
+    fprintf(stderr, "bench: %s: allocation failed\n", c->name);
+    goto done;
+  }
+  if (dm_to_device(be, d_cu, cu, ((size_t)c->num_seqs + 1) * 4) ||
+      dm_to_device(be, d_kvl, kvl, (size_t)c->num_seqs * 4) ||
+      dm_to_device(be, d_bt, bt, (size_t)c->num_seqs * max_pages * 4) ||
+      fill_random(be, q, q_bytes, chunk, chunk_bytes) || fill_random(be, k, cache_bytes, chunk, chunk_bytes) ||
+      fill_random(be, v, cache_bytes, chunk, chunk_bytes) || dm_fill_bytes(be, out, 0xff, q_bytes))
+    goto done;
+
+  {
+    /* The metadata is checked once on the host, as a caller should. */
+    anyattn_batch hb;
+    anyattn_batch_init(&hb);
+    hb.num_seqs = c->num_seqs;
+    hb.num_tokens = num_tokens;
+    hb.cu_seqlens_q = cu;
+    hb.seq_lens_k = kvl;
+    hb.block_table = bt;
+    hb.block_table_stride = max_pages;
+    if (anyattn_validate(plan, &hb, total_pages) != ANYATTN_STATUS_OK) {
+      fprintf(stderr, "bench: %s: %s\n", c->name, anyattn_last_error());
+      goto done;
+    }
+  }
+  anyattn_batch b;
+  anyattn_batch_init(&b);
+  b.num_seqs = c->num_seqs;
+  b.num_tokens = num_tokens;
+  b.cu_seqlens_q = (const int32_t *)d_cu;
+  b.seq_lens_k = (const int32_t *)d_kvl;
+  b.block_table = (const int32_t *)d_bt;
+  b.block_table_stride = max_pages;
+  anyattn_tensors t;
+  anyattn_tensors_init(&t);
+  t.q = q;
+  t.k_cache = k;
+  t.v_cache = v;
+  t.num_blocks = total_pages;
+  t.out = out;
+
+  int iters = opt->iters > 0 ? opt->iters : (gpu ? 30 : 5);
+  times = (double *)malloc((size_t)iters * sizeof(double));
+  timer = dm_timer_create(be);
+  if (!timer || !times) goto done;
+  void *stream = NULL;
+  if (opt->graph) {
+    graph = dm_graph_begin(be, &stream);
+    if (!graph) goto done;
+    st = anyattn_run(plan, &b, &t, ws, ws_bytes, stream);
+    if (dm_graph_end(graph) || st != ANYATTN_STATUS_OK) {
+      fprintf(stderr, "bench: %s: graph capture failed: %s\n", c->name, anyattn_last_error());
+      goto done;
+    }
+  }
+  for (int i = -2; i < iters; i++) { /* two warm-up calls */
+    if (flush_buf && dm_fill_bytes(be, flush_buf, i & 0xff, flush_bytes)) goto done;
+    if (dm_timer_start(timer)) goto done;
+    if (graph) {
+      if (dm_graph_launch(graph)) goto done;
+    } else if ((st = anyattn_run(plan, &b, &t, ws, ws_bytes, NULL)) != ANYATTN_STATUS_OK) {
+      fprintf(stderr, "bench: %s: run failed: %s\n", c->name, anyattn_last_error());
+      goto done;
+    }
+    double ms = dm_timer_stop(timer);
+    if (ms < 0) {
+      fprintf(stderr, "bench: %s: timing failed\n", c->name);
+      goto done;
+    }
+    if (i >= 0) times[i] = ms;
+  }
+  if (dm_sync(be)) goto done;
+  {
+    /* A cheap sanity check that the output was written and is finite. */
+    size_t n = q_bytes / es < 4096 ? q_bytes / es : 4096;
+    void *h = malloc(n * es);
+    int bad = dm_to_host(be, h, out, n * es) != 0;
+    for (size_t i = 0; !bad && i < n; i++) bad = !isfinite(tl_load(opt->dtype, h, i));
+    free(h);
+    if (bad) {
+      fprintf(stderr, "bench: %s: output not finite\n", c->name);
+      goto done;
+    }
+  }
+  qsort(times, (size_t)iters, sizeof times[0], cmp_double);
+  r->us = 1e3 * (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]));
+  rc = 0;
+done:
+  dm_graph_free(graph);
+  dm_timer_free(timer);
+  free(times);
+  dm_free(be, d_cu);
+  dm_free(be, d_kvl);
+  dm_free(be, d_bt);
+  dm_free(be, q);
+  dm_free(be, out);
+  dm_free(be, k);
+  dm_free(be, v);
+  dm_free(be, ws);
+  anyattn_plan_free(plan);
+  free(cu);
+  free(kvl);
+  free(bt);
+  free(perm);
+  return rc;
+}
+
+/* Cells too large to finish in seconds on a few CPU cores are reported, not run. */
+static int too_big_for_cpu(const bench_case *c) {
+  double flops = 0, bytes = 0;
+  for (int s = 0; s < c->num_seqs; s++) {
+    flops += 4.0 * BENCH_HQ * BENCH_D * (double)c->q_lens[s] * c->kv_lens[s] * 0.5;
+    bytes += 4.0 * BENCH_HKV * BENCH_D * (double)c->kv_lens[s];
+  }
+  return flops > 2e10 || bytes > 2e9;
+}
+
+int bench_main(const bench_options *opt) {
+  if (!bench_workload_known(opt->workload)) {
+    fprintf(stderr, "anyattn: unknown workload '%s' (known: %s)\n", opt->workload, bench_workload_names());
+    return 2;
+  }
+  anyattn_context *ctx = NULL;
+  if (anyattn_context_create(opt->backend, opt->device, &ctx) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "anyattn: %s\n", anyattn_last_error());
+    return 1;
+  }
+  bench_options o = *opt;
+  o.backend = anyattn_context_backend(ctx);
+  const int gpu = o.backend != ANYATTN_BACKEND_CPU;
+  if (o.graph && !gpu) {
+    fprintf(stderr, "anyattn: --graph needs a GPU backend\n");
+    anyattn_context_free(ctx);
+    return 2;
+  }
+  if (dm_set_device(o.backend, o.device)) {
+    anyattn_context_free(ctx);
+    return 1;
+  }
+  char dev[128] = "";
+  anyattn_device_name(o.backend, o.device, dev, sizeof dev);
+
+  /* Ceilings first, in this run. */
+  double bw_gbs, peak_gflops;
+  const char *bw_what, *peak_what;
+  if (gpu) {
+    bw_gbs = aa_gpu_copy_bandwidth_gbs(o.device);
+    peak_gflops = 1e3 * aa_gpu_bf16_matmul_tflops(o.device);
+    bw_what = "device-to-device copy, read+write";
+    peak_what = "cuBLAS bf16 matmul 8192^3";
+  } else {
+    bw_gbs = aa_cpu_read_bandwidth_gbs();
+    peak_gflops = aa_cpu_fma_peak_gflops();
+    bw_what = "streaming read";
+    peak_what = "fp32 FMA";
+  }
+
+  case_list cases = {0};
+  build_workload(&cases, o.workload, gpu);
+
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  printf("anyattn %s bench: workload %s, backend %s, device %s, %s, %s\n", anyattn_version_string(),
+         o.workload, anyattn_backend_name(o.backend), dev, date, o.graph ? "graph replay" : "stream launches");
+  printf("shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, shuffled pages, causal\n", BENCH_HQ,
+         BENCH_HKV, BENCH_D, tl_dtype_name(o.dtype), BENCH_BS);
+  printf("ceilings (this run): bandwidth %.1f GB/s (%s), compute %.1f GFLOP/s (%s)\n", bw_gbs, bw_what,
+         peak_gflops, peak_what);
+  printf("%-26s %12s %10s %6s %10s %6s  %s\n", "case", "us", "KV GB/s", "%bw", "GFLOP/s", "%peak", "plan");
+
+  /* A 16 MiB chunk of random values to tile the inputs with. */
+  const size_t es = anyattn_dtype_size(o.dtype);
+  const size_t chunk_elems = ((size_t)8 << 20) + 37; /* odd size: rows don't repeat in lockstep */
+  void *chunk = malloc(chunk_elems * es);
+  uint64_t rng = 0x5EEDu;
+  tl_fill_normal(o.dtype, chunk, chunk_elems, 1.0f, &rng);
+  /* GPU: flush the 60 MB L2 between timed calls, as triton's do_bench does. */
+  size_t flush_bytes = gpu ? (size_t)256 << 20 : 0;
+  void *flush_buf = gpu ? dm_alloc(o.backend, flush_bytes) : NULL;
+
+  FILE *json = NULL;
+  if (o.json_path) {
+    json = fopen(o.json_path, "w");
+    if (!json) {
+      fprintf(stderr, "anyattn: cannot write --json file '%s'\n", o.json_path);
+      free(chunk);
+      dm_free(o.backend, flush_buf);
+      free_cases(&cases);
+      anyattn_context_free(ctx);
+      return 1;
+    }
+    fprintf(json,
+            "{\"version\": \"%s\", \"workload\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", "
+            "\"date\": \"%s\", \"graph\": %d, \"dtype\": \"%s\", \"bandwidth_gbs\": %.3f, "
+            "\"peak_gflops\": %.3f, \"cases\": [\n",
+            anyattn_version_string(), o.workload, anyattn_backend_name(o.backend), dev, date, o.graph,
+            tl_dtype_name(o.dtype), bw_gbs, peak_gflops);
+  }
+  int failures = 0, first = 1;
+  for (int i = 0; i < cases.count; i++) {
+    const bench_case *c = &cases.items[i];
+    if (!gpu && too_big_for_cpu(c)) {
+      printf("%-26s %12s\n", c->name, "skipped (too large for the CPU)");
+      continue;
+    }
+    case_result r;
+    memset(&r, 0, sizeof r);
+    if (run_case(&o, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r)) {
+      printf("%-26s %12s\n", c->name, "FAILED");
+      failures++;
+      continue;
+    }
+    double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
+    double gflops = r.flops / (r.us * 1e-6) / 1e9;
+    printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f  %s\n", c->name, r.us, gbs,
+           bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0, gflops, peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0,
+           r.config);
+    fflush(stdout);
+    if (json) {
+      fprintf(json,
+              "%s  {\"case\": \"%s\", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, "
+              "\"pct_peak\": %.2f, \"plan\": \"%s\"}",
+              first ? "" : ",\n", c->name, r.us, gbs, gflops, bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0,
+              peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0, r.config);
+      first = 0;
+    }
+  }
+  if (json) {
+    fprintf(json, "\n]}\n");
+    fclose(json);
+  }
+  free(chunk);
+  dm_free(o.backend, flush_buf);
+  free_cases(&cases);
+  anyattn_context_free(ctx);
+  return failures ? 1 : 0;
+}
