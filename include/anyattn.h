@@ -160,6 +160,11 @@ typedef struct {
   const int32_t *seq_lens_k;    /* [num_seqs], kv_len per sequence, q_len <= kv_len */
   const int32_t *block_table;   /* [num_seqs, block_table_stride] physical page ids */
   int block_table_stride;       /* >= pages of the longest sequence */
+  /* Optional host-side hints (0: unknown), as serving engines know them:
+   * upper bounds of q_len and kv_len over the batch. They steer the choice of
+   * tiles and KV splits only; validate checks that they are bounds. */
+  int max_q_len;
+  int max_kv_len;
 } anyattn_batch;
 
 ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);

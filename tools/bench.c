@@ -301,6 +301,9 @@ static int run_case(const bench_options *opt, anyattn_context *ctx, const bench_
   b.seq_lens_k = (const int32_t *)d_kvl;
   b.block_table = (const int32_t *)d_bt;
   b.block_table_stride = max_pages;
+  b.max_kv_len = max_kv; /* the host hints a serving engine has */
+  for (int s = 0; s < c->num_seqs; s++)
+    if (c->q_lens[s] > b.max_q_len) b.max_q_len = c->q_lens[s];
   anyattn_tensors t;
   anyattn_tensors_init(&t);
   t.q = q;

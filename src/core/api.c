@@ -367,6 +367,11 @@ static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyat
     AA_CHECK(b->block_table_stride > 0, ANYATTN_STATUS_INVALID_SIZE,
              "batch->block_table_stride is %d, must be > 0", b->block_table_stride);
   }
+  AA_CHECK(b->max_q_len >= 0, ANYATTN_STATUS_INVALID_SIZE, "batch->max_q_len is %d, must be >= 0",
+           b->max_q_len);
+  AA_CHECK(b->max_kv_len >= 0 && b->max_kv_len <= plan->limits.max_context, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->max_kv_len is %d, must be in [0, limits.max_context=%d]", b->max_kv_len,
+           plan->limits.max_context);
   return ANYATTN_STATUS_OK;
 }
 
@@ -425,6 +430,8 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.workspace = workspace;
   a.workspace_size = workspace_size;
   a.stream = stream;
+  a.max_q_len = batch->max_q_len;
+  a.max_kv_len = batch->max_kv_len;
 
   if (batch->num_tokens == 0) return ANYATTN_STATUS_OK; /* nothing to compute or write */
 
@@ -477,6 +484,10 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
              plan->limits.max_context);
     AA_CHECK(q_len <= kv_len, ANYATTN_STATUS_BAD_METADATA,
              "sequence %d has q_len %d > seq_lens_k[%d] %d", s, q_len, s, kv_len);
+    AA_CHECK(b->max_q_len == 0 || q_len <= b->max_q_len, ANYATTN_STATUS_BAD_METADATA,
+             "sequence %d has q_len %d > batch->max_q_len %d", s, q_len, b->max_q_len);
+    AA_CHECK(b->max_kv_len == 0 || kv_len <= b->max_kv_len, ANYATTN_STATUS_BAD_METADATA,
+             "seq_lens_k[%d] is %d > batch->max_kv_len %d", s, kv_len, b->max_kv_len);
     const int64_t pages = ((int64_t)kv_len + bs - 1) / bs;
     AA_CHECK(pages <= b->block_table_stride, ANYATTN_STATUS_BAD_METADATA,
              "sequence %d needs %lld pages, block_table_stride is %d", s, (long long)pages,

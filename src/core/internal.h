@@ -81,6 +81,8 @@ typedef struct {
   void *workspace;
   size_t workspace_size;
   void *stream;
+  int max_q_len;   /* host hints from the batch; 0 = unknown */
+  int max_kv_len;
 } anyattn_args;
 
 /* ---- backend interface ----------------------------------------------- */
