@@ -18,7 +18,7 @@ static const char *usage_text =
     "                                         1 on any FAIL, 77 when the backend has no device\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME] [--iters N] [--dtype bf16|f16|f32]\n"
-    "                                         workloads: default, decode, prefill, mixed, ibm\n"
+    "                                         workloads: default, decode, prefill, mixed, ibm, e2e-llama8b\n"
     "  help                                   this text\n"
     "backends: auto (default: best found), cpu, cuda, hip\n";
 
@@ -86,7 +86,7 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
     } else if (!strcmp(a, "--filter")) {
       o->filter = v;
     } else if (!strcmp(a, "--workload")) {
-      if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (default, decode, prefill, mixed, ibm)", v);
+      if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (default, decode, prefill, mixed, ibm, e2e-llama8b)", v);
       o->workload = v;
     } else if (!strcmp(a, "--json")) {
       o->json = v;

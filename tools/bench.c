@@ -115,9 +115,9 @@ static void add_ibm(case_list *l) {
       }
 }
 
-static const char *const workload_names[] = {"default", "decode", "prefill", "mixed", "ibm"};
+static const char *const workload_names[] = {"default", "decode", "prefill", "mixed", "ibm", "e2e-llama8b"};
 
-const char *bench_workload_names(void) { return "default, decode, prefill, mixed, ibm"; }
+const char *bench_workload_names(void) { return "default, decode, prefill, mixed, ibm, e2e-llama8b"; }
 
 int bench_workload_known(const char *name) {
   for (size_t i = 0; i < sizeof workload_names / sizeof workload_names[0]; i++)
@@ -378,6 +378,157 @@ done:
   return rc;
 }
 
+
+/* ---- e2e-llama8b --------------------------------------------------------------
+ * The attention part of the paper's end-to-end run: batch 1, a 500-token
+ * prompt, 12,800 output tokens, 32 layers. Each layer has its own cache (so
+ * layers do not hit in L2 for each other). The prompt is prefilled once per
+ * layer; then every step replays one graph holding the 32 layers' decode
+ * calls, with the context grown on the device in between (the graph was
+ * captured once, so the kernels must read lengths on the device only).
+ * Reported: total attention seconds and µs per call. */
+enum { E2E_LAYERS = 32, E2E_PROMPT = 500, E2E_STEPS = 12800 };
+
+static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes) {
+  const anyattn_backend be = o->backend;
+  const size_t es = anyattn_dtype_size(o->dtype);
+  const int max_ctx = E2E_PROMPT + E2E_STEPS;
+  const int pages = (max_ctx + BENCH_BS - 1) / BENCH_BS;
+  const size_t layer_elems = (size_t)pages * BENCH_BS * BENCH_HKV * BENCH_D;
+  const size_t q_bytes = (size_t)E2E_PROMPT * BENCH_HQ * BENCH_D * es;
+  int rc = 1;
+  anyattn_plan *plan = NULL;
+  void *k = NULL, *v = NULL, *q = NULL, *out = NULL, *ws = NULL, *d_cu = NULL, *d_kv = NULL, *d_bt = NULL;
+  dm_graph *graph = NULL;
+  dm_timer *timer = NULL;
+  int32_t *bt = (int32_t *)malloc((size_t)pages * sizeof(int32_t));
+  for (int j = 0; j < pages; j++) bt[j] = pages - 1 - j; /* reversed: no two pages adjacent in order */
+
+  anyattn_problem pr;
+  anyattn_problem_init(&pr);
+  pr.num_q_heads = BENCH_HQ;
+  pr.num_kv_heads = BENCH_HKV;
+  pr.head_dim = BENCH_D;
+  pr.dtype = o->dtype;
+  pr.block_size = BENCH_BS;
+  pr.causal = 1;
+  pr.config = o->config;
+  anyattn_limits lim;
+  anyattn_limits_init(&lim);
+  lim.max_seqs = 1;
+  lim.max_tokens = E2E_PROMPT;
+  lim.max_context = max_ctx;
+  if (anyattn_plan_create(ctx, &pr, &lim, &plan) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: e2e: plan failed: %s\n", anyattn_last_error());
+    goto done;
+  }
+  size_t ws_bytes = anyattn_plan_workspace_size(plan);
+  k = dm_alloc(be, layer_elems * es * E2E_LAYERS);
+  v = dm_alloc(be, layer_elems * es * E2E_LAYERS);
+  q = dm_alloc(be, q_bytes);
+  out = dm_alloc(be, q_bytes * E2E_LAYERS);
+  ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
+  d_cu = dm_alloc(be, 2 * sizeof(int32_t));
+  d_kv = dm_alloc(be, sizeof(int32_t));
+  d_bt = dm_alloc(be, (size_t)pages * sizeof(int32_t));
+  timer = dm_timer_create(be);
+  if (!k || !v || !q || !out || (ws_bytes && !ws) || !d_cu || !d_kv || !d_bt || !timer) goto done;
+  if (fill_random(be, k, layer_elems * es * E2E_LAYERS, chunk, chunk_bytes) ||
+      fill_random(be, v, layer_elems * es * E2E_LAYERS, chunk, chunk_bytes) ||
+      fill_random(be, q, q_bytes, chunk, chunk_bytes) ||
+      dm_to_device(be, d_bt, bt, (size_t)pages * sizeof(int32_t)))
+    goto done;
+
+  anyattn_batch b;
+  anyattn_batch_init(&b);
+  b.num_seqs = 1;
+  b.cu_seqlens_q = (const int32_t *)d_cu;
+  b.seq_lens_k = (const int32_t *)d_kv;
+  b.block_table = (const int32_t *)d_bt;
+  b.block_table_stride = pages;
+  anyattn_tensors t;
+  anyattn_tensors_init(&t);
+  t.q = q;
+  t.num_blocks = pages;
+
+  /* Prefill: the 500-token prompt, once per layer. */
+  int32_t cu[2] = {0, E2E_PROMPT}, kvlen = E2E_PROMPT;
+  if (dm_to_device(be, d_cu, cu, sizeof cu) || dm_to_device(be, d_kv, &kvlen, sizeof kvlen)) goto done;
+  b.num_tokens = E2E_PROMPT;
+  double prefill_ms = 0;
+  for (int l = 0; l < E2E_LAYERS; l++) {
+    t.k_cache = (const char *)k + (size_t)l * layer_elems * es;
+    t.v_cache = (const char *)v + (size_t)l * layer_elems * es;
+    t.out = (char *)out + (size_t)l * q_bytes;
+    if (dm_timer_start(timer)) goto done;
+    if (anyattn_run(plan, &b, &t, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+      fprintf(stderr, "bench: e2e: prefill: %s\n", anyattn_last_error());
+      goto done;
+    }
+    double ms = dm_timer_stop(timer);
+    if (ms < 0) goto done;
+    prefill_ms += ms;
+  }
+
+  /* Decode: one graph with the 32 layers' calls, captured once. */
+  cu[1] = 1;
+  if (dm_to_device(be, d_cu, cu, sizeof cu)) goto done;
+  b.num_tokens = 1;
+  void *stream = NULL;
+  graph = dm_graph_begin(be, &stream);
+  if (!graph) goto done;
+  anyattn_status st = ANYATTN_STATUS_OK;
+  for (int l = 0; l < E2E_LAYERS && st == ANYATTN_STATUS_OK; l++) {
+    t.k_cache = (const char *)k + (size_t)l * layer_elems * es;
+    t.v_cache = (const char *)v + (size_t)l * layer_elems * es;
+    t.out = (char *)out + (size_t)l * q_bytes;
+    st = anyattn_run(plan, &b, &t, ws, ws_bytes, stream);
+  }
+  if (dm_graph_end(graph) || st != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: e2e: capture failed: %s\n", anyattn_last_error());
+    goto done;
+  }
+  double decode_ms = 0, kv_bytes = 0;
+  for (int step = 0; step < E2E_STEPS; step++) {
+    kvlen = E2E_PROMPT + step + 1;
+    if (dm_to_device(be, d_kv, &kvlen, sizeof kvlen)) goto done;
+    if (dm_timer_start(timer) || dm_graph_launch(graph)) goto done;
+    double ms = dm_timer_stop(timer);
+    if (ms < 0) goto done;
+    decode_ms += ms;
+    kv_bytes += 2.0 * kvlen * BENCH_HKV * BENCH_D * (double)es * E2E_LAYERS;
+  }
+  {
+    uint16_t h[64];
+    int bad = dm_to_host(be, h, out, sizeof h) != 0;
+    for (int i = 0; !bad && i < (int)(sizeof h / es); i++) bad = !isfinite(tl_load(o->dtype, h, (size_t)i));
+    if (bad) {
+      fprintf(stderr, "bench: e2e: output not finite\n");
+      goto done;
+    }
+  }
+  const double calls = (double)E2E_STEPS * E2E_LAYERS;
+  printf("e2e-llama8b: prefill %d tokens x %d layers %.3f ms; decode %d steps x %d layers %.3f s "
+         "(%.2f us per call, %.1f GB/s of K/V); attention total %.3f s  [%s]\n",
+         E2E_PROMPT, E2E_LAYERS, prefill_ms, E2E_STEPS, E2E_LAYERS, decode_ms * 1e-3, 1e3 * decode_ms / calls,
+         kv_bytes / (decode_ms * 1e-3) / 1e9, (prefill_ms + decode_ms) * 1e-3, anyattn_plan_describe(plan));
+  rc = 0;
+done:
+  dm_graph_free(graph);
+  dm_timer_free(timer);
+  dm_free(be, k);
+  dm_free(be, v);
+  dm_free(be, q);
+  dm_free(be, out);
+  dm_free(be, ws);
+  dm_free(be, d_cu);
+  dm_free(be, d_kv);
+  dm_free(be, d_bt);
+  anyattn_plan_free(plan);
+  free(bt);
+  return rc;
+}
+
 /* Cells too large to finish in seconds on a few CPU cores are reported, not run. */
 static int too_big_for_cpu(const bench_case *c) {
   double flops = 0, bytes = 0;
@@ -428,6 +579,11 @@ int bench_main(const bench_options *opt) {
     peak_what = "fp32 FMA";
   }
 
+  if (!strcmp(o.workload, "e2e-llama8b") && !gpu) {
+    fprintf(stderr, "anyattn: workload e2e-llama8b needs a GPU backend (409,600 calls)\n");
+    anyattn_context_free(ctx);
+    return 2;
+  }
   case_list cases = {0};
   build_workload(&cases, o.workload, gpu);
 
@@ -471,6 +627,7 @@ int bench_main(const bench_options *opt) {
             tl_dtype_name(o.dtype), bw_gbs, peak_gflops);
   }
   int failures = 0, first = 1;
+  if (!strcmp(o.workload, "e2e-llama8b")) failures += run_e2e(&o, ctx, chunk, chunk_elems * es);
   for (int i = 0; i < cases.count; i++) {
     const bench_case *c = &cases.items[i];
     if (!gpu && too_big_for_cpu(c)) {
