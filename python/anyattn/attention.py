@@ -1,0 +1,422 @@
+"""unified_attention(): vLLM's paged-attention call on top of libanyattn.
+
+Every argument is checked on the host before anything is launched. Plans are
+cached, keyed by backend, device, the problem and limits rounded up to powers
+of two, so calls of similar size share one plan and its workspace. Once a
+plan exists, a call allocates nothing, never synchronises and reads no device
+memory, which is what CUDA graph capture needs.
+"""
+
+import ctypes
+import math
+import operator
+import threading
+
+from . import _lib
+from ._arrays import FLOAT_DTYPES, info
+from ._lib import Backend, Batch, DType, Limits, Problem, Tensors, check, new_struct
+
+__all__ = ["unified_attention", "clear_plan_cache", "plan_cache_info", "round_limit"]
+
+_DTYPES = {"float32": DType.F32, "float16": DType.F16, "bfloat16": DType.BF16}
+_INT_MAX = 2**31 - 1
+
+
+# ---- contexts and plans ------------------------------------------------------
+class _Plan:
+    """A plan handle with the workspace it owns (256-byte aligned)."""
+
+    def __init__(self, handle, workspace, workspace_ptr, workspace_size, describe):
+        self.handle = handle
+        self.workspace = workspace          # numpy array or torch tensor keeping the memory alive
+        self.workspace_ptr = workspace_ptr
+        self.workspace_size = workspace_size
+        self.describe = describe
+        self.calls = 0
+
+
+_cache_lock = threading.Lock()
+_contexts = {}     # (backend, device) -> context handle (int)
+_plans = {}        # key -> _Plan
+_stats = {"hits": 0, "misses": 0}
+
+
+def round_limit(n):
+    """Next power of two >= max(n, 1): the granularity at which plans are shared."""
+    n = max(int(n), 1)
+    return min(1 << (n - 1).bit_length(), _INT_MAX)
+
+
+def _context(backend, device):
+    key = (int(backend), device)
+    ctx = _contexts.get(key)
+    if ctx is None:
+        handle = ctypes.c_void_p()
+        check(_lib.lib().anyattn_context_create(int(backend), device, ctypes.byref(handle)),
+              "anyattn_context_create(%s, %d)" % (backend.name.lower(), device))
+        ctx = _contexts[key] = handle.value
+    return ctx
+
+
+def _alloc_workspace(size, backend, device):
+    """Workspace for one plan, from the framework that owns the device memory."""
+    if size == 0:
+        return None, None
+    if backend == Backend.CPU:
+        import numpy as np
+        buf = np.empty(size + 256, dtype=np.uint8)
+        base = buf.ctypes.data
+    else:
+        import torch
+        buf = torch.empty(size + 256, dtype=torch.uint8, device=torch.device("cuda", device))
+        base = buf.data_ptr()
+    return buf, base + (-base) % 256
+
+
+def _get_plan(backend, device, problem_fields, limits_fields, config):
+    key = (int(backend), device, problem_fields, limits_fields, config)
+    with _cache_lock:
+        plan = _plans.get(key)
+        if plan is not None:
+            _stats["hits"] += 1
+            return plan
+        if backend != Backend.CPU:
+            import torch
+            if torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(
+                    "anyattn.unified_attention: no plan yet for this shape (%s, limits %s) and the "
+                    "current stream is capturing a CUDA graph; make one call with this shape "
+                    "before capture, so the plan and its workspace exist" % (problem_fields,
+                                                                             limits_fields))
+        L = _lib.lib()
+        (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap) = problem_fields
+        problem = new_struct(Problem, num_q_heads=hq, num_kv_heads=hkv, head_dim=d, dtype=dtype,
+                             block_size=bs, causal=causal, window_left=wl, window_right=wr,
+                             scale=scale, softcap=softcap,
+                             config=config.encode() if config is not None else None)
+        limits = new_struct(Limits, max_seqs=limits_fields[0], max_tokens=limits_fields[1],
+                            max_context=limits_fields[2])
+        ctx = _context(backend, device)
+        handle = ctypes.c_void_p()
+        check(L.anyattn_plan_create(ctx, ctypes.byref(problem), ctypes.byref(limits),
+                                    ctypes.byref(handle)), "anyattn_plan_create")
+        try:
+            size = L.anyattn_plan_workspace_size(handle)
+            ws, ws_ptr = _alloc_workspace(size, backend, device)
+        except BaseException:
+            L.anyattn_plan_free(handle)
+            raise
+        describe = (L.anyattn_plan_describe(handle) or b"").decode("utf-8", "replace")
+        plan = _plans[key] = _Plan(handle.value, ws, ws_ptr, size, describe)
+        _stats["misses"] += 1
+        return plan
+
+
+def clear_plan_cache():
+    """Frees every cached plan and its workspace. Graphs captured with them
+    must not be replayed afterwards (their workspace is gone)."""
+    with _cache_lock:
+        L = _lib.lib() if _plans or _contexts else None
+        for plan in _plans.values():
+            L.anyattn_plan_free(plan.handle)
+        _plans.clear()
+        for ctx in _contexts.values():
+            L.anyattn_context_free(ctx)
+        _contexts.clear()
+        _stats["hits"] = _stats["misses"] = 0
+
+
+def plan_cache_info():
+    """{"hits", "misses", "plans": [(key, describe, workspace_size, calls), ...]}."""
+    with _cache_lock:
+        return {"hits": _stats["hits"], "misses": _stats["misses"],
+                "plans": [(k, p.describe, p.workspace_size, p.calls) for k, p in _plans.items()]}
+
+
+# ---- argument checks ------------------------------------------------------------
+def _as_int(name, x, lo=0):
+    try:
+        v = operator.index(x)
+    except TypeError:
+        raise TypeError("%s: expected an int, got %s" % (name, type(x).__name__)) from None
+    if v < lo or v > _INT_MAX:
+        raise ValueError("%s is %d, must be in [%d, %d]" % (name, v, lo, _INT_MAX))
+    return v
+
+
+def _as_float(name, x, allow_none_as):
+    if x is None:
+        return allow_none_as
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise TypeError("%s: expected a float, got %s" % (name, type(x).__name__)) from None
+
+
+def _window(window_size):
+    if window_size is None:
+        return -1, -1
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise ValueError("window_size must be a (left, right) pair, got %r" % (window_size,)) from None
+    out = []
+    for which, w in (("left", left), ("right", right)):
+        try:
+            w = operator.index(w)
+        except TypeError:
+            raise TypeError("window_size %s: expected an int, got %s"
+                            % (which, type(w).__name__)) from None
+        if w < -1 or w > _INT_MAX:
+            raise ValueError("window_size %s is %d, must be -1 (unbounded) or >= 0" % (which, w))
+        out.append(w)
+    return tuple(out)
+
+
+def _need(cond, exc, msg, *args):
+    if not cond:
+        raise exc(msg % args)
+
+
+def _vector(name, obj, length, dtype, device):
+    a = info(name, obj)
+    _need(a.dtype == dtype, TypeError, "%s: dtype must be %s, got %s", name, dtype, a.dtype)
+    _need(a.shape == (length,), ValueError, "%s: shape must be (%d,), got %s", name, length,
+          list(a.shape))
+    _need(a.device == device, ValueError, "%s is on %s:%d, q is on %s:%d", name, *a.device, *device)
+    _need(a.is_contiguous(), ValueError, "%s must be contiguous, strides %s", name, a.strides)
+    return a
+
+
+def _cache_strides(a, head_dim):
+    # A dim of size 1 may carry any stride (torch gives 0-size views odd ones);
+    # head_dim keeps such a stride positive and row-aligned for the library.
+    return tuple(s if n != 1 else head_dim for n, s in zip(a.shape[:3], a.strides[:3]))
+
+
+def _host_validate(plan, batch_fields, num_blocks, cu, seqused, table, table_width, block_size):
+    """anyattn_validate on host copies (it also checks max_seqlen_q/k as bounds),
+    after the one check only Python can make: the table's real width."""
+    import numpy as np
+    num_seqs = batch_fields[0]
+    if num_seqs > 0:
+        pages = (seqused.astype(np.int64) + block_size - 1) // block_size
+        q_len = np.diff(cu.astype(np.int64))
+        worst = int(np.argmax(np.where(q_len > 0, pages, 0)))
+        _need(q_len[worst] <= 0 or pages[worst] <= table_width, ValueError,
+              "block_table: sequence %d needs %d pages, block_table has %d columns", worst,
+              int(pages[worst]), table_width)
+    b = new_struct(Batch, num_seqs=batch_fields[0], num_tokens=batch_fields[1],
+                   cu_seqlens_q=cu.ctypes.data, seq_lens_k=seqused.ctypes.data,
+                   block_table=table.ctypes.data, block_table_stride=batch_fields[2],
+                   max_q_len=batch_fields[3], max_kv_len=batch_fields[4])
+    check(_lib.lib().anyattn_validate(plan.handle, ctypes.byref(b), num_blocks), "anyattn_validate")
+
+
+# ---- the call ---------------------------------------------------------------------
+def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
+                      softmax_scale, causal, window_size, block_table, softcap,
+                      q_descale=None, k_descale=None, v_descale=None, alibi_slopes=None,
+                      output_scale=None, qq_bias=None, sinks=None, lse=None, *,
+                      validate=None, config=None):
+    """Paged attention over a ragged batch, vLLM's argument names and shapes.
+
+    q            [num_tokens, num_q_heads, head_dim], contiguous
+    k, v         caches, logical [num_blocks, block_size, num_kv_heads, head_dim];
+                 any non-overlapping strides (e.g. an HND cache permuted to this
+                 shape), head_dim contiguous
+    out          like q, written
+    cu_seqlens_q int32 [num_seqs + 1];  seqused_k int32 [num_seqs] (kv_len)
+    block_table  int32 [>= num_seqs, max_blocks], rows contiguous
+    max_seqlen_q >= every q_len (0: unknown), max_seqlen_k >= every seqused_k:
+                 bounds that steer the kernel choice (checked by validation);
+                 max_seqlen_k also sizes the plan, rounded up to a power of two
+    softmax_scale  None: 1/sqrt(head_dim);  softcap 0: none
+    window_size  (left, right), -1 = unbounded; right only applies when not causal
+    alibi_slopes, sinks  fp32 [num_q_heads] or None
+    lse          fp32 [num_tokens, num_q_heads] or None, written (natural log)
+    validate     check the metadata contents with anyattn_validate first.
+                 None: yes on the CPU, no on GPUs (there it copies the metadata
+                 to the host and synchronises; never use it inside graph capture)
+    config       force a kernel config by name (see the CLI's config list)
+
+    torch CUDA tensors run on torch.cuda.current_stream(); NumPy arrays and
+    torch CPU tensors run on the CPU backend and return when done. dtypes:
+    float16, bfloat16, float32 (all of q, k, v, out alike). Returns out.
+
+    CUDA graphs: the first call with a new shape creates a plan and allocates
+    its workspace, so it must happen before capture; later calls of the same
+    shape (same rounded limits) allocate nothing and do not synchronise.
+    """
+    for name, val in (("q_descale", q_descale), ("k_descale", k_descale),
+                      ("v_descale", v_descale), ("output_scale", output_scale)):
+        if val is not None:
+            raise NotImplementedError("%s: fp8 inputs/outputs (descale factors) are not supported "
+                                      "by anyattn yet; pass None" % name)
+    if qq_bias is not None:
+        raise NotImplementedError("qq_bias is not supported by anyattn; pass None")
+
+    # -- tensors: kinds, dtypes, devices, shapes
+    qa = info("q", q)
+    _need(qa.ndim == 3, ValueError, "q: expected [num_tokens, num_q_heads, head_dim], got shape %s",
+          list(qa.shape))
+    _need(qa.dtype in _DTYPES, TypeError, "q: dtype %s is not supported (use one of %s)",
+          qa.dtype, ", ".join(d for d in FLOAT_DTYPES))
+    device = qa.device
+    arrays = {"q": qa}
+    for name, obj in (("k", k), ("v", v), ("out", out), ("cu_seqlens_q", cu_seqlens_q),
+                      ("seqused_k", seqused_k), ("block_table", block_table)):
+        arrays[name] = a = info(name, obj)
+        _need(a.kind == qa.kind, TypeError, "%s is a %s array but q is a %s array", name, a.kind,
+              qa.kind)
+        _need(a.device == device, ValueError, "%s is on %s:%d, q is on %s:%d", name, *a.device,
+              *device)
+    ka, va, oa = arrays["k"], arrays["v"], arrays["out"]
+    cua, ska, bta = arrays["cu_seqlens_q"], arrays["seqused_k"], arrays["block_table"]
+    for a in (ka, va, oa):
+        _need(a.dtype == qa.dtype, TypeError, "%s: dtype %s differs from q's %s", a.name, a.dtype,
+              qa.dtype)
+    for a in (cua, ska, bta):
+        _need(a.dtype == "int32", TypeError, "%s: dtype must be int32, got %s", a.name, a.dtype)
+
+    num_tokens, num_q_heads, head_dim = qa.shape
+    _need(qa.is_contiguous(), ValueError, "q must be contiguous, strides %s", qa.strides)
+    _need(oa.shape == qa.shape, ValueError, "out: shape %s differs from q's %s", list(oa.shape),
+          list(qa.shape))
+    _need(oa.is_contiguous(), ValueError, "out must be contiguous, strides %s", oa.strides)
+    _need(oa.writable, ValueError, "out is read-only")
+
+    _need(ka.ndim == 4, ValueError,
+          "k: expected [num_blocks, block_size, num_kv_heads, head_dim], got shape %s",
+          list(ka.shape))
+    _need(va.shape == ka.shape, ValueError, "v: shape %s differs from k's %s", list(va.shape),
+          list(ka.shape))
+    num_blocks, block_size, num_kv_heads, k_head_dim = ka.shape
+    _need(k_head_dim == head_dim, ValueError, "k: head_dim %d differs from q's %d", k_head_dim,
+          head_dim)
+    _need(num_kv_heads > 0 and num_q_heads % num_kv_heads == 0, ValueError,
+          "q: num_q_heads %d is not a multiple of k's num_kv_heads %d", num_q_heads, num_kv_heads)
+    for a in (ka, va):
+        _need(a.strides[3] == 1 or head_dim == 1, ValueError,
+              "%s: head_dim must be contiguous (stride 1), strides %s", a.name, a.strides)
+        _need(all(s >= 0 for s in a.strides), ValueError, "%s: negative strides %s", a.name,
+              a.strides)
+
+    _need(cua.ndim == 1 and cua.shape[0] >= 1, ValueError,
+          "cu_seqlens_q: expected [num_seqs + 1], got shape %s", list(cua.shape))
+    num_seqs = cua.shape[0] - 1
+    _need(cua.is_contiguous(), ValueError, "cu_seqlens_q must be contiguous")
+    _need(ska.shape == (num_seqs,), ValueError,
+          "seqused_k: shape %s, expected [num_seqs=%d] (len(cu_seqlens_q) - 1)", list(ska.shape),
+          num_seqs)
+    _need(ska.is_contiguous(), ValueError, "seqused_k must be contiguous")
+    _need(bta.ndim == 2 and bta.shape[0] >= num_seqs, ValueError,
+          "block_table: expected [num_seqs=%d, max_blocks], got shape %s", num_seqs,
+          list(bta.shape))
+    _need(num_seqs == 0 or bta.shape[1] > 0, ValueError, "block_table has 0 columns")
+    _need(bta.strides[1] == 1 or bta.shape[1] <= 1, ValueError,
+          "block_table: rows must be contiguous, strides %s", bta.strides)
+    table_stride = bta.strides[0] if bta.shape[0] > 1 else bta.shape[1]
+    _need(table_stride >= bta.shape[1] or num_seqs <= 1, ValueError,
+          "block_table: row stride %d is smaller than its width %d", table_stride, bta.shape[1])
+    table_stride = max(table_stride, bta.shape[1], 1)
+
+    lsea = None
+    if lse is not None:
+        lsea = info("lse", lse)
+        _need(lsea.kind == qa.kind, TypeError, "lse is a %s array but q is a %s array",
+              lsea.kind, qa.kind)
+        _need(lsea.dtype == "float32", TypeError, "lse: dtype must be float32, got %s", lsea.dtype)
+        _need(lsea.shape == (num_tokens, num_q_heads), ValueError,
+              "lse: shape must be [num_tokens=%d, num_q_heads=%d], got %s", num_tokens,
+              num_q_heads, list(lsea.shape))
+        _need(lsea.device == device, ValueError, "lse is on %s:%d, q is on %s:%d", *lsea.device,
+              *device)
+        _need(lsea.is_contiguous(), ValueError, "lse must be contiguous")
+        _need(lsea.writable, ValueError, "lse is read-only")
+    slopes = _vector("alibi_slopes", alibi_slopes, num_q_heads, "float32", device) \
+        if alibi_slopes is not None else None
+    sinka = _vector("sinks", sinks, num_q_heads, "float32", device) if sinks is not None else None
+    for a in (slopes, sinka):
+        if a is not None:
+            _need(a.kind == qa.kind, TypeError, "%s is a %s array but q is a %s array", a.name,
+                  a.kind, qa.kind)
+
+    # -- scalars
+    max_seqlen_q = _as_int("max_seqlen_q", max_seqlen_q)
+    max_seqlen_k = _as_int("max_seqlen_k", max_seqlen_k)
+    scale = _as_float("softmax_scale", softmax_scale, 0.0)
+    _need(softmax_scale is None or (math.isfinite(scale) and scale > 0), ValueError,
+          "softmax_scale is %r, must be finite and > 0 (or None for 1/sqrt(head_dim))",
+          softmax_scale)
+    cap = _as_float("softcap", softcap, 0.0)
+    _need(math.isfinite(cap) and cap >= 0, ValueError, "softcap is %r, must be 0 (off) or > 0",
+          softcap)
+    _need(isinstance(causal, (bool, int)) and int(causal) in (0, 1), TypeError,
+          "causal must be a bool, got %r", causal)
+    wl, wr = _window(window_size)
+    for n, name in ((num_tokens, "q: num_tokens"), (num_seqs, "num_seqs"),
+                    (num_blocks, "k: num_blocks")):
+        _need(n <= _INT_MAX, ValueError, "%s is %d, over the int32 range", name, n)
+
+    if num_tokens == 0:
+        return out  # nothing to compute or write; the library would do the same
+    _need(max_seqlen_k > 0, ValueError,
+          "max_seqlen_k is 0 with %d query tokens; it must bound seqused_k (>= 1)", num_tokens)
+
+    # -- plan
+    if device[0] == "cpu":
+        backend = Backend.CPU
+    else:
+        import torch
+        backend = Backend.HIP if getattr(torch.version, "hip", None) else Backend.CUDA
+    # scale/softcap as float32, as the library will see them, so equal
+    # problems share a key.
+    f32 = lambda x: ctypes.c_float(x).value  # noqa: E731
+    problem_fields = (num_q_heads, num_kv_heads, head_dim, int(_DTYPES[qa.dtype]), block_size,
+                      int(causal), wl, wr, f32(scale), f32(cap))
+    limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k))
+    plan = _get_plan(backend, device[1], problem_fields, limits_fields, config)
+
+    ks, vs = _cache_strides(ka, head_dim), _cache_strides(va, head_dim)
+    batch = Batch(ctypes.sizeof(Batch), num_seqs, num_tokens, cua.ptr, ska.ptr, bta.ptr,
+                  table_stride, max_seqlen_q, max_seqlen_k)
+    tensors = Tensors(ctypes.sizeof(Tensors), qa.ptr, ka.ptr, va.ptr, num_blocks, ks[0], ks[1],
+                      ks[2], vs[0], vs[1], vs[2], slopes.ptr if slopes else None,
+                      sinka.ptr if sinka else None, oa.ptr, lsea.ptr if lsea else None)
+
+    if validate is None:
+        validate = backend == Backend.CPU
+    if validate:
+        batch_fields = (num_seqs, num_tokens, table_stride, max_seqlen_q, max_seqlen_k)
+        if backend == Backend.CPU:
+            import numpy as np
+            host = [np.asarray(a.obj) if a.kind == "numpy" else a.obj.numpy()
+                    for a in (cua, ska, bta)]
+        else:
+            import torch
+            _need(not torch.cuda.is_current_stream_capturing(), RuntimeError,
+                  "validate=True copies metadata to the host and cannot run during graph capture")
+            host = [a.obj.cpu().numpy() for a in (cua, ska, bta)]
+        _host_validate(plan, batch_fields, num_blocks, host[0], host[1], host[2], bta.shape[1],
+                       block_size)
+
+    L = _lib.lib()
+    if backend == Backend.CPU:
+        status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
+                               plan.workspace_ptr, plan.workspace_size, None)
+    else:
+        import torch
+        dev = device[1]
+        if torch.cuda.current_device() != dev:
+            with torch.cuda.device(dev):
+                stream = torch.cuda.current_stream(dev).cuda_stream
+                status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
+                                       plan.workspace_ptr, plan.workspace_size, stream)
+        else:
+            stream = torch.cuda.current_stream(dev).cuda_stream
+            status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
+                                   plan.workspace_ptr, plan.workspace_size, stream)
+    check(status, "anyattn_run")
+    plan.calls += 1
+    return out
