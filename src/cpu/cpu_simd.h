@@ -1,0 +1,191 @@
+/* cpu_simd.h: the CPU backend's vector vocabulary. One 16-lane fp32 vector
+ * type (GCC/Clang vector extensions, so the code is portable and the compiler
+ * maps it to one zmm, two ymm or four NEON registers), dtype loads that widen
+ * to fp32, a polynomial exp, and the scalar round-to-nearest-even stores. */
+#ifndef AA_CPU_SIMD_H
+#define AA_CPU_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#define AA_VL 16 /* fp32 lanes per vector; head_dim is padded to a multiple */
+
+typedef float aa_vf __attribute__((vector_size(64)));
+typedef int32_t aa_vi __attribute__((vector_size(64)));
+typedef uint32_t aa_vu __attribute__((vector_size(64)));
+typedef uint16_t aa_vh __attribute__((vector_size(32)));
+
+#define AA_INLINE static inline __attribute__((always_inline))
+
+AA_INLINE aa_vf aa_splat(float x) { return (aa_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+AA_INLINE aa_vi aa_splati(int32_t x) { return (aa_vi){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+AA_INLINE aa_vi aa_iota(void) { return (aa_vi){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+
+/* Loads and stores of scratch rows (64-byte aligned: the workspace is 256-byte
+ * aligned and every scratch row is a multiple of AA_VL floats). */
+AA_INLINE aa_vf aa_ld(const float *p) { return *(const aa_vf *)__builtin_assume_aligned(p, 64); }
+AA_INLINE void aa_st(float *p, aa_vf v) { *(aa_vf *)__builtin_assume_aligned(p, 64) = v; }
+
+/* lane-wise select: mask lanes are all ones or all zeros */
+AA_INLINE aa_vf aa_sel(aa_vi mask, aa_vf a, aa_vf b) {
+  return (aa_vf)(((aa_vi)a & mask) | ((aa_vi)b & ~mask));
+}
+AA_INLINE aa_vf aa_max(aa_vf a, aa_vf b) { return aa_sel(a > b, a, b); }
+
+AA_INLINE float aa_hmax(aa_vf v) {
+  float m = v[0];
+  for (int i = 1; i < AA_VL; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+AA_INLINE float aa_hsum(aa_vf v) {
+  aa_vf t = v + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  t = t + __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3);
+  t = t + __builtin_shufflevector(t, t, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1);
+  return t[0] + t[1];
+}
+
+/* Folds two vectors: lanes whose bit h is clear hold x's (then y's) partial
+ * sums of lane L and L+h. Four levels turn 16 vectors into one vector whose
+ * lane k is the horizontal sum of input k: 45 ops for 16 dot products
+ * instead of 16 separate horizontal sums. */
+AA_INLINE aa_vf aa_fold8(aa_vf x, aa_vf y) {
+  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+AA_INLINE aa_vf aa_fold4(aa_vf x, aa_vf y) {
+  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+         __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+AA_INLINE aa_vf aa_fold2(aa_vf x, aa_vf y) {
+  return __builtin_shufflevector(x, y, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+         __builtin_shufflevector(x, y, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+}
+AA_INLINE aa_vf aa_fold1(aa_vf x, aa_vf y) {
+  return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+         __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+AA_INLINE aa_vf aa_reduce16(const aa_vf a[16]) {
+  aa_vf b[8], c[4], d[2];
+  for (int i = 0; i < 8; i++) b[i] = aa_fold8(a[2 * i], a[2 * i + 1]);
+  for (int i = 0; i < 4; i++) c[i] = aa_fold4(b[2 * i], b[2 * i + 1]);
+  for (int i = 0; i < 2; i++) d[i] = aa_fold2(c[2 * i], c[2 * i + 1]);
+  return aa_fold1(d[0], d[1]);
+}
+
+/* exp on 16 lanes, Cephes-style: range reduction by n*ln2 in two parts and a
+ * degree-7 polynomial; about 1 ulp. Inputs below -87 give ~1e-38 rather than
+ * 0; callers zero masked lanes themselves. */
+AA_INLINE aa_vf aa_exp(aa_vf x) {
+  const aa_vf lo = aa_splat(-87.0f), hi = aa_splat(88.0f);
+  x = aa_sel(x < lo, lo, x);
+  x = aa_sel(x > hi, hi, x);
+  const aa_vf magic = aa_splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+  aa_vf t = x * aa_splat(1.44269504088896341f) + magic;
+  aa_vi n = (aa_vi)t - (aa_vi)magic;
+  aa_vf nf = t - magic;
+  aa_vf r = x - nf * aa_splat(0.693359375f);
+  r = r - nf * aa_splat(-2.12194440e-4f);
+  aa_vf p = aa_splat(1.9875691500e-4f);
+  p = p * r + aa_splat(1.3981999507e-3f);
+  p = p * r + aa_splat(8.3334519073e-3f);
+  p = p * r + aa_splat(4.1665795894e-2f);
+  p = p * r + aa_splat(1.6666665459e-1f);
+  p = p * r + aa_splat(5.0000001201e-1f);
+  p = p * (r * r) + r + aa_splat(1.0f);
+  return (aa_vf)((aa_vi)p + (n << 23));
+}
+
+/* ---- dtype conversions ------------------------------------------------- */
+AA_INLINE float aa_bits_to_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+AA_INLINE uint32_t aa_f32_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+AA_INLINE float aa_bf16_to_f32(uint16_t b) { return aa_bits_to_f32((uint32_t)b << 16); }
+
+AA_INLINE float aa_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0) { /* zero or subnormal: m * 2^-24, exact in fp32 */
+    return aa_bits_to_f32(sign | aa_f32_to_bits((float)m * 5.9604644775390625e-8f));
+  }
+  if (e == 31) return aa_bits_to_f32(sign | 0x7F800000u | (m << 13));
+  return aa_bits_to_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+AA_INLINE uint16_t aa_f32_to_bf16(float f) {
+  uint32_t u = aa_f32_to_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u); /* keep NaN quiet */
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+AA_INLINE uint16_t aa_f32_to_f16(float f) {
+#if defined(__F16C__)
+  return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+  const uint32_t u = aa_f32_to_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+  if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* rounds past 65504 */
+  if (a < 0x38800000u) { /* half subnormal: scale so the unit 2^-24 is 1, round to even */
+    return (uint16_t)(sign | (uint32_t)nearbyintf(aa_bits_to_f32(a) * 16777216.0f));
+  }
+  uint32_t h = (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3FFu);
+  const uint32_t rest = a & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(sign | h);
+#endif
+}
+
+/* 16 consecutive elements widened to fp32 (unaligned source). */
+AA_INLINE aa_vf aa_load_f32(const float *p) {
+  aa_vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+AA_INLINE aa_vf aa_load_bf16(const uint16_t *p) {
+#if defined(__AVX512F__)
+  /* GCC 12 lowers the generic convert below to two ymm widenings and an
+   * insert; one vpmovzxwd zmm is a third of the work in the decode hot loop */
+  __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16);
+  aa_vf v;
+  memcpy(&v, &w, sizeof v);
+  return v;
+#else
+  aa_vh h;
+  memcpy(&h, p, sizeof h);
+  return (aa_vf)(__builtin_convertvector(h, aa_vu) << 16);
+#endif
+}
+AA_INLINE aa_vf aa_load_f16(const uint16_t *p) {
+#if defined(__AVX512F__)
+  aa_vf v;
+  __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+  memcpy(&v, &w, sizeof v);
+  return v;
+#elif defined(__F16C__)
+  __m256 w[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)),
+                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)))};
+  aa_vf v;
+  memcpy(&v, w, sizeof v);
+  return v;
+#else
+  aa_vf v;
+  for (int i = 0; i < AA_VL; i++) v[i] = aa_f16_to_f32(p[i]);
+  return v;
+#endif
+}
+
+#endif /* AA_CPU_SIMD_H */
