@@ -1,0 +1,422 @@
+/* test_api_misuse.c: provokes every status that can occur without a GPU and
+ * checks the status, that anyattn_last_error() names the argument, that run
+ * wrote nothing on error and that plan/context out-pointers were set to NULL. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "anyattn.h"
+#include "tl_util.h"
+
+static int failures = 0, checks = 0;
+
+/* status must be `want`; on error the message must contain `needle`. */
+static void expect(const char *what, anyattn_status got, anyattn_status want, const char *needle, int line) {
+  checks++;
+  const char *msg = anyattn_last_error();
+  if (got != want) {
+    printf("FAIL line %d: %s: got %s, want %s (\"%s\")\n", line, what, anyattn_status_name(got),
+           anyattn_status_name(want), msg);
+    failures++;
+    return;
+  }
+  if (want == ANYATTN_STATUS_OK && msg[0] != '\0') {
+    printf("FAIL line %d: %s: OK but last_error is \"%s\"\n", line, what, msg);
+    failures++;
+  }
+  if (want != ANYATTN_STATUS_OK && needle && !strstr(msg, needle)) {
+    printf("FAIL line %d: %s: message \"%s\" does not name \"%s\"\n", line, what, msg, needle);
+    failures++;
+  }
+}
+#define EXPECT(call, want, needle) expect(#call, (call), (want), (needle), __LINE__)
+
+static void expect_true(const char *what, int cond, int line) {
+  checks++;
+  if (!cond) {
+    printf("FAIL line %d: %s\n", line, what);
+    failures++;
+  }
+}
+#define EXPECT_TRUE(cond) expect_true(#cond, (cond), __LINE__)
+
+static void *const GARBAGE = (void *)0x1234;
+
+static void test_version_and_names(void) {
+  EXPECT_TRUE(anyattn_version_number() == ANYATTN_VERSION_NUMBER);
+  char v[32];
+  snprintf(v, sizeof v, "%d.%d.%d", ANYATTN_VERSION_MAJOR, ANYATTN_VERSION_MINOR, ANYATTN_VERSION_PATCH);
+  EXPECT_TRUE(strcmp(anyattn_version_string(), v) == 0);
+  for (int s = 0; s <= ANYATTN_STATUS_UNSUPPORTED_CONFIG; s++) {
+    const char *name = anyattn_status_name((anyattn_status)s);
+    EXPECT_TRUE(strncmp(name, "ANYATTN_STATUS_", 15) == 0);
+    for (int t = 0; t < s; t++) EXPECT_TRUE(strcmp(name, anyattn_status_name((anyattn_status)t)) != 0);
+  }
+  EXPECT_TRUE(strcmp(anyattn_status_name(ANYATTN_STATUS_HEAD_RATIO), "ANYATTN_STATUS_HEAD_RATIO") == 0);
+  EXPECT_TRUE(strcmp(anyattn_status_name((anyattn_status)99), "unknown status") == 0);
+  EXPECT_TRUE(anyattn_dtype_size(ANYATTN_DTYPE_F32) == 4 && anyattn_dtype_size(ANYATTN_DTYPE_F16) == 2 &&
+              anyattn_dtype_size(ANYATTN_DTYPE_BF16) == 2 && anyattn_dtype_size((anyattn_dtype)9) == 0);
+  anyattn_problem_init(NULL);
+  anyattn_limits_init(NULL);
+  anyattn_batch_init(NULL);
+  anyattn_tensors_init(NULL);
+}
+
+static void test_backends_and_contexts(void) {
+  anyattn_backend b = ANYATTN_BACKEND_AUTO;
+  EXPECT(anyattn_backend_from_name(NULL, &b), ANYATTN_STATUS_NULL_POINTER, "name");
+  EXPECT(anyattn_backend_from_name("cpu", NULL), ANYATTN_STATUS_NULL_POINTER, "backend");
+  EXPECT(anyattn_backend_from_name("nosuch", &b), ANYATTN_STATUS_BACKEND_UNAVAILABLE, "nosuch");
+  EXPECT(anyattn_backend_from_name("CPU ", &b), ANYATTN_STATUS_BACKEND_UNAVAILABLE, "CPU");
+  static const char *const names[] = {"auto", "cpu", "cuda", "hip"};
+  for (int i = 0; i < 4; i++) {
+    EXPECT(anyattn_backend_from_name(names[i], &b), ANYATTN_STATUS_OK, NULL);
+    EXPECT_TRUE((int)b == i && strcmp(anyattn_backend_name(b), names[i]) == 0);
+  }
+  EXPECT_TRUE(strcmp(anyattn_backend_name((anyattn_backend)42), "unknown") == 0);
+  EXPECT_TRUE(anyattn_backend_compiled(ANYATTN_BACKEND_CPU) == 1);
+  EXPECT_TRUE(anyattn_backend_compiled((anyattn_backend)42) == 0);
+
+  int count = -1;
+  EXPECT(anyattn_device_count(ANYATTN_BACKEND_CPU, NULL), ANYATTN_STATUS_NULL_POINTER, "count");
+  EXPECT(anyattn_device_count(ANYATTN_BACKEND_CPU, &count), ANYATTN_STATUS_OK, NULL);
+  EXPECT_TRUE(count == 1);
+  EXPECT(anyattn_device_count((anyattn_backend)42, &count), ANYATTN_STATUS_BACKEND_UNAVAILABLE, "42");
+  EXPECT_TRUE(count == 0);
+
+  char buf[128];
+  EXPECT(anyattn_device_name(ANYATTN_BACKEND_CPU, 0, NULL, 10), ANYATTN_STATUS_NULL_POINTER, "buf");
+  EXPECT(anyattn_device_name(ANYATTN_BACKEND_CPU, 0, buf, 0), ANYATTN_STATUS_INVALID_SIZE, "buf_size");
+  EXPECT(anyattn_device_name(ANYATTN_BACKEND_CPU, 1, buf, sizeof buf), ANYATTN_STATUS_NO_DEVICE, "device");
+  EXPECT(anyattn_device_name(ANYATTN_BACKEND_CPU, 0, buf, sizeof buf), ANYATTN_STATUS_OK, NULL);
+  EXPECT_TRUE(buf[0] != '\0');
+
+  anyattn_context *ctx = (anyattn_context *)GARBAGE;
+  EXPECT(anyattn_context_create(ANYATTN_BACKEND_CPU, 0, NULL), ANYATTN_STATUS_NULL_POINTER, "ctx");
+  EXPECT(anyattn_context_create(ANYATTN_BACKEND_CPU, -1, &ctx), ANYATTN_STATUS_INVALID_SIZE, "device");
+  EXPECT_TRUE(ctx == NULL);
+  ctx = (anyattn_context *)GARBAGE;
+  EXPECT(anyattn_context_create(ANYATTN_BACKEND_CPU, 1, &ctx), ANYATTN_STATUS_NO_DEVICE, "device");
+  EXPECT_TRUE(ctx == NULL);
+  ctx = (anyattn_context *)GARBAGE;
+  EXPECT(anyattn_context_create((anyattn_backend)42, 0, &ctx), ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend");
+  EXPECT_TRUE(ctx == NULL);
+
+  /* GPU backends on this machine: not compiled -> BACKEND_UNAVAILABLE; compiled
+   * without a device -> NO_DEVICE. With a device there is nothing to provoke. */
+  static const anyattn_backend gpus[] = {ANYATTN_BACKEND_CUDA, ANYATTN_BACKEND_HIP};
+  for (int i = 0; i < 2; i++) {
+    const anyattn_backend g = gpus[i];
+    ctx = (anyattn_context *)GARBAGE;
+    count = -1;
+    if (!anyattn_backend_compiled(g)) {
+      EXPECT(anyattn_device_count(g, &count), ANYATTN_STATUS_BACKEND_UNAVAILABLE, anyattn_backend_name(g));
+      EXPECT(anyattn_context_create(g, 0, &ctx), ANYATTN_STATUS_BACKEND_UNAVAILABLE, anyattn_backend_name(g));
+      EXPECT_TRUE(ctx == NULL);
+    } else {
+      anyattn_status s = anyattn_device_count(g, &count);
+      if (s == ANYATTN_STATUS_NO_DEVICE) {
+        EXPECT(anyattn_context_create(g, 0, &ctx), ANYATTN_STATUS_NO_DEVICE, NULL);
+        EXPECT_TRUE(ctx == NULL);
+      } else {
+        EXPECT_TRUE(s == ANYATTN_STATUS_OK && count > 0);
+        ctx = (anyattn_context *)GARBAGE;
+        EXPECT(anyattn_context_create(g, count, &ctx), ANYATTN_STATUS_NO_DEVICE, "device");
+        EXPECT_TRUE(ctx == NULL);
+      }
+    }
+  }
+  EXPECT(anyattn_context_create(ANYATTN_BACKEND_AUTO, 0, &ctx), ANYATTN_STATUS_OK, NULL);
+  EXPECT_TRUE(ctx != NULL && anyattn_context_backend(ctx) != ANYATTN_BACKEND_AUTO);
+  anyattn_context_free(ctx);
+  anyattn_context_free(NULL);
+  EXPECT_TRUE(anyattn_context_backend(NULL) == ANYATTN_BACKEND_AUTO);
+
+  anyattn_config_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT_TRUE(anyattn_config_count(ANYATTN_BACKEND_CPU) == 0);
+  EXPECT(anyattn_config_get(ANYATTN_BACKEND_CPU, 0, NULL), ANYATTN_STATUS_NULL_POINTER, "info");
+  EXPECT(anyattn_config_get(ANYATTN_BACKEND_CPU, 0, &info), ANYATTN_STATUS_INVALID_SIZE, "index");
+  EXPECT(anyattn_config_get(ANYATTN_BACKEND_CPU, -1, &info), ANYATTN_STATUS_INVALID_SIZE, "index");
+  info.struct_size = 3;
+  EXPECT(anyattn_config_get(ANYATTN_BACKEND_CPU, 0, &info), ANYATTN_STATUS_STRUCT_SIZE, "struct_size");
+}
+
+/* ---- plan ------------------------------------------------------------------ */
+static void good_problem(anyattn_problem *p) {
+  anyattn_problem_init(p);
+  p->num_q_heads = 8, p->num_kv_heads = 2, p->head_dim = 64;
+  p->dtype = ANYATTN_DTYPE_F16, p->block_size = 16, p->causal = 1;
+}
+static void good_limits(anyattn_limits *l) {
+  anyattn_limits_init(l);
+  l->max_seqs = 4, l->max_tokens = 16, l->max_context = 64;
+}
+
+/* Plan with one field broken: status, message, *plan == NULL. */
+#define EXPECT_PLAN(mutate, want, needle)                            \
+  do {                                                               \
+    anyattn_problem p_;                                              \
+    anyattn_limits l_;                                               \
+    good_problem(&p_);                                               \
+    good_limits(&l_);                                                \
+    { mutate; }                                                      \
+    anyattn_plan *pl_ = (anyattn_plan *)GARBAGE;                     \
+    expect(#mutate, anyattn_plan_create(ctx, &p_, &l_, &pl_), (want), (needle), __LINE__); \
+    if ((want) != ANYATTN_STATUS_OK) expect_true(#mutate ": plan set to NULL", pl_ == NULL, __LINE__); \
+    else anyattn_plan_free(pl_);                                     \
+  } while (0)
+
+static void test_plan(anyattn_context *ctx) {
+  anyattn_problem p;
+  anyattn_limits l;
+  good_problem(&p);
+  good_limits(&l);
+  anyattn_plan *plan = (anyattn_plan *)GARBAGE;
+  EXPECT(anyattn_plan_create(ctx, &p, &l, NULL), ANYATTN_STATUS_NULL_POINTER, "plan");
+  EXPECT(anyattn_plan_create(NULL, &p, &l, &plan), ANYATTN_STATUS_NULL_POINTER, "ctx");
+  EXPECT_TRUE(plan == NULL);
+  plan = (anyattn_plan *)GARBAGE;
+  EXPECT(anyattn_plan_create(ctx, NULL, &l, &plan), ANYATTN_STATUS_NULL_POINTER, "problem");
+  EXPECT_TRUE(plan == NULL);
+  plan = (anyattn_plan *)GARBAGE;
+  EXPECT(anyattn_plan_create(ctx, &p, NULL, &plan), ANYATTN_STATUS_NULL_POINTER, "limits");
+  EXPECT_TRUE(plan == NULL);
+
+  EXPECT_PLAN((void)0, ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.struct_size = sizeof p_ - 8, ANYATTN_STATUS_STRUCT_SIZE, "problem->struct_size");
+  EXPECT_PLAN(p_.struct_size = 0, ANYATTN_STATUS_STRUCT_SIZE, "problem->struct_size");
+  EXPECT_PLAN(l_.struct_size = sizeof l_ + 4, ANYATTN_STATUS_STRUCT_SIZE, "limits->struct_size");
+  EXPECT_PLAN(p_.num_q_heads = 0, ANYATTN_STATUS_INVALID_SIZE, "num_q_heads");
+  EXPECT_PLAN(p_.num_q_heads = -8, ANYATTN_STATUS_INVALID_SIZE, "num_q_heads");
+  EXPECT_PLAN(p_.num_kv_heads = 0, ANYATTN_STATUS_INVALID_SIZE, "num_kv_heads");
+  EXPECT_PLAN(p_.num_kv_heads = 3, ANYATTN_STATUS_HEAD_RATIO, "num_kv_heads");
+  EXPECT_PLAN((p_.num_q_heads = 2, p_.num_kv_heads = 4), ANYATTN_STATUS_HEAD_RATIO, "num_q_heads");
+  EXPECT_PLAN(p_.head_dim = 0, ANYATTN_STATUS_INVALID_SIZE, "head_dim");
+  EXPECT_PLAN(p_.head_dim = -64, ANYATTN_STATUS_INVALID_SIZE, "head_dim");
+  EXPECT_PLAN(p_.head_dim = 513, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim"); /* CPU: 1..512 */
+  EXPECT_PLAN(p_.head_dim = 1, ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.head_dim = 512, ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.dtype = (anyattn_dtype)3, ANYATTN_STATUS_UNSUPPORTED_DTYPE, "dtype");
+  EXPECT_PLAN(p_.dtype = (anyattn_dtype)-1, ANYATTN_STATUS_UNSUPPORTED_DTYPE, "dtype");
+  EXPECT_PLAN(p_.block_size = 0, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "block_size");
+  EXPECT_PLAN(p_.block_size = -16, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "block_size");
+  EXPECT_PLAN(p_.block_size = 1, ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.causal = 2, ANYATTN_STATUS_INVALID_OPTION, "causal");
+  EXPECT_PLAN(p_.causal = -1, ANYATTN_STATUS_INVALID_OPTION, "causal");
+  EXPECT_PLAN(p_.window_left = -2, ANYATTN_STATUS_INVALID_OPTION, "window_left");
+  EXPECT_PLAN(p_.window_right = -2, ANYATTN_STATUS_INVALID_OPTION, "window_right");
+  EXPECT_PLAN(p_.scale = NAN, ANYATTN_STATUS_INVALID_OPTION, "scale");
+  EXPECT_PLAN(p_.scale = -0.5f, ANYATTN_STATUS_INVALID_OPTION, "scale");
+  EXPECT_PLAN(p_.scale = INFINITY, ANYATTN_STATUS_INVALID_OPTION, "scale");
+  EXPECT_PLAN(p_.softcap = -1.0f, ANYATTN_STATUS_INVALID_OPTION, "softcap");
+  EXPECT_PLAN(p_.softcap = NAN, ANYATTN_STATUS_INVALID_OPTION, "softcap");
+  EXPECT_PLAN(p_.softcap = INFINITY, ANYATTN_STATUS_INVALID_OPTION, "softcap");
+  EXPECT_PLAN(l_.max_seqs = 0, ANYATTN_STATUS_INVALID_SIZE, "max_seqs");
+  EXPECT_PLAN(l_.max_tokens = 0, ANYATTN_STATUS_INVALID_SIZE, "max_tokens");
+  EXPECT_PLAN(l_.max_context = 0, ANYATTN_STATUS_INVALID_SIZE, "max_context");
+  EXPECT_PLAN(l_.max_context = -5, ANYATTN_STATUS_INVALID_SIZE, "max_context");
+  EXPECT_PLAN(p_.config = "nosuch-config", ANYATTN_STATUS_UNSUPPORTED_CONFIG, "config");
+
+  anyattn_plan_free(NULL);
+  EXPECT_TRUE(anyattn_plan_workspace_size(NULL) == 0);
+  EXPECT_TRUE(anyattn_plan_describe(NULL) != NULL);
+  plan = NULL;
+  EXPECT(anyattn_plan_create(ctx, &p, &l, &plan), ANYATTN_STATUS_OK, NULL);
+  if (plan) {
+    EXPECT_TRUE(anyattn_plan_describe(plan)[0] != '\0');
+    anyattn_plan_free(plan);
+  }
+}
+
+/* ---- run and validate ---------------------------------------------------------- */
+enum { T_TOKENS = 4, T_HQ = 8, T_HKV = 2, T_D = 64, T_BS = 16, T_BLOCKS = 4 };
+static uint16_t q_buf[T_TOKENS * T_HQ * T_D + 64];
+static uint16_t k_buf[T_BLOCKS * T_BS * T_HKV * T_D + 64], v_buf[T_BLOCKS * T_BS * T_HKV * T_D + 64];
+static uint16_t out_buf[T_TOKENS * T_HQ * T_D + 64];
+static float lse_buf[T_TOKENS * T_HQ + 16];
+static unsigned char ws_buf[1 << 22] __attribute__((aligned(256)));
+#define SENTINEL 0xA5
+
+/* Two sequences: a decode (q 1, kv 10) and a chunk (q 3, kv 20, two pages). */
+static int32_t cu[3] = {0, 1, 4}, kvl[2] = {10, 20}, table[2 * 2] = {3, 0, 1, 2};
+
+static void good_run_args(anyattn_batch *b, anyattn_tensors *t) {
+  anyattn_batch_init(b);
+  b->num_seqs = 2, b->num_tokens = 4, b->cu_seqlens_q = cu, b->seq_lens_k = kvl, b->block_table = table;
+  b->block_table_stride = 2;
+  anyattn_tensors_init(t);
+  t->q = q_buf, t->k_cache = k_buf, t->v_cache = v_buf, t->num_blocks = T_BLOCKS;
+  t->out = out_buf, t->lse = lse_buf;
+}
+
+static int outputs_untouched(void) {
+  const unsigned char *o = (const unsigned char *)out_buf, *l = (const unsigned char *)lse_buf;
+  for (size_t i = 0; i < sizeof out_buf; i++)
+    if (o[i] != SENTINEL) return 0;
+  for (size_t i = 0; i < sizeof lse_buf; i++)
+    if (l[i] != SENTINEL) return 0;
+  return 1;
+}
+
+static size_t g_ws;
+
+/* run() with one argument broken: status, message, and out/lse not written. */
+#define EXPECT_RUN(mutate, want, needle)                                               \
+  do {                                                                                 \
+    anyattn_batch b_;                                                                  \
+    anyattn_tensors t_;                                                                \
+    const anyattn_plan *pl_ = plan;                                                    \
+    void *ws_ = ws_buf;                                                                \
+    size_t wss_ = g_ws;                                                                \
+    good_run_args(&b_, &t_);                                                           \
+    { mutate; }                                                                        \
+    memset(out_buf, SENTINEL, sizeof out_buf);                                         \
+    memset(lse_buf, SENTINEL, sizeof lse_buf);                                         \
+    expect(#mutate, anyattn_run(pl_, &b_, &t_, ws_, wss_, NULL), (want), (needle), __LINE__); \
+    if ((want) != ANYATTN_STATUS_OK)                                                   \
+      expect_true(#mutate ": out and lse untouched", outputs_untouched(), __LINE__);  \
+    (void)pl_, (void)ws_, (void)wss_;                                                  \
+  } while (0)
+
+#define EXPECT_VALIDATE(mutate, nb, want, needle)                                       \
+  do {                                                                                  \
+    anyattn_batch b_;                                                                   \
+    anyattn_tensors t_;                                                                 \
+    int32_t cu_[3] = {0, 1, 4}, kvl_[2] = {10, 20}, table_[4] = {3, 0, 1, 2};           \
+    good_run_args(&b_, &t_);                                                            \
+    b_.cu_seqlens_q = cu_, b_.seq_lens_k = kvl_, b_.block_table = table_;               \
+    { mutate; }                                                                         \
+    expect(#mutate, anyattn_validate(plan, &b_, (nb)), (want), (needle), __LINE__);     \
+    (void)t_;                                                                           \
+  } while (0)
+
+static void test_run_and_validate(anyattn_context *ctx) {
+  anyattn_problem p;
+  anyattn_limits l;
+  good_problem(&p);
+  good_limits(&l);
+  anyattn_plan *plan = NULL;
+  if (anyattn_plan_create(ctx, &p, &l, &plan) != ANYATTN_STATUS_OK) {
+    printf("FAIL: plan for the run checks: %s (run and validate checks skipped)\n", anyattn_last_error());
+    failures++;
+    return;
+  }
+  g_ws = anyattn_plan_workspace_size(plan);
+  if (g_ws > sizeof ws_buf) {
+    printf("FAIL: plan wants %zu bytes of workspace, test has %zu\n", g_ws, sizeof ws_buf);
+    failures++;
+    anyattn_plan_free(plan);
+    return;
+  }
+  uint64_t rng = 42;
+  tl_fill_normal(ANYATTN_DTYPE_F16, q_buf, sizeof q_buf / 2, 1.0f, &rng);
+  tl_fill_normal(ANYATTN_DTYPE_F16, k_buf, sizeof k_buf / 2, 1.0f, &rng);
+  tl_fill_normal(ANYATTN_DTYPE_F16, v_buf, sizeof v_buf / 2, 1.0f, &rng);
+
+  /* The good call works and writes out. */
+  EXPECT_RUN((void)0, ANYATTN_STATUS_OK, NULL);
+  EXPECT_TRUE(!outputs_untouched());
+  /* No tokens: OK and nothing written, even with NULL tensors. */
+  EXPECT_RUN((b_.num_tokens = 0, b_.num_seqs = 0, t_.q = NULL, t_.out = NULL), ANYATTN_STATUS_OK, NULL);
+  EXPECT_TRUE(outputs_untouched());
+
+  EXPECT_RUN(pl_ = NULL, ANYATTN_STATUS_NULL_POINTER, "plan");
+  {
+    anyattn_batch b;
+    anyattn_tensors t;
+    good_run_args(&b, &t);
+    memset(out_buf, SENTINEL, sizeof out_buf);
+    memset(lse_buf, SENTINEL, sizeof lse_buf);
+    EXPECT(anyattn_run(plan, NULL, &t, ws_buf, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "batch");
+    EXPECT(anyattn_run(plan, &b, NULL, ws_buf, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "tensors");
+    EXPECT_TRUE(outputs_untouched());
+  }
+  EXPECT_RUN(b_.struct_size = 8, ANYATTN_STATUS_STRUCT_SIZE, "batch->struct_size");
+  EXPECT_RUN(t_.struct_size = sizeof t_ * 2, ANYATTN_STATUS_STRUCT_SIZE, "tensors->struct_size");
+  EXPECT_RUN(b_.num_seqs = -1, ANYATTN_STATUS_INVALID_SIZE, "num_seqs");
+  EXPECT_RUN(b_.num_seqs = 5, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_seqs");
+  EXPECT_RUN(b_.num_tokens = -1, ANYATTN_STATUS_INVALID_SIZE, "num_tokens");
+  EXPECT_RUN(b_.num_tokens = 17, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_tokens");
+  EXPECT_RUN(b_.num_seqs = 0, ANYATTN_STATUS_INVALID_SIZE, "num_seqs");
+  EXPECT_RUN(b_.cu_seqlens_q = NULL, ANYATTN_STATUS_NULL_POINTER, "cu_seqlens_q");
+  EXPECT_RUN(b_.seq_lens_k = NULL, ANYATTN_STATUS_NULL_POINTER, "seq_lens_k");
+  EXPECT_RUN(b_.block_table = NULL, ANYATTN_STATUS_NULL_POINTER, "block_table");
+  EXPECT_RUN(b_.block_table_stride = 0, ANYATTN_STATUS_INVALID_SIZE, "block_table_stride");
+  if (g_ws > 0) {
+    EXPECT_RUN(wss_ = g_ws - 1, ANYATTN_STATUS_WORKSPACE_TOO_SMALL, "workspace_size");
+    EXPECT_RUN(wss_ = 0, ANYATTN_STATUS_WORKSPACE_TOO_SMALL, "workspace_size");
+    EXPECT_RUN(ws_ = NULL, ANYATTN_STATUS_NULL_POINTER, "workspace");
+  } else {
+    printf("note: the CPU plan needs no workspace; WORKSPACE_TOO_SMALL cannot be provoked\n");
+  }
+  EXPECT_RUN((ws_ = ws_buf + 16, wss_ = g_ws + 64), ANYATTN_STATUS_BAD_STRIDE, "workspace");
+  EXPECT_RUN(t_.q = NULL, ANYATTN_STATUS_NULL_POINTER, "tensors->q");
+  EXPECT_RUN(t_.k_cache = NULL, ANYATTN_STATUS_NULL_POINTER, "k_cache");
+  EXPECT_RUN(t_.v_cache = NULL, ANYATTN_STATUS_NULL_POINTER, "v_cache");
+  EXPECT_RUN(t_.out = NULL, ANYATTN_STATUS_NULL_POINTER, "tensors->out");
+  EXPECT_RUN(t_.num_blocks = 0, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_RUN(t_.num_blocks = -3, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_RUN(t_.q = (const char *)q_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "tensors->q");
+  EXPECT_RUN(t_.k_cache = (const char *)k_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "k_cache");
+  EXPECT_RUN(t_.out = (char *)out_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "out");
+  EXPECT_RUN(t_.lse = (float *)((char *)lse_buf + 2), ANYATTN_STATUS_BAD_STRIDE, "tensors->lse");
+  /* Strides: negative, partly zero, overlapping rows, overlapping heads/blocks. */
+  EXPECT_RUN((t_.k_stride_block = -2048, t_.k_stride_token = 128, t_.k_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
+             "k_stride");
+  EXPECT_RUN((t_.v_stride_block = 2048, t_.v_stride_token = -128, t_.v_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
+             "v_stride");
+  EXPECT_RUN((t_.k_stride_block = 0, t_.k_stride_token = 128, t_.k_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
+             "k_stride");
+  EXPECT_RUN((t_.k_stride_block = 2048, t_.k_stride_token = 128, t_.k_stride_head = 32), ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->k");
+  EXPECT_RUN((t_.v_stride_block = 2048, t_.v_stride_token = 64, t_.v_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->v");
+  EXPECT_RUN((t_.k_stride_block = 1024, t_.k_stride_token = 128, t_.k_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->k");
+  /* Valid non-default strides (HND) are accepted. */
+  EXPECT_RUN((t_.k_stride_block = 2048, t_.k_stride_token = 64, t_.k_stride_head = 1024), ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN((t_.lse = NULL), ANYATTN_STATUS_OK, NULL);
+
+  /* validate: the good batch, then each rule broken. */
+  EXPECT_VALIDATE((void)0, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT(anyattn_validate(NULL, NULL, 4), ANYATTN_STATUS_NULL_POINTER, "plan");
+  EXPECT(anyattn_validate(plan, NULL, 4), ANYATTN_STATUS_NULL_POINTER, "host_batch");
+  EXPECT_VALIDATE(b_.struct_size = 0, T_BLOCKS, ANYATTN_STATUS_STRUCT_SIZE, "batch->struct_size");
+  EXPECT_VALIDATE(b_.num_seqs = 5, T_BLOCKS, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_seqs");
+  EXPECT_VALIDATE(b_.num_tokens = 17, T_BLOCKS, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_tokens");
+  EXPECT_VALIDATE(b_.seq_lens_k = NULL, T_BLOCKS, ANYATTN_STATUS_NULL_POINTER, "seq_lens_k");
+  EXPECT_VALIDATE((void)0, 0, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_VALIDATE(cu_[0] = 1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "cu_seqlens_q[0]");
+  EXPECT_VALIDATE((cu_[1] = 5, cu_[2] = 4), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "cu_seqlens_q");
+  EXPECT_VALIDATE(kvl_[1] = 2, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_len");
+  EXPECT_VALIDATE(kvl_[0] = -1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "seq_lens_k[0]");
+  EXPECT_VALIDATE(kvl_[1] = 65, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "max_context");
+  EXPECT_VALIDATE(table_[3] = 4, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table[1][1]");
+  EXPECT_VALIDATE(table_[0] = -1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table[0][0]");
+  EXPECT_VALIDATE((void)0, 3, ANYATTN_STATUS_BAD_METADATA, "block_table[0][0]"); /* page 3 of 3 */
+  EXPECT_VALIDATE(b_.block_table_stride = 1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table_stride");
+  EXPECT_VALIDATE(b_.num_tokens = 3, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "num_tokens");
+  /* Unused entries: the second column of seq 0 (kv 10 < one page) and a q_len 0 sequence's pages. */
+  EXPECT_VALIDATE(table_[1] = -7, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE((cu_[1] = 0, cu_[2] = 3, b_.num_tokens = 3, table_[0] = 99), T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  anyattn_plan_free(plan);
+}
+
+int main(void) {
+  test_version_and_names();
+  test_backends_and_contexts();
+  anyattn_context *ctx = NULL;
+  if (anyattn_context_create(ANYATTN_BACKEND_CPU, 0, &ctx) != ANYATTN_STATUS_OK) {
+    printf("FAIL: CPU context: %s\n", anyattn_last_error());
+    return 1;
+  }
+  test_plan(ctx);
+  test_run_and_validate(ctx);
+  anyattn_context_free(ctx);
+  printf("test_api_misuse: %d checks, %d failures\n", checks, failures);
+  printf("not provokable here: DEVICE_ERROR (needs a GPU fault), OUT_OF_MEMORY (host malloc failure), "
+         "WRONG_CONTEXT (no API call can mix contexts yet)\n");
+  return failures ? 1 : 0;
+}
