@@ -161,8 +161,7 @@ static int cmd_check(const cli_options *o) {
   int np = 0, nf = 0, ns = 0;
   printf("anyattn %s check: backend %s, device %d, %s suite\n", anyattn_version_string(), anyattn_backend_name(b),
          o->device, o->quick ? "quick" : "full");
-  int rc = tl_check_run(b, o->device, &co, stdout, &np, &nf, &ns);
-  printf("%d passed, %d failed, %d skipped\n", np, nf, ns);
+  int rc = tl_check_run(b, o->device, &co, stdout, &np, &nf, &ns); /* prints its own summary */
   if (rc == 0 && np == 0 && nf == 0) {
     /* Nothing ran (e.g. a filter that matched nothing): not a pass. */
     fprintf(stderr, "anyattn: no conformance case ran\n");
