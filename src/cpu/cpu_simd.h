@@ -13,6 +13,12 @@
 #include <immintrin.h>
 #endif
 
+/* Without AVX-512, GCC warns that 64-byte vector arguments change the ABI;
+ * every helper here is always inlined, so no such call exists. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__AVX512F__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 #define AA_VL 16 /* fp32 lanes per vector; head_dim is padded to a multiple */
 
 typedef float aa_vf __attribute__((vector_size(64)));
@@ -75,6 +81,34 @@ AA_INLINE aa_vf aa_reduce16(const aa_vf a[16]) {
   for (int i = 0; i < 4; i++) c[i] = aa_fold4(b[2 * i], b[2 * i + 1]);
   for (int i = 0; i < 2; i++) d[i] = aa_fold2(c[2 * i], c[2 * i + 1]);
   return aa_fold1(d[0], d[1]);
+}
+
+/* Maximum and sum over lanes in four shuffle steps (the scalar loops above
+ * are for cold paths; these run once per row per decode key block). */
+AA_INLINE aa_vf aa_allmax(aa_vf v) {
+  v = aa_max(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = aa_max(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = aa_max(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  return aa_max(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+}
+AA_INLINE aa_vf aa_allsum(aa_vf v) {
+  v = v + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  v = v + __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+  v = v + __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  return v + __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+}
+
+/* Transposes four vectors seen as 4x4 blocks of 4 lanes: out[r] block b =
+ * in[b] block r. Eight shuffles (vshuff32x4 / vpermt2ps on AVX-512). */
+AA_INLINE void aa_transpose4x4q(const aa_vf in[4], aa_vf out[4]) {
+  const aa_vf a = __builtin_shufflevector(in[0], in[1], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const aa_vf b = __builtin_shufflevector(in[0], in[1], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const aa_vf c = __builtin_shufflevector(in[2], in[3], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const aa_vf d = __builtin_shufflevector(in[2], in[3], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  out[0] = __builtin_shufflevector(a, c, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  out[1] = __builtin_shufflevector(a, c, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  out[2] = __builtin_shufflevector(b, d, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  out[3] = __builtin_shufflevector(b, d, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
 }
 
 /* exp on 16 lanes, Cephes-style: range reduction by n*ln2 in two parts and a
@@ -167,6 +201,21 @@ AA_INLINE aa_vf aa_load_bf16(const uint16_t *p) {
   aa_vh h;
   memcpy(&h, p, sizeof h);
   return (aa_vf)(__builtin_convertvector(h, aa_vu) << 16);
+#endif
+}
+/* 32 consecutive bf16 as two fp32 vectors without a widening instruction:
+ * each 32-bit lane holds a pair, so a shift gives the even elements (2i) and
+ * a mask the odd ones (2i+1). Callers keep their fp32 data in that
+ * even/odd order (per 32 elements: 16 even, then 16 odd). */
+AA_INLINE void aa_load_bf16_pairs(const uint16_t *p, aa_vf *even, aa_vf *odd) {
+  aa_vu u;
+  memcpy(&u, p, sizeof u);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  *even = (aa_vf)(u & 0xFFFF0000u);
+  *odd = (aa_vf)(u << 16);
+#else
+  *even = (aa_vf)(u << 16);
+  *odd = (aa_vf)(u & 0xFFFF0000u);
 #endif
 }
 AA_INLINE aa_vf aa_load_f16(const uint16_t *p) {
