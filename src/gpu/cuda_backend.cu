@@ -1,17 +1,342 @@
-// cuda_backend.cu: placeholder until the unified kernel lands.
-#include <cuda_runtime.h>
+// cuda_backend.cu: the CUDA backend's entry points (src/core/internal.h): device
+// discovery, plan (support checks, config choice from the table in
+// src/configs/configs.h) and run (argument checks, one kernel launch).
+#include <stdio.h>
+#include <string.h>
+
+#include "attention.cuh"
+#include "configs.h"
 #include "internal.h"
+#include "kernels.cuh"
+
+/* Every runtime call goes through this: DEVICE_ERROR with file:line and the runtime's message. */
+#define AA_CUDA_TRY(call)                                                                            \
+  do {                                                                                               \
+    cudaError_t aa_e_ = (call);                                                                      \
+    if (aa_e_ != cudaSuccess)                                                                        \
+      return aa_error(ANYATTN_STATUS_DEVICE_ERROR, "%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
+                      cudaGetErrorString(aa_e_));                                                    \
+  } while (0)
+
+AA_DECLARE_KERNEL_TABLE(f16, 64)
+AA_DECLARE_KERNEL_TABLE(f16, 96)
+AA_DECLARE_KERNEL_TABLE(f16, 128)
+AA_DECLARE_KERNEL_TABLE(f16, 256)
+AA_DECLARE_KERNEL_TABLE(bf16, 64)
+AA_DECLARE_KERNEL_TABLE(bf16, 96)
+AA_DECLARE_KERNEL_TABLE(bf16, 128)
+AA_DECLARE_KERNEL_TABLE(bf16, 256)
+aa::KernelF32Fn aa_kernel_f32(void);
+
+namespace {
+
+struct ConfigRow {
+  const char *name;
+  int block_m, block_n, warps, stages;
+  size_t smem[4]; /* dynamic shared memory per head dim 64, 96, 128, 256 */
+};
+
+#define AA_SMEM_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::SMEM_BYTES
+#define AA_CONFIG_ROW_(name, bm, bn, w, s) \
+  {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s), AA_SMEM_(256, bm, bn, w, s)}},
+const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
+constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
+
+int head_dim_index(int hd) {
+  switch (hd) {
+    case 64: return 0;
+    case 96: return 1;
+    case 128: return 2;
+    case 256: return 3;
+    default: return -1;
+  }
+}
+
+int config_index(const char *name) {
+  for (int i = 0; i < kNumConfigs; i++)
+    if (strcmp(kConfigs[i].name, name) == 0) return i;
+  return -1;
+}
+
+aa::KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg) {
+  aa::KernelFn k[kNumConfigs];
+  const bool bf = dtype == ANYATTN_DTYPE_BF16;
+  switch (hd) {
+    case 64: bf ? aa_kernel_table_bf16_d64(k) : aa_kernel_table_f16_d64(k); break;
+    case 96: bf ? aa_kernel_table_bf16_d96(k) : aa_kernel_table_f16_d96(k); break;
+    case 128: bf ? aa_kernel_table_bf16_d128(k) : aa_kernel_table_f16_d128(k); break;
+    default: bf ? aa_kernel_table_bf16_d256(k) : aa_kernel_table_f16_d256(k); break;
+  }
+  return k[cfg];
+}
+
+/* Programs along a GQA group: a program takes min(group, block_m) heads of it
+ * (gh) for block_m / gh tokens (bq); larger groups split into n_hchunks. */
+struct RowMap {
+  int gh, bq, n_hchunks;
+};
+RowMap row_map(int group, int block_m) {
+  RowMap m;
+  m.gh = group < block_m ? group : block_m;
+  m.bq = block_m / m.gh;
+  m.n_hchunks = (group + m.gh - 1) / m.gh;
+  return m;
+}
+
+bool config_fits(const anyattn_plan *plan, int cfg) {
+  return kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)] <= plan->ctx->smem_per_block;
+}
+
+/* Programs a launch of config `cfg` has for a batch of these sizes. */
+long long programs_for(const anyattn_plan *plan, int cfg, int num_seqs, int num_tokens) {
+  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
+  return ((long long)num_tokens / m.bq + num_seqs) * plan->problem.num_kv_heads * m.n_hchunks;
+}
+
+/* The tile heuristic, from host-visible sizes only (< 1 us, no timing).
+ * Rests on bench/run_h200.sh sweeps on one H200 (bench/results/h200_cuda_notes.md,
+ * `anyattn bench --backend cuda --workload W --config C`, bf16 32/8 heads d128, bs 16):
+ * - decode (mean q_len <= 8): m16n64w4s3 gave 4.03 TB/s at 64x8192 and 3.83 at
+ *   128x2048, the best of 8 decode configs once the grid fills the SMs; with fewer
+ *   than 2 programs per SM the 128-key tile wins (1x8192: 116 us vs 155 us;
+ *   8x4096: 71 us vs 88 us).
+ * - mean q_len < 128 (mixed batches: a few chunks among many decodes): m64n64w4s2,
+ *   1x2048p+63d@2048 330 us vs 442 us with m128 tiles (decode rows waste 128-row tiles).
+ * - prefill: m128n128w8s2 (1x8192 causal 277 TFLOP/s vs 252 for m128n64w8s2 and
+ *   238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2. */
+int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens) {
+  static const int decode = config_index("m16n64w4s3");
+  static const int decode_few = config_index("m16n128w8s2");
+  static const int small = config_index("m64n64w4s2");
+  static const int large = config_index("m128n128w8s2");
+  const long long fill = 2LL * plan->ctx->num_sms;
+  const int mean_q = num_seqs > 0 ? (num_tokens + num_seqs - 1) / num_seqs : 1;
+  if (mean_q <= 8) {
+    if (decode_few >= 0 && config_fits(plan, decode_few) && decode >= 0 &&
+        programs_for(plan, decode, num_seqs, num_tokens) < fill)
+      return decode_few;
+    if (decode >= 0 && config_fits(plan, decode)) return decode;
+  }
+  if (mean_q >= 128 && large >= 0 && config_fits(plan, large) &&
+      programs_for(plan, large, num_seqs, num_tokens) >= fill)
+    return large;
+  if (small >= 0 && config_fits(plan, small)) return small;
+  for (int i = 0; i < kNumConfigs; i++) /* a table without those rows (tuning builds) */
+    if (config_fits(plan, i)) return i;
+  return -1;
+}
+
+anyattn_status select_device(int device) {
+  int cur = -1;
+  AA_CUDA_TRY(cudaGetDevice(&cur));
+  if (cur != device) AA_CUDA_TRY(cudaSetDevice(device));
+  return ANYATTN_STATUS_OK;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* (magic, shift) with n / d == (umulhi(n, magic) + n) >> shift for n < 2^31
+ * (round-up reciprocal; d = 1 gives magic 1, shift 0). */
+void aa_fastdiv_init(uint32_t d, uint32_t *magic, uint32_t *shift) {
+  uint32_t l = 0;
+  while ((1ull << l) < d) l++;
+  *magic = (uint32_t)(((1ull << 32) * ((1ull << l) - d)) / d + 1);
+  *shift = l;
+}
+
+}  // namespace
 
 extern "C" anyattn_status aa_cuda_device_count(int *count) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) { cudaGetLastError(); *count = 0;
-    return aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(e)); }
+  *count = 0;
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* not sticky: leave no error behind for the caller */
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(e));
+  }
+  if (n <= 0) return aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device: the runtime reports 0 devices");
   *count = n;
-  return n > 0 ? ANYATTN_STATUS_OK : aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device");
+  return ANYATTN_STATUS_OK;
 }
-extern "C" anyattn_status aa_cuda_context_init(anyattn_context *) { return aa_error(ANYATTN_STATUS_NO_DEVICE, "todo"); }
-extern "C" anyattn_status aa_cuda_plan(anyattn_plan *) { return aa_error(ANYATTN_STATUS_NO_DEVICE, "todo"); }
-extern "C" anyattn_status aa_cuda_run(const anyattn_plan *, const anyattn_args *) { return aa_error(ANYATTN_STATUS_NO_DEVICE, "todo"); }
-extern "C" int aa_cuda_config_count(void) { return 0; }
-extern "C" anyattn_status aa_cuda_config_get(int, anyattn_config_info *) { return aa_error(ANYATTN_STATUS_NO_DEVICE, "todo"); }
+
+extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
+  int n = 0;
+  AA_TRY(aa_cuda_device_count(&n));
+  AA_CHECK(ctx->device < n, ANYATTN_STATUS_NO_DEVICE, "device %d: there are %d CUDA devices", ctx->device, n);
+  cudaDeviceProp prop;
+  AA_CUDA_TRY(cudaGetDeviceProperties(&prop, ctx->device));
+  snprintf(ctx->device_name, sizeof ctx->device_name, "%.127s", prop.name);
+  ctx->num_sms = prop.multiProcessorCount;
+  ctx->smem_per_block = prop.sharedMemPerBlockOptin;
+  ctx->arch = prop.major * 10 + prop.minor;
+  AA_CHECK(ctx->arch >= 80, ANYATTN_STATUS_NO_DEVICE,
+           "device %d (%s) is sm_%d: the CUDA backend needs sm_80 or newer", ctx->device, prop.name, ctx->arch);
+  /* Fail here, not at the first run, when this build has no code for the device. */
+  AA_TRY(select_device(ctx->device));
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, sm_%d): no kernel image in this build: %s",
+                    ctx->device, prop.name, ctx->arch, cudaGetErrorString(e));
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+extern "C" int aa_cuda_config_count(void) { return kNumConfigs; }
+
+extern "C" anyattn_status aa_cuda_config_get(int index, anyattn_config_info *info) {
+  AA_CHECK(index >= 0 && index < kNumConfigs, ANYATTN_STATUS_INVALID_SIZE, "index %d: %d CUDA configs", index,
+           kNumConfigs);
+  const ConfigRow &c = kConfigs[index];
+  snprintf(info->name, sizeof info->name, "%s", c.name);
+  info->block_m = c.block_m;
+  info->block_n = c.block_n;
+  info->warps = c.warps;
+  info->stages = c.stages;
+  return ANYATTN_STATUS_OK;
+}
+
+/* plan->grid[2] records whether problem->config forced the config (1) or run
+ * may re-choose it from the batch's sizes (0). */
+extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
+  const anyattn_problem *pr = &plan->problem;
+  const anyattn_context *ctx = plan->ctx;
+  AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
+           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the CUDA backend", (int)pr->dtype);
+  const int hdi = head_dim_index(pr->head_dim);
+  AA_CHECK(hdi >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+           "problem->head_dim is %d; the CUDA backend supports 64, 96, 128 and 256", pr->head_dim);
+  /* Any block_size >= 1 works: K/V rows are gathered one by one (page = j / block_size). */
+  AA_TRY(select_device(ctx->device));
+
+  int forced = -1;
+  if (pr->config) {
+    forced = config_index(pr->config);
+    AA_CHECK(forced >= 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s' is not a CUDA config (see anyattn_config_get)", pr->config);
+    AA_CHECK(config_fits(plan, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s' needs %zu bytes of shared memory at head_dim %d; the device allows %zu",
+             pr->config, kConfigs[forced].smem[hdi], pr->head_dim, ctx->smem_per_block);
+  }
+  plan->workspace_size = 0;
+  plan->num_splits = 1;
+  const char *dt = pr->dtype == ANYATTN_DTYPE_F32 ? "f32" : pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16";
+
+  if (pr->dtype == ANYATTN_DTYPE_F32) {
+    /* fp32 runs on the CUDA-core kernel; a forced tile config has no meaning there. */
+    plan->config = forced;
+    const long long rows = (long long)plan->limits.max_tokens * pr->num_q_heads;
+    plan->grid[0] = (int)((rows + aa::kF32Warps - 1) / aa::kF32Warps);
+    plan->grid[1] = 1;
+    plan->grid[2] = forced >= 0;
+    snprintf(plan->describe, sizeof plan->describe, "cuda f32 d%d group %d: CUDA-core kernel, one warp per (token, head)",
+             pr->head_dim, plan->group);
+    return ANYATTN_STATUS_OK;
+  }
+
+  /* Raise the shared-memory limit of every variant run() may pick. */
+  for (int i = 0; i < kNumConfigs; i++) {
+    if (!config_fits(plan, i) || (forced >= 0 && i != forced)) continue;
+    const size_t smem = kConfigs[i].smem[hdi];
+    AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  }
+  const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens);
+  AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+           "problem->head_dim %d: no CUDA config fits the device's %zu bytes of shared memory", pr->head_dim,
+           ctx->smem_per_block);
+  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
+  /* One grid dimension: (Q blocks) x (kv heads x head chunks), sized here from the limits. */
+  const long long programs = ((long long)plan->limits.max_tokens / m.bq + plan->limits.max_seqs) *
+                             pr->num_kv_heads * m.n_hchunks;
+  AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+           "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
+  plan->config = cfg;
+  plan->grid[0] = (int)programs;
+  plan->grid[1] = 1;
+  plan->grid[2] = forced >= 0;
+  snprintf(plan->describe, sizeof plan->describe,
+           "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s", kConfigs[cfg].name, dt, pr->head_dim,
+           plan->group, m.bq, m.gh, forced >= 0 ? "forced" : "chosen from the limits",
+           forced >= 0 ? "" : " (run re-chooses from each batch)");
+  return ANYATTN_STATUS_OK;
+}
+
+extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_args *a) {
+  const anyattn_problem *pr = &plan->problem;
+  if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
+  const size_t es = anyattn_dtype_size(pr->dtype);
+  AA_CHECK(aligned16(a->k_cache) && aligned16(a->v_cache), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->k_cache and v_cache must be 16-byte aligned for the CUDA backend");
+  AA_CHECK(aligned16(a->q) && aligned16(a->out), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->q and out must be 16-byte aligned for the CUDA backend");
+  const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
+  const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
+  for (int i = 0; i < 3; i++) {
+    AA_CHECK((ks[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the CUDA backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i]);
+    AA_CHECK((vs[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the CUDA backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i]);
+  }
+  AA_TRY(select_device(plan->ctx->device));
+
+  aa::AttnParams p;
+  memset(&p, 0, sizeof p);
+  p.q = a->q;
+  p.k = a->k_cache;
+  p.v = a->v_cache;
+  p.out = a->out;
+  p.lse = a->lse;
+  p.cu_seqlens_q = a->cu_seqlens_q;
+  p.seq_lens_k = a->seq_lens_k;
+  p.block_table = a->block_table;
+  p.bt_stride = a->block_table_stride;
+  p.k_sb = a->k_stride_block;
+  p.k_st = a->k_stride_token;
+  p.k_sh = a->k_stride_head;
+  p.v_sb = a->v_stride_block;
+  p.v_st = a->v_stride_token;
+  p.v_sh = a->v_stride_head;
+  p.alibi = a->alibi_slopes;
+  p.sinks = a->sinks;
+  p.num_seqs = a->num_seqs;
+  p.num_tokens = a->num_tokens;
+  p.num_q_heads = pr->num_q_heads;
+  p.group = plan->group;
+  p.block_size = pr->block_size;
+  aa_fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
+  p.causal = pr->causal;
+  p.window_left = pr->window_left;
+  p.window_right = pr->window_right;
+  p.scale_log2 = plan->scale * aa::kLog2e;
+  p.softcap = pr->softcap;
+  p.softcap_in = pr->softcap > 0.0f ? plan->scale / pr->softcap : 0.0f;
+  p.softcap_out = pr->softcap * aa::kLog2e;
+  cudaStream_t stream = (cudaStream_t)a->stream;
+
+  if (pr->dtype == ANYATTN_DTYPE_F32) {
+    const long long rows = (long long)a->num_tokens * pr->num_q_heads;
+    const dim3 grid((unsigned)((rows + aa::kF32Warps - 1) / aa::kF32Warps));
+    aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
+  } else {
+    const int cfg = plan->grid[2] ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
+    const ConfigRow &c = kConfigs[cfg];
+    const RowMap m = row_map(plan->group, c.block_m);
+    p.gh = m.gh;
+    p.bq = m.bq;
+    p.n_hchunks = m.n_hchunks;
+    p.num_qblocks = a->num_tokens / m.bq + a->num_seqs;
+    p.hprogs = pr->num_kv_heads * m.n_hchunks;
+    const long long programs = (long long)p.num_qblocks * p.hprogs;
+    AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+             "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
+    const dim3 grid((unsigned)programs);
+    tc_kernel(pr->dtype, pr->head_dim, cfg)<<<grid, c.warps * AA_WARP_SIZE, c.smem[head_dim_index(pr->head_dim)],
+                                              stream>>>(p);
+  }
+  AA_CUDA_TRY(cudaGetLastError());
+  return ANYATTN_STATUS_OK;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# run_h200.sh: everything the CUDA backend needs from one lent H200, in one call:
+# build (sm_90a only), conformance (`anyattn check`), the GPU ctest label,
+# compute-sanitizer on small cases, the bench workloads (JSON), torch peers and
+# ceilings (bench/peers.py), and a short table printed last.
+#
+#   OUT=/some/dir bash bench/run_h200.sh            # all steps
+#   STEPS="build check bench" bash bench/run_h200.sh  # a subset
+#   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
+#       builds build-tune with src/gpu/tuning_configs.h and benches each forced config
+#       (SWEEP empty: every config of that table)
+# Steps: build check ctest sanitize bench sweep peers ibm (the long IBM grid
+# last, so a run cut short still has the rest). Logs: $OUT/log.txt (all
+# output), $OUT/check.txt, $OUT/{decode,prefill,mixed,ibm}.json, $OUT/peers.json.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/bench-out}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+STEPS=${STEPS:-"build check ctest sanitize bench peers ibm"}
+WORKLOADS=${WORKLOADS:-"decode prefill mixed"}
+GENCODE="-gencode=arch=compute_90a,code=sm_90a"
+CLI=build/anyattn
+SUMMARY=$OUT/.summary
+: >"$SUMMARY"
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+say() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
+note() { echo "$*" >>"$SUMMARY"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee -a "$LOG"
+
+if has build; then
+  say "build (sm_90a, -j16)"
+  t0=$(date +%s)
+  if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" >>"$LOG" 2>&1 &&
+    cmake --build build -j16 >>"$LOG" 2>&1; then
+    note "build: ok in $(($(date +%s) - t0)) s"
+  else
+    note "build: FAILED (see log.txt)"
+    tail -30 "$LOG"
+    cat "$SUMMARY"
+    exit 1
+  fi
+fi
+
+if has check; then
+  say "anyattn check --backend cuda"
+  timeout 300 $CLI check --backend cuda >"$OUT/check.txt" 2>&1
+  rc=$?
+  grep -E "^(FAIL|SKIP)" "$OUT/check.txt" | head -40 | tee -a "$LOG"
+  note "check (full): rc=$rc, $(tail -1 "$OUT/check.txt")"
+fi
+
+if has ctest; then
+  say "ctest -L gpu"
+  (cd build && timeout 300 ctest -L gpu --output-on-failure) >>"$LOG" 2>&1
+  rc=$?
+  note "ctest -L gpu: rc=$rc, $(grep -E 'tests passed|tests failed' "$LOG" | tail -1)"
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck; do
+    say "compute-sanitizer --tool $tool (quick, filter ${SAN_FILTER:-_d64_})"
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+      $CLI check --backend cuda --quick --filter "${SAN_FILTER:-_d64_}" >"$OUT/.san" 2>&1
+    rc=$?
+    tail -5 "$OUT/.san" | tee -a "$LOG"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race" "$OUT/.san" | head -10 >>"$LOG"
+    note "sanitizer $tool: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1)"
+  done
+fi
+
+if has bench; then
+  for w in $WORKLOADS; do
+    say "bench $w"
+    timeout 180 $CLI bench --backend cuda --workload "$w" --json "$OUT/$w.json" >"$OUT/.bench" 2>&1
+    rc=$?
+    cat "$OUT/.bench" >>"$LOG"
+    note "bench $w: rc=$rc"
+    grep -E "^(decode|prefill|mixed)" "$OUT/.bench" | awk '{printf "  %-22s %10s us %8s GB/s %8s GFLOP/s  %s\n", $1" "$2, $3, $4, $6, $8}' >>"$SUMMARY"
+  done
+fi
+
+if has sweep; then
+  # Candidate rows (src/gpu/tuning_configs.h) live in a second build.
+  say "build-tune (sm_90a, tuning config table)"
+  SWEEP_CLI=$CLI
+  if cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
+      -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >>"$LOG" 2>&1 &&
+    cmake --build build-tune -j16 --target anyattn_cli >>"$LOG" 2>&1; then
+    SWEEP_CLI=build-tune/anyattn
+  else
+    note "build-tune: FAILED, sweeping the main table"
+  fi
+  [ -n "${SWEEP:-}" ] || SWEEP=$($SWEEP_CLI info | awk '/^  config /{print $2}')
+  for item in $SWEEP; do # "cfg" (SWEEP_WORKLOADS) or "cfg@workload"
+    cfg=${item%@*}
+    ws=${SWEEP_WORKLOADS:-decode prefill}
+    [[ $item == *@* ]] && ws=${item#*@}
+    for w in $ws; do
+      say "sweep $w --config $cfg"
+      timeout 120 $SWEEP_CLI bench --backend cuda --workload "$w" --config "$cfg" --iters ${SWEEP_ITERS:-10} \
+        >"$OUT/.bench" 2>&1
+      cat "$OUT/.bench" >>"$LOG"
+      grep -E "^(decode|prefill|mixed)" "$OUT/.bench" |
+        awk -v c="$cfg" '{printf "  %-12s %-22s %10s us %8s GB/s %8s GFLOP/s\n", c, $1" "$2, $3, $4, $6}' >>"$SUMMARY"
+    done
+  done
+fi
+
+if has peers; then
+  say "peers.py"
+  PYTHONUNBUFFERED=1 timeout 240 python3 bench/peers.py --out "$OUT" ${PEERS_ARGS:-} >"$OUT/.peers" 2>&1
+  rc=$?
+  cat "$OUT/.peers" >>"$LOG"
+  note "peers: rc=$rc"
+  sed -n '/^peer /,$p' "$OUT/.peers" >>"$SUMMARY"
+fi
+if has ibm; then
+  say "bench ibm"
+  timeout 240 $CLI bench --backend cuda --workload ibm --json "$OUT/ibm.json" >"$OUT/.bench" 2>&1
+  rc=$?
+  cat "$OUT/.bench" >>"$LOG"
+  n=$(grep -c "^ibm" "$OUT/.bench")
+  tot=$(awk '/^ibm/{s+=$5} END{printf "%.0f", s}' "$OUT/.bench")
+  note "bench ibm: rc=$rc, $n cases, sum of medians $tot us"
+fi
+rm -f "$OUT/.san" "$OUT/.bench" "$OUT/.peers"
+
+echo
+echo "==== summary ===="
+cat "$SUMMARY"
+rm -f "$SUMMARY"

@@ -1,0 +1,577 @@
+/* attention.cuh: the paged-attention body, written once for every GPU vendor.
+ * One program = a Q block (BLOCK_Q query tokens x the q heads of one GQA
+ * group, BLOCK_M rows) against the paged K/V of its sequence, tile by tile,
+ * with an online softmax. Vendor specifics live in tile.cuh's primitives.
+ *
+ * Tensors (device memory, see include/anyattn.h): q, out [num_tokens,
+ * num_q_heads, D] dense; k/v caches paged with element strides; lse
+ * [num_tokens, num_q_heads] fp32; metadata int32. */
+#ifndef ANYATTN_GPU_ATTENTION_CUH
+#define ANYATTN_GPU_ATTENTION_CUH
+
+#include <stdint.h>
+
+#include "tile.cuh"
+
+namespace aa {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+/* Everything a launch needs; filled by the launcher from the plan and args. */
+struct AttnParams {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *out;
+  float *lse;
+  const int32_t *cu_seqlens_q;
+  const int32_t *seq_lens_k;
+  const int32_t *block_table;
+  int64_t bt_stride;
+  int64_t k_sb, k_st, k_sh; /* element strides: block, token, head */
+  int64_t v_sb, v_st, v_sh;
+  const float *alibi; /* [num_q_heads] or NULL */
+  const float *sinks; /* [num_q_heads] or NULL */
+  int num_seqs;
+  int num_tokens;
+  int num_qblocks; /* Q blocks the grid covers: num_tokens / bq + num_seqs */
+  int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
+  int num_q_heads;
+  int group;     /* q heads per kv head */
+  int gh;        /* q heads of the group per program: min(group, BLOCK_M) */
+  int bq;        /* query tokens per program: BLOCK_M / gh */
+  int n_hchunks; /* programs along a group: ceil(group / gh) */
+  int block_size;
+  uint32_t bs_magic, bs_shift; /* j / block_size as a multiply-shift (see fast_div) */
+  int causal;
+  int window_left;
+  int window_right;
+  float scale_log2;     /* scale * log2(e) */
+  float softcap;        /* 0: off */
+  float softcap_in;     /* scale / softcap */
+  float softcap_out;    /* softcap * log2(e) */
+};
+
+/* ---- pieces shared by the tensor-core and the fp32 kernels ------------------- */
+
+/* Logit in the log2 domain for raw dot product s at key j, query position pos. */
+__device__ __forceinline__ float score_log2(const AttnParams &p, float s, float slope_log2, int j, int pos) {
+  float x = p.softcap > 0.0f ? tanhf(s * p.softcap_in) * p.softcap_out : s * p.scale_log2;
+  if (p.alibi) x += slope_log2 * (float)(j - pos);
+  return x;
+}
+
+__device__ __forceinline__ bool key_visible(const AttnParams &p, int j, int pos, int kv_len) {
+  bool ok = j < kv_len && j >= 0;
+  if (p.causal) ok = ok && j <= pos;
+  else if (p.window_right >= 0) ok = ok && j <= pos + p.window_right;
+  if (p.window_left >= 0) ok = ok && j >= pos - p.window_left;
+  return ok;
+}
+
+/* Keys [lo, hi) that any query at positions [pos_min, pos_max] can see. A
+ * split-KV launch intersects this with its segment. */
+__device__ __forceinline__ void kv_range(const AttnParams &p, int pos_min, int pos_max, int kv_len, int &lo,
+                                         int &hi) {
+  hi = kv_len;
+  if (p.causal) hi = min(hi, pos_max + 1);
+  else if (p.window_right >= 0) hi = min(hi, pos_max + p.window_right + 1);
+  lo = 0;
+  if (p.window_left >= 0) lo = max(0, pos_min - p.window_left);
+}
+
+/* Largest s in [0, num_seqs) with key(s) <= x, key non-decreasing in s. */
+template <class Key>
+__device__ __forceinline__ int upper_search(int num_seqs, int x, Key key) {
+  int lo = 0, hi = num_seqs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (key(mid) <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* n / d for 0 <= n < 2^31 with (magic, shift) from the host's aa_fastdiv_init:
+ * a run-time division costs ~20 dependent instructions, this one three. */
+__device__ __forceinline__ int fast_div(int n, uint32_t magic, uint32_t shift) {
+  return (int)(((uint64_t)__umulhi((uint32_t)n, magic) + (uint32_t)n) >> shift);
+}
+
+/* Offset in elements of row j of one kv head in a paged cache. */
+__device__ __forceinline__ int64_t page_row(const AttnParams &p, const int32_t *bt_row, int j, int64_t sb,
+                                            int64_t st) {
+  const int pi = fast_div(j, p.bs_magic, p.bs_shift);
+  return (int64_t)bt_row[pi] * sb + (int64_t)(j - pi * p.block_size) * st;
+}
+
+/* Scores of one S tile in the log2 domain, masked where needed. The two
+ * uniform choices (plain scaling or softcap/ALiBi; masked or not) are
+ * template arguments so each loop is straight-line code; the kernel branches
+ * once per tile between them. jlo/jhi: each row slot's visible key range. */
+template <bool PLAIN, bool MASK, int NK>
+__device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], int nw0, const int *jlo,
+                                           const int *jhi, const float *slope, const int *pos, float *mx) {
+#pragma unroll
+  for (int n = 0; n < NK; n++) {
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) {
+      const int sl = frag_c_slot(e);
+      const int j = nw0 + n * 16 + frag_c_col(e);
+      float x; /* PLAIN: left unscaled, the scale is folded into the exponent */
+      if constexpr (PLAIN) x = s[n].x[e];
+      else x = score_log2(p, s[n].x[e], slope[sl], j, pos[sl]);
+      if constexpr (MASK) x = (j >= jlo[sl] && j < jhi[sl]) ? x : -INFINITY;
+      s[n].x[e] = x;
+      mx[sl] = fmaxf(mx[sl], x);
+    }
+  }
+}
+
+/* ---- compile-time shape of a tensor-core program -------------------------------- */
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+struct TileShape {
+  static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
+  static constexpr int WN = WARPS / WM;         /* warps splitting the keys of a tile */
+  static constexpr int KW = BLOCK_N / WN;       /* keys per warp per tile */
+  static constexpr int NK = KW / 16;            /* 16-key steps per warp */
+  static constexpr int DK = HEAD_DIM / 16;      /* 16-wide steps along the head dim */
+  static constexpr int ROW = HEAD_DIM + 8;      /* smem row, padded by 16 bytes: ldmatrix without bank conflicts */
+  static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
+  static constexpr int THREADS = WARPS * AA_WARP_SIZE;
+  /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
+  static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
+  static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
+  static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
+  static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
+  /* per-row cache offsets (K, V) of the next two tiles, int64 each */
+  static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
+  static constexpr size_t PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
+  static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
+  static constexpr size_t SMEM_BYTES = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
+  /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
+   * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
+  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
+  static_assert(BLOCK_M % 16 == 0 && WM >= 1 && WM * WN == WARPS, "warps must tile BLOCK_M x BLOCK_N");
+  static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
+  static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
+};
+
+/* Where a program's work lies: sequence, its query tokens and lengths. */
+struct Work {
+  int seq, q_len, kv_len;
+  int q_first; /* first query token of the block, within the sequence */
+  int tok0;    /* its global token index */
+  int n_tok;   /* valid tokens in the block (>= 1) */
+};
+
+/* Q blocks are numbered as in vLLM's unified kernel: sequence s owns blocks
+ * [cu[s]/bq + s, cu[s+1]/bq + s + 1), enough for its ceil(q_len/bq) blocks;
+ * the grid covers num_tokens/bq + num_seqs of them, spare ones exit. */
+__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w) {
+  const int32_t *cu = p.cu_seqlens_q;
+  const int bq = p.bq;
+  const int s = upper_search(p.num_seqs, block, [&](int i) { return cu[i] / bq + i; });
+  const int c0 = cu[s];
+  const int local = block - (c0 / bq + s);
+  w.seq = s;
+  w.q_len = cu[s + 1] - c0;
+  w.q_first = local * bq;
+  if (local < 0 || w.q_first >= w.q_len) return false;
+  w.kv_len = p.seq_lens_k[s];
+  w.tok0 = c0 + w.q_first;
+  w.n_tok = min(bq, w.q_len - w.q_first);
+  return true;
+}
+
+/* ---- the unified tensor-core kernel ----------------------------------------------- */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
+                                  (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>::MIN_BLOCKS))
+    attn_tc_kernel(const AttnParams p) {
+  using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>;
+  constexpr int ROW = S::ROW, CH = S::CHUNKS, NK = S::NK, DK = S::DK, WN = S::WN;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T *sQ = reinterpret_cast<T *>(smem);
+  T *sK = sQ + BLOCK_M * ROW;
+  T *sV = sK + STAGES * BLOCK_N * ROW;
+  int64_t *sOff = reinterpret_cast<int64_t *>(sV + STAGES * BLOCK_N * ROW); /* [2][BLOCK_N][K, V] */
+
+  Work w;
+  /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
+   * mask later blocks see more keys, so the longest programs start first and
+   * the last wave holds short ones. */
+  const int hprog = (int)(blockIdx.x % (unsigned)p.hprogs);
+  const int qblock = p.num_qblocks - 1 - (int)(blockIdx.x / (unsigned)p.hprogs);
+  if (!find_work(p, qblock, w)) return;
+  const int kvh = hprog / p.n_hchunks;
+  const int head0 = kvh * p.group + (hprog % p.n_hchunks) * p.gh; /* first q head of the program */
+  const int heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
+  const int tid = threadIdx.x;
+  const int warp = tid / AA_WARP_SIZE;
+  const int wm = warp % S::WM, wn = warp / S::WM;
+
+  /* Row r of the program: token r / gh of the block, head head0 + r % gh. */
+  auto row_valid = [&](int r) { return r / p.gh < w.n_tok && r % p.gh < heads_here; };
+  auto row_offset = [&](int r) { /* element offset of row r in q / out; lse offset / D */
+    return ((int64_t)(w.tok0 + r / p.gh) * p.num_q_heads + head0 + r % p.gh);
+  };
+
+  /* Q block -> shared memory; invalid rows are zero. */
+  {
+    const T *q = static_cast<const T *>(p.q);
+    for (int i = tid; i < BLOCK_M * CH; i += S::THREADS) {
+      const int r = i / CH, c = i % CH;
+      const bool ok = row_valid(r);
+      async_copy16(sQ + r * ROW + c * 8, ok ? q + row_offset(r) * HEAD_DIM + c * 8 : q, ok);
+    }
+    async_commit();
+  }
+
+  /* Keys this program visits, and the tiles covering them. */
+  const int pos_base = w.kv_len - w.q_len + w.q_first; /* position of the block's first token */
+  const int pos_min = pos_base, pos_max = pos_base + w.n_tok - 1;
+  int lo, hi;
+  kv_range(p, pos_min, pos_max, w.kv_len, lo, hi);
+  const int n_begin = (lo / BLOCK_N) * BLOCK_N;
+  const int ntiles = hi > lo ? (hi - n_begin + BLOCK_N - 1) / BLOCK_N : 0;
+
+  const int32_t *bt_row = p.block_table + (int64_t)w.seq * p.bt_stride;
+  const T *kc = static_cast<const T *>(p.k) + (int64_t)kvh * p.k_sh;
+  const T *vc = static_cast<const T *>(p.v) + (int64_t)kvh * p.v_sh;
+  /* Paging in two steps. Step 1, one iteration ahead: the threads owning a
+   * row read its page id (the read's latency hides behind a tile of math),
+   * then store the row's K and V offsets in a shared slot. Step 2: every
+   * thread issues its 16-byte copies from those offsets. Keys outside
+   * [lo, hi) are masked anyway: offset -1, the copy zero-fills. */
+  constexpr int ROWS_PT = (BLOCK_N + S::THREADS - 1) / S::THREADS;
+  constexpr int LOADS = (BLOCK_N * CH + S::THREADS - 1) / S::THREADS; /* 16-byte chunks per thread */
+  auto lookup_pages = [&](int n0, int(&pg)[ROWS_PT]) {
+#pragma unroll
+    for (int q = 0; q < ROWS_PT; q++) {
+      const int r = tid + q * S::THREADS, j = n0 + r;
+      pg[q] = (r < BLOCK_N && j >= lo && j < hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
+    }
+  };
+  auto store_offsets = [&](int slot, int n0, const int(&pg)[ROWS_PT]) {
+#pragma unroll
+    for (int q = 0; q < ROWS_PT; q++) {
+      const int r = tid + q * S::THREADS, j = n0 + r;
+      if (r < BLOCK_N) {
+        const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
+        int64_t *o = sOff + (slot * BLOCK_N + r) * 2;
+        o[0] = pg[q] >= 0 ? (int64_t)pg[q] * p.k_sb + (int64_t)jr * p.k_st : -1;
+        o[1] = pg[q] >= 0 ? (int64_t)pg[q] * p.v_sb + (int64_t)jr * p.v_st : -1;
+      }
+    }
+  };
+  auto issue_tile = [&](int stage, int slot) {
+    T *dk = sK + stage * BLOCK_N * ROW;
+    T *dv = sV + stage * BLOCK_N * ROW;
+#pragma unroll
+    for (int k = 0; k < LOADS; k++) {
+      int r, c;
+      if constexpr (S::THREADS % CH == 0) { /* fixed column per thread: immediate smem offsets */
+        r = tid / CH + k * (S::THREADS / CH);
+        c = tid % CH;
+      } else {
+        r = (tid + k * S::THREADS) / CH;
+        c = (tid + k * S::THREADS) % CH;
+      }
+      if (r < BLOCK_N) {
+        const int64_t ok_ = sOff[(slot * BLOCK_N + r) * 2], ov_ = sOff[(slot * BLOCK_N + r) * 2 + 1];
+        const bool ok = ok_ >= 0;
+        async_copy16(dk + r * ROW + c * 8, kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(dv + r * ROW + c * 8, vc + (ok ? ov_ + c * 8 : 0), ok);
+      }
+    }
+  };
+
+  int pg_next[ROWS_PT];
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; st++) {
+    lookup_pages(n_begin + st * BLOCK_N, pg_next);
+    store_offsets(st & 1, n_begin + st * BLOCK_N, pg_next);
+    block_sync();
+    if (st < ntiles) issue_tile(st, st & 1);
+    async_commit();
+  }
+  lookup_pages(n_begin + (STAGES - 1) * BLOCK_N, pg_next);
+  store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_next);
+
+  /* Per-lane rows: position, ALiBi slope, for each accumulator row slot. */
+  int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots];
+  float slope[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    const int r = wm * 16 + frag_c_row(sl);
+    const int t = min(r / p.gh, w.n_tok - 1);
+    const int h = head0 + min(r % p.gh, heads_here - 1);
+    pos[sl] = pos_base + t;
+    kv_range(p, pos[sl], pos[sl], w.kv_len, jlo[sl], jhi[sl]);
+    slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
+  }
+  const bool plain = p.alibi == nullptr && !(p.softcap > 0.0f);
+
+  async_wait<STAGES - 1>(); /* the Q group is the oldest */
+  block_sync();
+  const T *sQw = sQ + wm * 16 * ROW;
+  FragA qf[S::Q_IN_REGS ? DK : 1];
+  if constexpr (S::Q_IN_REGS) {
+#pragma unroll
+    for (int kk = 0; kk < DK; kk++)
+      load_a(qf[kk], [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
+  }
+
+  FragC acc[DK];
+#pragma unroll
+  for (int d = 0; d < DK; d++) zero(acc[d]);
+  float m_run[kFragCSlots], l_run[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    m_run[sl] = -INFINITY;
+    l_run[sl] = 0.0f;
+  }
+
+  for (int it = 0; it < ntiles; it++) {
+    const int nx = it + STAGES - 1; /* the tile whose copies start now */
+    if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
+    lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
+    async_commit();
+    async_wait<STAGES - 1>();
+    block_sync();
+
+    const int n0 = n_begin + it * BLOCK_N;
+    const T *tk = sK + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
+    const T *tv = sV + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
+
+    /* S = Q K^T for this warp's 16 rows x KW keys. */
+    FragC s[NK];
+#pragma unroll
+    for (int n = 0; n < NK; n++) zero(s[n]);
+#pragma unroll
+    for (int kk = 0; kk < DK; kk++) {
+      FragA a;
+      if constexpr (S::Q_IN_REGS) a = qf[kk];
+      else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
+#pragma unroll
+      for (int n = 0; n < NK; n++) {
+        FragB b;
+        load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
+        mma<T>(s[n], a, b);
+      }
+    }
+
+    /* Scores, masks (only on tiles that cross a boundary), online softmax. */
+    const int nw0 = n0 + wn * S::KW;
+    const bool full = nw0 >= lo && nw0 + S::KW <= w.kv_len &&
+                      (p.causal ? nw0 + S::KW - 1 <= pos_min
+                                : (p.window_right < 0 || nw0 + S::KW - 1 <= pos_min + p.window_right)) &&
+                      (p.window_left < 0 || nw0 >= pos_max - p.window_left);
+    float mx[kFragCSlots];
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
+    const float sc = plain ? p.scale_log2 : 1.0f; /* raw dot products -> log2 domain */
+    if (plain) {
+      if (full) score_tile<true, false>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      else score_tile<true, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+    } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
+      score_tile<false, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+    }
+    float alpha[kFragCSlots], m_use[kFragCSlots];
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const float m_new = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
+      m_use[sl] = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
+      alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
+      m_run[sl] = m_new;
+      l_run[sl] *= alpha[sl];
+    }
+    FragA pa[NK];
+#pragma unroll
+    for (int n = 0; n < NK; n++) {
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) {
+        const int sl = frag_c_slot(e);
+        const float pe = fast_exp2(fmaf(s[n].x[e], sc, -m_use[sl]));
+        s[n].x[e] = pe;
+        l_run[sl] += pe;
+      }
+      acc_to_a<T>(pa[n], s[n]);
+    }
+#pragma unroll
+    for (int d = 0; d < DK; d++)
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+
+    /* O += P V */
+#pragma unroll
+    for (int n = 0; n < NK; n++) {
+#pragma unroll
+      for (int d = 0; d < DK; d++) {
+        FragB b;
+        load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
+        mma<T>(acc[d], pa[n], b);
+      }
+    }
+    store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
+    block_sync(); /* the stage is refilled next iteration */
+  }
+  async_wait<0>();
+  block_sync();
+
+  /* Merge the WN warps of each row band through shared memory, then write. */
+  float *sM = reinterpret_cast<float *>(smem);
+  float *sL = sM + WN * BLOCK_M;
+  float *sO = sL + WN * BLOCK_M;
+  float l_tot[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    l_tot[sl] = row_allreduce_sum(l_run[sl]);
+    if (frag_c_row_owner()) {
+      const int r = wm * 16 + frag_c_row(sl);
+      sM[wn * BLOCK_M + r] = m_run[sl];
+      sL[wn * BLOCK_M + r] = l_tot[sl];
+    }
+  }
+  block_sync();
+  float f[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    const int r = wm * 16 + frag_c_row(sl);
+    float M = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
+    const bool any = M != -INFINITY;
+    const int h = head0 + min(r % p.gh, heads_here - 1);
+    if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
+    float L = 0.0f;
+#pragma unroll
+    for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
+    if (p.sinks) L += fast_exp2(p.sinks[h] * kLog2e - M);
+    f[sl] = any ? fast_exp2(m_run[sl] - M) / L : 0.0f;
+    if (p.lse && wn == 0 && frag_c_row_owner() && row_valid(r))
+      p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+  float *sOw = sO + (size_t)wn * BLOCK_M * S::OROW;
+#pragma unroll
+  for (int d = 0; d < DK; d++)
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) {
+      const int sl = frag_c_slot(e);
+      sOw[(wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = acc[d].x[e] * f[sl];
+    }
+  block_sync();
+  T *out = static_cast<T *>(p.out);
+  for (int i = tid; i < BLOCK_M * CH; i += S::THREADS) {
+    const int r = i / CH, c = i % CH;
+    if (!row_valid(r)) continue;
+    float v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = 0.0f;
+#pragma unroll
+    for (int u = 0; u < WN; u++) {
+      const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
+      const float4 a = src[0], b = src[1];
+      v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
+      v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+    }
+    uint4 o;
+    o.x = pack2<T>(v[0], v[1]);
+    o.y = pack2<T>(v[2], v[3]);
+    o.z = pack2<T>(v[4], v[5]);
+    o.w = pack2<T>(v[6], v[7]);
+    *reinterpret_cast<uint4 *>(out + row_offset(r) * HEAD_DIM + c * 8) = o;
+  }
+}
+
+/* ---- fp32: a plain CUDA-core kernel, one warp per (token, q head) ---------------- */
+constexpr int kF32Warps = 4;
+constexpr int kF32MaxDim = 256;
+
+/* A template so that only inst_f32.cu instantiates it. */
+template <int kWarps>
+__global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const AttnParams p, int head_dim) {
+  __shared__ float sq[kWarps][kF32MaxDim];
+  constexpr int PER_LANE = (kF32MaxDim + AA_WARP_SIZE - 1) / AA_WARP_SIZE;
+  const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
+  const int64_t row = (int64_t)blockIdx.x * kWarps + warp;
+  if (row >= (int64_t)p.num_tokens * p.num_q_heads) return; /* whole warps only: no block barrier below */
+  const int tok = (int)(row / p.num_q_heads), h = (int)(row % p.num_q_heads);
+  const int kvh = h / p.group;
+  const int32_t *cu = p.cu_seqlens_q;
+  const int s = upper_search(p.num_seqs, tok, [&](int i) { return cu[i]; });
+  const int q_len = cu[s + 1] - cu[s], kv_len = p.seq_lens_k[s];
+  const int pos = kv_len - q_len + (tok - cu[s]);
+  const int D = head_dim;
+
+  const float *q = static_cast<const float *>(p.q) + row * D;
+  for (int d = lane; d < D; d += AA_WARP_SIZE) sq[warp][d] = q[d];
+  __syncwarp();
+
+  int lo, hi;
+  kv_range(p, pos, pos, kv_len, lo, hi);
+  const int32_t *bt_row = p.block_table + (int64_t)s * p.bt_stride;
+  const float *kc = static_cast<const float *>(p.k) + (int64_t)kvh * p.k_sh;
+  const float *vc = static_cast<const float *>(p.v) + (int64_t)kvh * p.v_sh;
+  const float slope = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
+
+  float acc[PER_LANE];
+#pragma unroll
+  for (int i = 0; i < PER_LANE; i++) acc[i] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  for (int base = lo; base < hi; base += AA_WARP_SIZE) {
+    const int j = base + lane;
+    float x = -INFINITY;
+    if (j < hi && key_visible(p, j, pos, kv_len)) {
+      const float4 *kr = reinterpret_cast<const float4 *>(kc + page_row(p, bt_row, j, p.k_sb, p.k_st));
+      float dot = 0.0f;
+      for (int d4 = 0; d4 < D / 4; d4++) {
+        const float4 k4 = kr[d4];
+        dot += sq[warp][4 * d4] * k4.x + sq[warp][4 * d4 + 1] * k4.y + sq[warp][4 * d4 + 2] * k4.z +
+               sq[warp][4 * d4 + 3] * k4.w;
+      }
+      x = score_log2(p, dot, slope, j, pos);
+    }
+    const float m_new = fmaxf(m, warp_allreduce_max(x));
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = exp2f(m - m_use);
+    const float pj = exp2f(x - m_use);
+    l = l * alpha + warp_allreduce_sum(pj);
+    m = m_new;
+#pragma unroll
+    for (int i = 0; i < PER_LANE; i++) acc[i] *= alpha;
+    const int nk = min(AA_WARP_SIZE, hi - base);
+    for (int k = 0; k < nk; k++) {
+      const float pk = warp_broadcast(pj, k);
+      if (pk == 0.0f) continue; /* same on every lane */
+      const float *vr = vc + page_row(p, bt_row, base + k, p.v_sb, p.v_st);
+#pragma unroll
+      for (int i = 0; i < PER_LANE; i++) {
+        const int d = lane + i * AA_WARP_SIZE;
+        if (d < D) acc[i] += pk * vr[d];
+      }
+    }
+  }
+  const bool any = m != -INFINITY;
+  float M = m;
+  if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
+  float L = l * exp2f(m - M);
+  if (p.sinks) L += exp2f(p.sinks[h] * kLog2e - M);
+  const float f = any ? exp2f(m - M) / L : 0.0f;
+  float *out = static_cast<float *>(p.out) + row * D;
+#pragma unroll
+  for (int i = 0; i < PER_LANE; i++) {
+    const int d = lane + i * AA_WARP_SIZE;
+    if (d < D) out[d] = acc[i] * f;
+  }
+  if (p.lse && lane == 0) p.lse[row] = any ? (M + log2f(L)) * kLn2 : -INFINITY;
+}
+
+typedef void (*KernelFn)(AttnParams);
+typedef void (*KernelF32Fn)(AttnParams, int);
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_ATTENTION_CUH */

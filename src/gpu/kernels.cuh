@@ -1,0 +1,34 @@
+/* kernels.cuh: instantiates the tensor-core kernel for every row of the config
+ * table (src/configs/configs.h) for one dtype and head dim. Each inst_*.cu
+ * file instantiates one (dtype, head dim) pair so make compiles them in parallel. */
+#ifndef ANYATTN_GPU_KERNELS_CUH
+#define ANYATTN_GPU_KERNELS_CUH
+
+#include "attention.cuh"
+#include "configs.h"
+
+namespace aa {
+/* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). A
+ * config that needs more at this head dim is not compiled; plan never picks it. */
+constexpr size_t kMaxSmemAnyDevice = 232448;
+template <typename T, int HD, int BM, int BN, int W, int S>
+constexpr KernelFn kernel_or_null() {
+  if constexpr (TileShape<HD, BM, BN, W, S>::SMEM_BYTES <= kMaxSmemAnyDevice) return &attn_tc_kernel<T, HD, BM, BN, W, S>;
+  else return nullptr;
+}
+}  // namespace aa
+
+#define AA_KERNEL_PTR_(name, bm, bn, w, s) aa::kernel_or_null<T, HD, bm, bn, w, s>(),
+
+/* Defines aa_kernel_table_<TN>_d<HD_>(out): out[i] = kernel of config i. */
+#define AA_DEFINE_KERNEL_TABLE(TN, TYPE, HD_)                                  \
+  void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out) {                      \
+    using T = TYPE;                                                            \
+    constexpr int HD = HD_;                                                    \
+    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_KERNEL_PTR_)};     \
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];       \
+  }
+
+#define AA_DECLARE_KERNEL_TABLE(TN, HD_) void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out);
+
+#endif

@@ -1,0 +1,185 @@
+/* tile_nv.cuh: NVIDIA tile primitives for the attention body (inline PTX):
+ * 16x16x16 tensor-core tiles built from mma.sync m16n8k16 (fp32 accumulate),
+ * ldmatrix loads from shared memory, cp.async 16-byte copies, warp reductions.
+ * The AMD (MFMA) layer implements the same names; attention.cuh sees only these. */
+#ifndef ANYATTN_GPU_TILE_NV_CUH
+#define ANYATTN_GPU_TILE_NV_CUH
+
+#include <stdint.h>
+
+#include "vendor.h"
+
+namespace aa {
+
+/* ---- fragments: every tile the body touches is 16 x 16 ------------------ */
+/* A operand, 16 (m) x 16 (k), row-major, in the input dtype. */
+struct FragA {
+  uint32_t x[4];
+};
+/* B operand, 16 (k) x 16 (n): two m16n8k16 B halves, x[0..1] for n 0-7, x[2..3] for n 8-15. */
+struct FragB {
+  uint32_t x[4];
+};
+/* fp32 accumulator 16 x 16: x[0..3] columns 0-7, x[4..7] columns 8-15 (m16n8 C layout each). */
+struct FragC {
+  float x[8];
+};
+
+/* Layout of a FragC as the body needs it: element e of this lane sits at
+ * row frag_c_row(frag_c_slot(e)), column frag_c_col(e); a lane holds
+ * kFragCSlots distinct rows, and the lanes sharing a row are reduced over by
+ * row_allreduce_*. */
+constexpr int kFragCElems = 8;
+constexpr int kFragCSlots = 2;
+
+__device__ __forceinline__ int lane_id() { return (int)(threadIdx.x & (AA_WARP_SIZE - 1)); }
+__device__ __forceinline__ int frag_c_slot(int e) { return (e >> 1) & 1; }
+__device__ __forceinline__ int frag_c_row(int slot) { return (lane_id() >> 2) + 8 * slot; }
+__device__ __forceinline__ int frag_c_col(int e) { return (e >> 2) * 8 + (lane_id() & 3) * 2 + (e & 1); }
+/* One lane per row writes per-row values (m, l, lse) to memory. */
+__device__ __forceinline__ bool frag_c_row_owner() { return (lane_id() & 3) == 0; }
+
+__device__ __forceinline__ void zero(FragC &c) {
+#pragma unroll
+  for (int i = 0; i < kFragCElems; i++) c.x[i] = 0.0f;
+}
+
+/* ---- dtype helpers --------------------------------------------------------- */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<aa_f16>(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<aa_bf16>(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* ---- shared-memory tile loads (ldmatrix) ------------------------------------ */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t *d, const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *d, const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(p)));
+}
+
+/* `at(r, c)` returns the shared-memory address of element (r, c) of the 16 x 16
+ * tile as stored (rows contiguous); the primitive decides which lane reads what. */
+template <class At>
+__device__ __forceinline__ void load_a(FragA &a, At at) { /* stored m-rows, k contiguous */
+  const int l = lane_id();
+  ldmatrix_x4(a.x, at(l & 15, (l >> 4) * 8));
+}
+template <class At>
+__device__ __forceinline__ void load_b_nk(FragB &b, At at) { /* stored n-rows, k contiguous (K) */
+  const int l = lane_id();
+  ldmatrix_x4(b.x, at(((l >> 4) << 3) + (l & 7), ((l >> 3) & 1) * 8));
+}
+template <class At>
+__device__ __forceinline__ void load_b_kn(FragB &b, At at) { /* stored k-rows, n contiguous (V) */
+  const int l = lane_id();
+  ldmatrix_x4_trans(b.x, at(l & 15, (l >> 4) * 8));
+}
+
+/* ---- tensor-core product: c += a * b ---------------------------------------- */
+template <typename T>
+struct MmaOp;
+template <>
+struct MmaOp<aa_f16> {
+  __device__ __forceinline__ static void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <>
+struct MmaOp<aa_bf16> {
+  __device__ __forceinline__ static void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ void mma(FragC &c, const FragA &a, const FragB &b) {
+  MmaOp<T>::run(c.x, a.x, b.x[0], b.x[1]);
+  MmaOp<T>::run(c.x + 4, a.x, b.x[2], b.x[3]);
+}
+
+/* An fp32 accumulator (softmax weights P) as the A operand of the next
+ * product, rounded to T: the m16n8 C layout of two column halves is exactly
+ * the m16k16 A layout. */
+template <typename T>
+__device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
+  a.x[0] = pack2<T>(c.x[0], c.x[1]);
+  a.x[1] = pack2<T>(c.x[2], c.x[3]);
+  a.x[2] = pack2<T>(c.x[4], c.x[5]);
+  a.x[3] = pack2<T>(c.x[6], c.x[7]);
+}
+
+/* ---- reductions --------------------------------------------------------------- */
+__device__ __forceinline__ float row_allreduce_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  return v;
+}
+__device__ __forceinline__ float row_allreduce_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v;
+}
+__device__ __forceinline__ float warp_allreduce_max(float v) {
+#pragma unroll
+  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_allreduce_sum(float v) {
+#pragma unroll
+  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_broadcast(float v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
+}
+
+/* ---- global -> shared copies ---------------------------------------------------- */
+/* 16 bytes; when !valid nothing is read and the destination is zero-filled. */
+__device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void block_sync() { __syncthreads(); }
+
+/* ---- math ------------------------------------------------------------------------ */
+/* 2^x; exp2(-inf) = 0, which masking relies on. */
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_TILE_NV_CUH */
