@@ -50,6 +50,7 @@ struct anyattn_plan_s {
   float scale;              /* resolved softmax scale */
   /* Backend choices made in plan. */
   int config;               /* index into the backend's config table, -1 for none */
+  int config_forced;        /* 1: problem->config named it; run keeps it */
   int num_splits;           /* split-KV segments per sequence (1: no split) */
   int grid[3];              /* launch grid fixed from the limits (GPU) */
   int cpu_threads;          /* CPU: threads run() uses */

@@ -197,8 +197,8 @@ extern "C" anyattn_status aa_cuda_config_get(int index, anyattn_config_info *inf
   return ANYATTN_STATUS_OK;
 }
 
-/* plan->grid[2] records whether problem->config forced the config (1) or run
- * may re-choose it from the batch's sizes (0). */
+/* plan->config_forced records whether problem->config forced the config (1)
+ * or run may re-choose it from the batch's sizes (0). */
 extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   const anyattn_problem *pr = &plan->problem;
   const anyattn_context *ctx = plan->ctx;
@@ -229,7 +229,8 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     const long long rows = (long long)plan->limits.max_tokens * pr->num_q_heads;
     plan->grid[0] = (int)((rows + aa::kF32Warps - 1) / aa::kF32Warps);
     plan->grid[1] = 1;
-    plan->grid[2] = forced >= 0;
+    plan->grid[2] = 1;
+    plan->config_forced = forced >= 0;
     snprintf(plan->describe, sizeof plan->describe, "cuda f32 d%d group %d: CUDA-core kernel, one warp per (token, head)",
              pr->head_dim, plan->group);
     return ANYATTN_STATUS_OK;
@@ -255,7 +256,8 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   plan->config = cfg;
   plan->grid[0] = (int)programs;
   plan->grid[1] = 1;
-  plan->grid[2] = forced >= 0;
+  plan->grid[2] = 1;
+  plan->config_forced = forced >= 0;
   snprintf(plan->describe, sizeof plan->describe,
            "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s", kConfigs[cfg].name, dt, pr->head_dim,
            plan->group, m.bq, m.gh, forced >= 0 ? "forced" : "chosen from the limits",
@@ -322,7 +324,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const dim3 grid((unsigned)((rows + aa::kF32Warps - 1) / aa::kF32Warps));
     aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
   } else {
-    const int cfg = plan->grid[2] ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
+    const int cfg = plan->config_forced ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
     const ConfigRow &c = kConfigs[cfg];
     const RowMap m = row_map(plan->group, c.block_m);
     p.gh = m.gh;
