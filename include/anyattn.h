@@ -154,8 +154,11 @@ ANYATTN_API const char *anyattn_plan_describe(const anyattn_plan *plan);
  * copies instead. */
 typedef struct {
   size_t struct_size;
-  int num_seqs;                 /* 0 <= num_seqs <= limits.max_seqs */
-  int num_tokens;               /* rows of q and out; == cu_seqlens_q[num_seqs] */
+  int num_seqs;                 /* 0 <= num_seqs <= limits.max_seqs; sequences with
+                                 * q_len 0 cost nothing (padding for graph replays) */
+  int num_tokens;               /* rows of q and out; >= cu_seqlens_q[num_seqs] (rows
+                                 * past it are padding, e.g. for graph replays, and are
+                                 * not written) */
   const int32_t *cu_seqlens_q;  /* [num_seqs + 1], cu[0] = 0, non-decreasing */
   const int32_t *seq_lens_k;    /* [num_seqs], kv_len per sequence, q_len <= kv_len */
   const int32_t *block_table;   /* [num_seqs, block_table_stride] physical page ids */
@@ -199,9 +202,10 @@ ANYATTN_API anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_b
                                        size_t workspace_size, void *stream);
 
 /* Host-side check of host copies of the batch metadata against a plan:
- * cu_seqlens_q monotonic from 0 to num_tokens, 0 <= q_len <= kv_len <=
- * max_context, the block table wide enough, and every page id that run
- * will read in [0, num_blocks). BAD_METADATA names the first offender. */
+ * cu_seqlens_q monotonic from 0, 0 <= q_len <= kv_len <=
+ * max_context, cu_seqlens_q[num_seqs] <= num_tokens, the block table wide
+ * enough, and every page id that run will read in [0, num_blocks).
+ * BAD_METADATA names the first offender. */
 ANYATTN_API anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *host_batch,
                                             int64_t num_blocks);
 

@@ -34,7 +34,7 @@ static int checker_valid(const plan_params *pp, const anyattn_batch *b, int64_t 
   if (b->num_seqs == 0) return 1;
   if (!b->cu_seqlens_q || !b->seq_lens_k || !b->block_table || b->block_table_stride <= 0) return 0;
   if (b->cu_seqlens_q[0] != 0) return 0;
-  if (b->cu_seqlens_q[b->num_seqs] != b->num_tokens) return 0;
+  if (b->cu_seqlens_q[b->num_seqs] > b->num_tokens) return 0; /* trailing rows may be padding */
   for (int s = 0; s < b->num_seqs; s++) {
     const int64_t q_len = (int64_t)b->cu_seqlens_q[s + 1] - b->cu_seqlens_q[s];
     const int64_t kv_len = b->seq_lens_k[s];
