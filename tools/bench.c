@@ -161,6 +161,18 @@ static void build_workload(case_list *l, const char *w, int gpu) {
   if (strcmp(w, "ibm") == 0) add_ibm(l);
 }
 
+/* The benchmarked layer: Llama-3.1-8B heads, causal, the CLI's dtype and config. */
+static void bench_problem(anyattn_problem *pr, const bench_options *o) {
+  anyattn_problem_init(pr);
+  pr->num_q_heads = BENCH_HQ;
+  pr->num_kv_heads = BENCH_HKV;
+  pr->head_dim = BENCH_D;
+  pr->dtype = o->dtype;
+  pr->block_size = BENCH_BS;
+  pr->causal = 1;
+  pr->config = o->config;
+}
+
 /* ---- one case ---------------------------------------------------------------- */
 typedef struct {
   double us;        /* median microseconds per call */
@@ -229,14 +241,7 @@ static int run_case(const bench_options *opt, anyattn_context *ctx, const bench_
   }
 
   anyattn_problem pr;
-  anyattn_problem_init(&pr);
-  pr.num_q_heads = BENCH_HQ;
-  pr.num_kv_heads = BENCH_HKV;
-  pr.head_dim = BENCH_D;
-  pr.dtype = opt->dtype;
-  pr.block_size = BENCH_BS;
-  pr.causal = 1;
-  pr.config = opt->config;
+  bench_problem(&pr, opt);
   anyattn_limits lim;
   anyattn_limits_init(&lim);
   lim.max_seqs = c->num_seqs;
@@ -405,14 +410,7 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   for (int j = 0; j < pages; j++) bt[j] = pages - 1 - j; /* reversed: no two pages adjacent in order */
 
   anyattn_problem pr;
-  anyattn_problem_init(&pr);
-  pr.num_q_heads = BENCH_HQ;
-  pr.num_kv_heads = BENCH_HKV;
-  pr.head_dim = BENCH_D;
-  pr.dtype = o->dtype;
-  pr.block_size = BENCH_BS;
-  pr.causal = 1;
-  pr.config = o->config;
+  bench_problem(&pr, o);
   anyattn_limits lim;
   anyattn_limits_init(&lim);
   lim.max_seqs = 1;
