@@ -1,0 +1,204 @@
+/* tune.c: `anyattn tune`. Sweeps every config of the backend's table over a
+ * grid of batches, times each (medians, L2 flushed) and checks sampled output
+ * rows against a double recomputation, writes the raw table (CSV with device,
+ * driver and date), then fits a depth-limited decision tree (tools/tree_fit.c)
+ * and writes it as JSON (anyattn_tree_load reads it) and as a C header for
+ * src/tuned/. Nothing here runs at plan or run time. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "devmem.h"
+#include "tl_util.h"
+#include "tree_fit.h"
+
+/* The wider grid: more batch sizes, lengths and decode shares than the IBM
+ * grid, within a K/V budget per cell. Lengths cycle like the IBM grid's. */
+static void add_full_grid(case_list *l, double max_kv_bytes) {
+  static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  static const int maxlens[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  static const double shares[] = {0.0, 0.25, 0.5, 0.75, 1.0};
+  static const double cycle[] = {1.0, 0.1, 0.4, 0.5, 0.2};
+  for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+    for (size_t m = 0; m < sizeof maxlens / sizeof maxlens[0]; m++)
+      for (size_t s = 0; s < sizeof shares / sizeof shares[0]; s++) {
+        const int n = batches[b], n_decode = (int)floor(shares[s] * n + 0.5);
+        int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
+        double bytes = 0;
+        for (int i = 0; i < n; i++) {
+          kv[i] = (int)(maxlens[m] * cycle[i % 5]);
+          if (kv[i] < 1) kv[i] = 1;
+          q[i] = i < n_decode ? 1 : kv[i];
+          bytes += 4.0 * BENCH_HKV * BENCH_D * kv[i];
+        }
+        if (bytes <= max_kv_bytes) {
+          char name[64];
+          snprintf(name, sizeof name, "full b%d L%d d%.2f", n, maxlens[m], shares[s]);
+          bench_add_case(l, name, n, q, kv);
+        }
+        free(q);
+        free(kv);
+      }
+}
+
+/* The features run() will see for this batch (src/configs/tree.h), with the
+ * host hints given, as bench gives them. */
+static void case_features(const bench_case *c, double *f) {
+  int tokens = 0, max_q = 0, max_kv = 0;
+  for (int s = 0; s < c->num_seqs; s++) {
+    tokens += c->q_lens[s];
+    if (c->q_lens[s] > max_q) max_q = c->q_lens[s];
+    if (c->kv_lens[s] > max_kv) max_kv = c->kv_lens[s];
+  }
+  f[AA_F_NUM_SEQS] = c->num_seqs;
+  f[AA_F_NUM_TOKENS] = tokens;
+  f[AA_F_MEAN_Q] = (double)tokens / c->num_seqs;
+  f[AA_F_MAX_Q] = max_q;
+  f[AA_F_MAX_KV] = max_kv;
+  f[AA_F_HEAD_DIM] = BENCH_D;
+  f[AA_F_GROUP] = BENCH_HQ / BENCH_HKV;
+}
+
+int tune_main(const tune_options *opt) {
+  anyattn_context *ctx = NULL;
+  if (anyattn_context_create(opt->backend, opt->device, &ctx) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "anyattn: %s\n", anyattn_last_error());
+    return 1;
+  }
+  const anyattn_backend be = anyattn_context_backend(ctx);
+  const int gpu = be != ANYATTN_BACKEND_CPU;
+  if (dm_set_device(be, opt->device)) {
+    anyattn_context_free(ctx);
+    return 1;
+  }
+  /* Candidates: every row of the config table (the CPU has one tiling). */
+  int num_cands = anyattn_config_count(be);
+  char (*cands)[32] = calloc((size_t)(num_cands > 0 ? num_cands : 1), sizeof *cands);
+  for (int i = 0; i < num_cands; i++) {
+    anyattn_config_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    anyattn_config_get(be, i, &ci);
+    snprintf(cands[i], sizeof cands[i], "%s", ci.name);
+  }
+  if (num_cands == 0) {
+    snprintf(cands[0], sizeof cands[0], "%s", anyattn_backend_name(be));
+    num_cands = 1;
+  }
+
+  case_list cases = {0};
+  if (!strcmp(opt->grid, "ibm")) bench_add_ibm(&cases);
+  else add_full_grid(&cases, gpu ? 4e9 : 2e8);
+
+  char dev[128] = "", family[32] = "", driver[64] = "";
+  anyattn_device_name(be, opt->device, dev, sizeof dev);
+  dm_device_info(be, opt->device, family, sizeof family, driver, sizeof driver);
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+
+  FILE *csv = fopen(opt->out, "w");
+  if (!csv) {
+    fprintf(stderr, "anyattn: cannot write --out file '%s'\n", opt->out);
+    free(cands);
+    bench_free_cases(&cases);
+    anyattn_context_free(ctx);
+    return 1;
+  }
+  fprintf(csv, "# anyattn %s tune: backend %s, grid %s, %d cells x %d configs\n", anyattn_version_string(),
+          anyattn_backend_name(be), opt->grid, cases.count, num_cands);
+  fprintf(csv, "# device: %s\n# family: %s\n# date: %s\n# driver: %s\n", dev, family, date, driver);
+  fprintf(csv, "# shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, causal\n", BENCH_HQ, BENCH_HKV,
+          BENCH_D, tl_dtype_name(opt->dtype), BENCH_BS);
+  fprintf(csv, "cell");
+  for (int f = 0; f < AA_F_COUNT; f++) fprintf(csv, ",%s", aa_tree_feature_name(f));
+  fprintf(csv, ",config,splits,us,ok\n");
+
+  const size_t es = anyattn_dtype_size(opt->dtype);
+  const size_t chunk_elems = ((size_t)8 << 20) + 37;
+  void *chunk = malloc(chunk_elems * es);
+  uint64_t rng = 0x5EEDu;
+  tl_fill_normal(opt->dtype, chunk, chunk_elems, 1.0f, &rng);
+  const size_t flush_bytes = gpu ? (size_t)256 << 20 : 0;
+  void *flush_buf = gpu ? dm_alloc(be, flush_bytes) : NULL;
+
+  bench_options bo;
+  memset(&bo, 0, sizeof bo);
+  bo.backend = be;
+  bo.device = opt->device;
+  bo.iters = opt->iters > 0 ? opt->iters : (gpu ? 10 : 3);
+  bo.dtype = opt->dtype;
+  int failures = 0;
+  const int total = cases.count * num_cands;
+  for (int i = 0; i < cases.count; i++) {
+    const bench_case *c = &cases.items[i];
+    double f[AA_F_COUNT];
+    case_features(c, f);
+    for (int k = 0; k < num_cands; k++) {
+      bench_result r;
+      memset(&r, 0, sizeof r);
+      bo.config = num_cands == 1 && !gpu ? NULL : cands[k];
+      int rc = bench_run_case(&bo, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r);
+      int ok = rc == 0 && r.verified;
+      failures += !ok && rc == 0; /* wrong output: a kernel bug, not an unsupported config */
+      fprintf(csv, "%d", i);
+      for (int x = 0; x < AA_F_COUNT; x++) fprintf(csv, ",%.17g", f[x]);
+      fprintf(csv, ",%s,0,%.3f,%d\n", cands[k], ok ? r.us : 0.0, ok);
+      fflush(csv);
+      if (ok)
+        fprintf(stderr, "[%d/%d] %-24s %-14s %10.1f us\n", i * num_cands + k + 1, total, c->name, cands[k], r.us);
+      else
+        fprintf(stderr, "[%d/%d] %-24s %-14s %s\n", i * num_cands + k + 1, total, c->name, cands[k],
+                rc ? "not run (see above)" : "WRONG OUTPUT");
+    }
+  }
+  fclose(csv);
+  free(chunk);
+  dm_free(be, flush_buf);
+  bench_free_cases(&cases);
+  anyattn_context_free(ctx);
+  free(cands);
+  printf("wrote %s (%d cells x %d configs)\n", opt->out, cases.count, num_cands);
+  if (failures) {
+    fprintf(stderr, "anyattn: %d runs gave wrong output; no tree written\n", failures);
+    return 1;
+  }
+  char provenance[256];
+  snprintf(provenance, sizeof provenance, "anyattn tune --grid %s on %s, %s (%s)", opt->grid, dev, date,
+           driver);
+  return fit_main(opt->out, opt->depth, opt->name, provenance);
+}
+
+int fit_main(const char *csv_path, int depth, const char *name, const char *provenance) {
+  tf_table t;
+  if (tf_read_csv(csv_path, &t)) return 1;
+  enum { MAX_NODES = 511 };
+  tf_node nodes[MAX_NODES];
+  int n = tf_fit(&t, depth > 0 ? depth : 4, 1, nodes, MAX_NODES);
+  if (n < 0) {
+    fprintf(stderr, "anyattn: tree too large\n");
+    tf_free(&t);
+    return 1;
+  }
+  char prov[512];
+  if (provenance) snprintf(prov, sizeof prov, "%s", provenance);
+  else snprintf(prov, sizeof prov, "fitted from %s (%s, %s)", csv_path, t.device, t.date);
+  /* Outputs sit beside the sweep: X.csv -> X.json and X.h. */
+  char base[512], jpath[520], cpath[520];
+  snprintf(base, sizeof base, "%s", csv_path);
+  char *dot = strrchr(base, '.');
+  if (dot && !strcmp(dot, ".csv")) *dot = '\0';
+  snprintf(jpath, sizeof jpath, "%s.json", base);
+  snprintf(cpath, sizeof cpath, "%s.h", base);
+  int rc = tf_write_json(&t, nodes, n, prov, 1, jpath) || tf_write_c(&t, nodes, n, prov, 1, name, cpath);
+  printf("tree: %d nodes (depth <= %d) over %d cells x %d configs -> %s, %s\n", n, depth > 0 ? depth : 4,
+         t.num_cells, t.num_cands, jpath, cpath);
+  tf_report(&t, nodes, stdout);
+  tf_free(&t);
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,22 @@
+/* tune.h: `anyattn tune` (offline sweep + tree fit) and `anyattn fit`. */
+#ifndef ANYATTN_TOOLS_TUNE_H
+#define ANYATTN_TOOLS_TUNE_H
+
+#include "anyattn.h"
+
+typedef struct {
+  anyattn_backend backend;
+  int device;
+  const char *grid; /* "ibm" or "full" */
+  const char *out;  /* the raw CSV; the tree goes beside it as .json and .h */
+  const char *name; /* C identifier for the tree, e.g. "h200" */
+  int iters;        /* timed calls per (cell, config); 0: default */
+  int depth;        /* tree depth limit; 0: 4 */
+  anyattn_dtype dtype;
+} tune_options;
+
+int tune_main(const tune_options *opt);
+/* Fits the tree of a sweep CSV; provenance NULL: derived from the file. */
+int fit_main(const char *csv_path, int depth, const char *name, const char *provenance);
+
+#endif
