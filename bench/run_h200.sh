@@ -9,15 +9,18 @@
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune with src/gpu/tuning_configs.h and benches each forced config
 #       (SWEEP empty: every config of that table)
-# Steps: build check ctest sanitize bench sweep peers ibm (the long IBM grid
-# last, so a run cut short still has the rest). Logs: $OUT/log.txt (all
-# output), $OUT/check.txt, $OUT/{decode,prefill,mixed,ibm}.json, $OUT/peers.json.
+# Steps: build check ctest sanitize bench graph e2e sweep peers ibm (the long
+# IBM grid last, so a run cut short still has the rest). graph: the decode
+# list again under CUDA-graph replay (launch overhead out: batch-1 targets);
+# e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
+# calls). Logs: $OUT/log.txt (all output), $OUT/check.txt,
+# $OUT/{decode,prefill,mixed,decode_graph,ibm}.json, $OUT/e2e.txt, $OUT/peers.json.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench-out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
-STEPS=${STEPS:-"build check ctest sanitize bench peers ibm"}
+STEPS=${STEPS:-"build check ctest sanitize bench graph e2e peers ibm"}
 WORKLOADS=${WORKLOADS:-"decode prefill mixed"}
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 CLI=build/anyattn
@@ -68,6 +71,12 @@ if has sanitize; then
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race" "$OUT/.san" | head -10 >>"$LOG"
     note "sanitizer $tool: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1)"
   done
+  # Graph capture and replays at padded sizes, split-KV included.
+  say "compute-sanitizer --tool memcheck test_graph_replay"
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/test_graph_replay >"$OUT/.san" 2>&1
+  rc=$?
+  tail -3 "$OUT/.san" | tee -a "$LOG"
+  note "sanitizer memcheck test_graph_replay: rc=$rc, $(grep -E 'ERROR SUMMARY' "$OUT/.san" | tail -1)"
 fi
 
 if has bench; then
@@ -79,6 +88,24 @@ if has bench; then
     note "bench $w: rc=$rc"
     grep -E "^(decode|prefill|mixed)" "$OUT/.bench" | awk '{printf "  %-22s %10s us %8s GB/s %8s GFLOP/s  %s\n", $1" "$2, $3, $4, $6, $8}' >>"$SUMMARY"
   done
+fi
+
+if has graph; then
+  say "bench decode --graph"
+  timeout 180 $CLI bench --backend cuda --workload decode --graph --json "$OUT/decode_graph.json" >"$OUT/.bench" 2>&1
+  rc=$?
+  cat "$OUT/.bench" >>"$LOG"
+  note "bench decode --graph: rc=$rc"
+  grep -E "^decode" "$OUT/.bench" | awk '{printf "  %-22s %10s us %8s GB/s (graph)\n", $1" "$2, $3, $4}' >>"$SUMMARY"
+fi
+
+if has e2e; then
+  say "bench e2e-llama8b"
+  timeout 240 $CLI bench --backend cuda --workload e2e-llama8b >"$OUT/e2e.txt" 2>&1
+  rc=$?
+  cat "$OUT/e2e.txt" >>"$LOG"
+  note "bench e2e-llama8b: rc=$rc"
+  grep -E "^e2e" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
 if has sweep; then

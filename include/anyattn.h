@@ -225,6 +225,17 @@ ANYATTN_API int anyattn_config_count(anyattn_backend backend);
 ANYATTN_API anyattn_status anyattn_config_get(anyattn_backend backend, int index,
                                               anyattn_config_info *info);
 
+/* ------------------------------------------------------------------------ */
+/* Decision trees: how GPU plans pick a config from host-visible batch sizes.
+ * Trees are tuned offline (`anyattn tune`) and compiled in per device; a
+ * JSON tree file written by the tuner can replace them for this process
+ * ($ANYATTN_TREE does the same at the first plan). No timing ever happens in
+ * plan or run. */
+/* Loads a tree file; NULL goes back to the compiled-in trees. */
+ANYATTN_API anyattn_status anyattn_tree_load(const char *path);
+/* One line naming the tree that serves ctx's device, or the fallback. */
+ANYATTN_API anyattn_status anyattn_tree_describe(const anyattn_context *ctx, char *buf, size_t buf_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -116,6 +116,28 @@ int dm_sync(anyattn_backend backend) {
   return dm_no_backend(backend);
 }
 
+int dm_device_info(anyattn_backend backend, int device, char *family, size_t family_size, char *driver,
+                   size_t driver_size) {
+  if (!dm_is_gpu(backend)) {
+    snprintf(family, family_size, "cpu");
+    snprintf(driver, driver_size, "none");
+    return 0;
+  }
+#if defined(ANYATTN_WITH_CUDA)
+  if (backend == ANYATTN_BACKEND_CUDA) {
+    struct cudaDeviceProp prop;
+    int v = 0;
+    DM_CUDA(cudaGetDeviceProperties(&prop, device));
+    DM_CUDA(cudaDriverGetVersion(&v));
+    snprintf(family, family_size, "sm_%d", prop.major * 10 + prop.minor);
+    snprintf(driver, driver_size, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
+    return 0;
+  }
+#endif
+  (void)device;
+  return dm_no_backend(backend);
+}
+
 /* ---- timers ---- */
 struct dm_timer_s {
   anyattn_backend backend;

@@ -21,6 +21,10 @@ int dm_to_host(anyattn_backend backend, void *dst, const void *src, size_t bytes
 int dm_fill_bytes(anyattn_backend backend, void *dst, int byte, size_t bytes); /* memset */
 int dm_sync(anyattn_backend backend);
 
+/* Architecture family ("sm_90", "cpu") and driver ("CUDA driver 13.0") of a device. */
+int dm_device_info(anyattn_backend backend, int device, char *family, size_t family_size, char *driver,
+                   size_t driver_size);
+
 /* Timing: an opaque timer around work queued on the default stream.
  * CPU: wall clock. GPU: events. Returns elapsed milliseconds, < 0 on error. */
 typedef struct dm_timer_s dm_timer;

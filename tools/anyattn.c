@@ -9,6 +9,7 @@
 #include "anyattn.h"
 #include "bench.h"
 #include "conformance.h"
+#include "tune.h"
 
 static const char *usage_text =
     "usage: anyattn <command> [options]\n"
@@ -19,6 +20,12 @@ static const char *usage_text =
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME] [--iters N] [--dtype bf16|f16|f32]\n"
     "                                         workloads: default, decode, prefill, mixed, ibm, e2e-llama8b\n"
+    "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
+    "       [--iters N] [--depth D] [--dtype T]\n"
+    "                                         sweep every config over a grid, check and time each,\n"
+    "                                         write the raw CSV and fit a decision tree beside it\n"
+    "                                         (FILE.json for anyattn_tree_load, FILE.h for src/tuned/)\n"
+    "  fit --in FILE.csv [--name ID] [--depth D]  fit the tree of an existing sweep\n"
     "  help                                   this text\n"
     "backends: auto (default: best found), cpu, cuda, hip\n";
 
@@ -42,7 +49,8 @@ typedef struct {
   anyattn_backend backend;
   int device;
   int quick, graph, iters;
-  const char *filter, *workload, *json, *config;
+  const char *filter, *workload, *json, *config, *grid, *out, *in, *name;
+  int depth;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -88,6 +96,20 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
     } else if (!strcmp(a, "--workload")) {
       if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (default, decode, prefill, mixed, ibm, e2e-llama8b)", v);
       o->workload = v;
+    } else if (!strcmp(a, "--grid")) {
+      if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", v);
+      o->grid = v;
+    } else if (!strcmp(a, "--out")) {
+      o->out = v;
+    } else if (!strcmp(a, "--in")) {
+      o->in = v;
+    } else if (!strcmp(a, "--name")) {
+      for (const char *p = v; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+          return usage_error("--name '%s' must be lower-case letters, digits and _", v);
+      o->name = v;
+    } else if (!strcmp(a, "--depth")) {
+      if (parse_int(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", v);
     } else if (!strcmp(a, "--json")) {
       o->json = v;
     } else if (!strcmp(a, "--config")) {
@@ -120,9 +142,13 @@ static int cmd_info(void) {
     } else {
       printf("backend %-5s compiled; %d device%s\n", anyattn_backend_name(b), n, n == 1 ? "" : "s");
       for (int d = 0; d < n; d++) {
-        char name[128];
-        if (anyattn_device_name(b, d, name, sizeof name) == ANYATTN_STATUS_OK)
-          printf("  device %d: %s\n", d, name);
+        char name[128], tree[320];
+        anyattn_context *ctx = NULL;
+        if (anyattn_device_name(b, d, name, sizeof name) == ANYATTN_STATUS_OK) printf("  device %d: %s\n", d, name);
+        if (anyattn_context_create(b, d, &ctx) == ANYATTN_STATUS_OK &&
+            anyattn_tree_describe(ctx, tree, sizeof tree) == ANYATTN_STATUS_OK)
+          printf("    config selection: %s\n", tree);
+        anyattn_context_free(ctx);
       }
     }
     int nc = anyattn_config_count(b);
@@ -209,6 +235,29 @@ int main(int argc, char **argv) {
     bo.iters = o.iters;
     bo.dtype = o.dtype;
     return bench_main(&bo);
+  }
+  if (!strcmp(cmd, "tune")) {
+    int rc = parse_options(argc - 2, argv + 2,
+                           "--backend --device --grid --out --name --iters --depth --dtype", &o);
+    if (rc) return rc;
+    if (!o.out) return usage_error("'tune' needs --out FILE.csv%s", "");
+    tune_options to;
+    memset(&to, 0, sizeof to);
+    to.backend = o.backend;
+    to.device = o.device;
+    to.grid = o.grid ? o.grid : "ibm";
+    to.out = o.out;
+    to.name = o.name ? o.name : "tuned";
+    to.iters = o.iters;
+    to.depth = o.depth;
+    to.dtype = o.dtype;
+    return tune_main(&to);
+  }
+  if (!strcmp(cmd, "fit")) {
+    int rc = parse_options(argc - 2, argv + 2, "--in --name --depth", &o);
+    if (rc) return rc;
+    if (!o.in) return usage_error("'fit' needs --in FILE.csv%s", "");
+    return fit_main(o.in, o.depth, o.name ? o.name : "tuned", NULL);
   }
   return usage_error("unknown command '%s'", cmd);
 }

@@ -16,21 +16,7 @@
 #include "gpu_ceilings.h"
 #include "tl_util.h"
 
-enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };
-
-typedef struct {
-  char name[64];
-  int num_seqs;
-  int *q_lens;
-  int *kv_lens;
-} bench_case;
-
-typedef struct {
-  bench_case *items;
-  int count, cap;
-} case_list;
-
-static void add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv) {
+void bench_add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv) {
   if (l->count == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 16;
     l->items = (bench_case *)realloc(l->items, (size_t)l->cap * sizeof *l->items);
@@ -44,7 +30,7 @@ static void add_case(case_list *l, const char *name, int num_seqs, const int *q,
   memcpy(c->kv_lens, kv, (size_t)num_seqs * sizeof(int));
 }
 
-static void free_cases(case_list *l) {
+void bench_free_cases(case_list *l) {
   for (int i = 0; i < l->count; i++) {
     free(l->items[i].q_lens);
     free(l->items[i].kv_lens);
@@ -58,7 +44,7 @@ static void add_decode(case_list *l, int batch, int ctx) {
   for (int i = 0; i < batch; i++) q[i] = 1, kv[i] = ctx;
   char name[64];
   snprintf(name, sizeof name, "decode %dx%d", batch, ctx);
-  add_case(l, name, batch, q, kv);
+  bench_add_case(l, name, batch, q, kv);
   free(q);
   free(kv);
 }
@@ -69,7 +55,7 @@ static void add_prefill(case_list *l, int batch, int len) {
   for (int i = 0; i < batch; i++) q[i] = len, kv[i] = len;
   char name[64];
   snprintf(name, sizeof name, "prefill %dx%d", batch, len);
-  add_case(l, name, batch, q, kv);
+  bench_add_case(l, name, batch, q, kv);
   free(q);
   free(kv);
 }
@@ -82,7 +68,7 @@ static void add_mixed(case_list *l, const char *name, int chunks, int chunk_len,
   int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
   for (int i = 0; i < chunks; i++) q[i] = chunk_len, kv[i] = chunk_ctx;
   for (int i = chunks; i < n; i++) q[i] = 1, kv[i] = ctx;
-  add_case(l, name, n, q, kv);
+  bench_add_case(l, name, n, q, kv);
   free(q);
   free(kv);
 }
@@ -90,7 +76,7 @@ static void add_mixed(case_list *l, const char *name, int chunks, int chunk_len,
 /* The IBM grid (arXiv 2511.11581): batch x max length x decode share; lengths
  * cycle through max x {1.0, 0.1, 0.4, 0.5, 0.2}; the first round(share*batch)
  * sequences decode (q_len 1), the rest are prompts (q_len = kv_len). */
-static void add_ibm(case_list *l) {
+void bench_add_ibm(case_list *l) {
   static const int batches[] = {1, 4, 16, 64, 128};
   static const int maxlens[] = {128, 512, 2048, 4096};
   static const double shares[] = {0.0, 0.5, 1.0};
@@ -109,7 +95,7 @@ static void add_ibm(case_list *l) {
         }
         char name[64];
         snprintf(name, sizeof name, "ibm b%d L%d d%.1f", n, maxlens[m], shares[s]);
-        add_case(l, name, n, q, kv);
+        bench_add_case(l, name, n, q, kv);
         free(q);
         free(kv);
       }
@@ -131,7 +117,7 @@ static void build_workload(case_list *l, const char *w, int gpu) {
   int all = strcmp(w, "default") == 0;
   if (all || strcmp(w, "decode") == 0) {
     if (gpu) {
-      static const int d[][2] = {{1, 512},   {1, 8192},  {1, 32768}, {8, 4096},
+      static const int d[][2] = {{1, 500},   {1, 512},   {1, 8192},  {1, 32768}, {8, 4096},
                                  {32, 2048}, {32, 8192}, {64, 8192}, {128, 2048}};
       for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) add_decode(l, d[i][0], d[i][1]);
     } else {
@@ -158,7 +144,7 @@ static void build_workload(case_list *l, const char *w, int gpu) {
       add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
     }
   }
-  if (strcmp(w, "ibm") == 0) add_ibm(l);
+  if (strcmp(w, "ibm") == 0) bench_add_ibm(l);
 }
 
 /* The benchmarked layer: Llama-3.1-8B heads, causal, the CLI's dtype and config. */
@@ -174,12 +160,6 @@ static void bench_problem(anyattn_problem *pr, const bench_options *o) {
 }
 
 /* ---- one case ---------------------------------------------------------------- */
-typedef struct {
-  double us;        /* median microseconds per call */
-  double kv_bytes;  /* K and V bytes of the keys each sequence holds */
-  double flops;     /* 4 * Hq * D per visible (query, key) pair */
-  char config[192];
-} case_result;
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -196,8 +176,63 @@ static int fill_random(anyattn_backend be, void *dst, size_t bytes, const void *
   return 0;
 }
 
-static int run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
-                    size_t chunk_bytes, void *flush_buf, size_t flush_bytes, case_result *r) {
+/* Recomputes a few output rows in double from the tiled inputs (element i
+ * of every input buffer is chunk element i % chunk_elems) and compares: a
+ * benchmark of a wrong kernel is worthless, whatever config it forced.
+ * Returns 1 when every sampled row is within a loose bound, else 0. */
+static int verify_sample(const bench_options *opt, const bench_case *c, const int32_t *cu, const int32_t *bt,
+                         int max_pages, const void *d_out, const void *chunk, size_t chunk_elems) {
+  const anyattn_dtype dt = opt->dtype;
+  const size_t es = anyattn_dtype_size(dt);
+  const int num_tokens = cu[c->num_seqs];
+  const double tol = dt == ANYATTN_DTYPE_F32 ? 1e-4 : dt == ANYATTN_DTYPE_F16 ? 5e-3 : 3e-2;
+  const double scale = 1.0 / sqrt((double)BENCH_D);
+  uint64_t rng = 0xC0FFEEu + (uint64_t)num_tokens;
+  unsigned char row[BENCH_D * 4];
+  double *p = NULL;
+  int ok = 1;
+  for (int sample = 0; sample < 8 && ok; sample++) {
+    const int t = sample == 0 ? num_tokens - 1 : (int)(tl_rng_next(&rng) % (uint64_t)num_tokens);
+    const int h = (int)(tl_rng_next(&rng) % BENCH_HQ), kvh = h / (BENCH_HQ / BENCH_HKV);
+    int s = 0;
+    while (cu[s + 1] <= t) s++;
+    const int kv = c->kv_lens[s], pos = kv - c->q_lens[s] + (t - cu[s]);
+    p = (double *)realloc(p, (size_t)(pos + 1) * sizeof *p);
+    double m = -INFINITY, l = 0, o[BENCH_D] = {0};
+    for (int j = 0; j <= pos; j++) { /* causal: keys 0..pos */
+      const size_t krow = (((size_t)bt[(size_t)s * max_pages + j / BENCH_BS] * BENCH_BS + j % BENCH_BS) * BENCH_HKV + kvh) * BENCH_D;
+      const size_t qrow = ((size_t)t * BENCH_HQ + h) * BENCH_D;
+      double dot = 0;
+      for (int d = 0; d < BENCH_D; d++)
+        dot += (double)tl_load(dt, chunk, (qrow + d) % chunk_elems) * tl_load(dt, chunk, (krow + d) % chunk_elems);
+      p[j] = scale * dot;
+      m = fmax(m, p[j]);
+    }
+    for (int j = 0; j <= pos; j++) {
+      const size_t vrow = (((size_t)bt[(size_t)s * max_pages + j / BENCH_BS] * BENCH_BS + j % BENCH_BS) * BENCH_HKV + kvh) * BENCH_D;
+      const double w = exp(p[j] - m);
+      l += w;
+      for (int d = 0; d < BENCH_D; d++) o[d] += w * tl_load(dt, chunk, (vrow + d) % chunk_elems);
+    }
+    if (dm_to_host(opt->backend, row, (const char *)d_out + ((size_t)t * BENCH_HQ + h) * BENCH_D * es, BENCH_D * es)) {
+      ok = 0;
+      break;
+    }
+    for (int d = 0; d < BENCH_D; d++) {
+      const double ref = o[d] / l, got = tl_load(dt, row, (size_t)d);
+      if (!(fabs(got - ref) <= tol * (1.0 + fabs(ref)))) {
+        fprintf(stderr, "bench: %s: out[%d, %d, %d] = %g, recomputed %g\n", c->name, t, h, d, got, ref);
+        ok = 0;
+        break;
+      }
+    }
+  }
+  free(p);
+  return ok;
+}
+
+int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
+                    size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r) {
   const anyattn_backend be = opt->backend;
   const int gpu = be != ANYATTN_BACKEND_CPU;
   const size_t es = anyattn_dtype_size(opt->dtype);
@@ -348,17 +383,10 @@ static int run_case(const bench_options *opt, anyattn_context *ctx, const bench_
     if (i >= 0) times[i] = ms;
   }
   if (dm_sync(be)) goto done;
-  {
-    /* A cheap sanity check that the output was written and is finite. */
-    size_t n = q_bytes / es < 4096 ? q_bytes / es : 4096;
-    void *h = malloc(n * es);
-    int bad = dm_to_host(be, h, out, n * es) != 0;
-    for (size_t i = 0; !bad && i < n; i++) bad = !isfinite(tl_load(opt->dtype, h, i));
-    free(h);
-    if (bad) {
-      fprintf(stderr, "bench: %s: output not finite\n", c->name);
-      goto done;
-    }
+  r->verified = verify_sample(opt, c, cu, bt, max_pages, out, chunk, chunk_bytes / es);
+  if (!r->verified) {
+    fprintf(stderr, "bench: %s: sampled output rows differ from the recomputation\n", c->name);
+    goto done;
   }
   qsort(times, (size_t)iters, sizeof times[0], cmp_double);
   r->us = 1e3 * (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]));
@@ -613,7 +641,7 @@ int bench_main(const bench_options *opt) {
       fprintf(stderr, "anyattn: cannot write --json file '%s'\n", o.json_path);
       free(chunk);
       dm_free(o.backend, flush_buf);
-      free_cases(&cases);
+      bench_free_cases(&cases);
       anyattn_context_free(ctx);
       return 1;
     }
@@ -632,9 +660,9 @@ int bench_main(const bench_options *opt) {
       printf("%-26s %12s\n", c->name, "skipped (too large for the CPU)");
       continue;
     }
-    case_result r;
+    bench_result r;
     memset(&r, 0, sizeof r);
-    if (run_case(&o, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r)) {
+    if (bench_run_case(&o, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r)) {
       printf("%-26s %12s\n", c->name, "FAILED");
       failures++;
       continue;
@@ -660,7 +688,7 @@ int bench_main(const bench_options *opt) {
   }
   free(chunk);
   dm_free(o.backend, flush_buf);
-  free_cases(&cases);
+  bench_free_cases(&cases);
   anyattn_context_free(ctx);
   return failures ? 1 : 0;
 }

@@ -15,6 +15,40 @@ typedef struct {
   anyattn_dtype dtype;
 } bench_options;
 
+enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };
+
+/* One batch: q_lens[s] new tokens over kv_lens[s] cached ones per sequence. */
+typedef struct {
+  char name[64];
+  int num_seqs;
+  int *q_lens;
+  int *kv_lens;
+} bench_case;
+
+typedef struct {
+  bench_case *items;
+  int count, cap;
+} case_list;
+
+void bench_add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv);
+void bench_add_ibm(case_list *l); /* the 60 cells of arXiv 2511.11581's grid */
+void bench_free_cases(case_list *l);
+
+typedef struct {
+  double us;        /* median microseconds per call */
+  double kv_bytes;  /* K and V bytes of the keys each sequence holds */
+  double flops;     /* 4 * Hq * D per visible (query, key) pair */
+  int verified;     /* sampled output rows vs a double-precision recomputation: 1 ok, 0 wrong */
+  char config[192];
+} bench_result;
+
+/* Times one case (plan from exact limits, random data, shuffled pages),
+ * median of opt->iters calls, and checks sampled rows. `chunk` holds random
+ * values the inputs are tiled with; `flush_buf` (GPU) is written between calls
+ * to flush L2. 0 on success. */
+int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
+                   size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r);
+
 /* Returns 0 on success, 1 on a runtime failure (message printed), 2 on a bad
  * workload name. */
 int bench_main(const bench_options *opt);

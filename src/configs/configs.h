@@ -17,6 +17,8 @@
  * table in src/gpu/tuning_configs.h (bench/run_h200.sh's sweep step). */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
 #include "gpu/tuning_configs.h"
+#elif defined(ANYATTN_GPU_CONFIGS_AMD) /* the HIP build (cmake/hip.cmake): 64 KB LDS */
+#include "gpu/configs_amd.h"
 #else
 #define ANYATTN_GPU_CONFIGS(X)     \
   X(m16n64w4s3, 16, 64, 4, 3)      \

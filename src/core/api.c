@@ -164,6 +164,8 @@ anyattn_status anyattn_context_create(anyattn_backend backend, int device, anyat
   c->backend = backend == ANYATTN_BACKEND_AUTO ? aa_resolve_auto() : backend;
   c->device = device;
   anyattn_status s = aa_context_init(c);
+  if (s == ANYATTN_STATUS_OK && c->family[0] == '\0' && c->backend == ANYATTN_BACKEND_CUDA)
+    snprintf(c->family, sizeof c->family, "sm_%d", c->arch);
   if (s != ANYATTN_STATUS_OK) {
     free(c);
     return s;

@@ -39,6 +39,7 @@ struct anyattn_context_s {
   int num_sms;            /* multiprocessors (GPU) or threads (CPU) */
   size_t smem_per_block;  /* opt-in shared memory per block, bytes (GPU) */
   int arch;               /* e.g. 90 for sm_90 (CUDA); gfx number (HIP) */
+  char family[32];        /* architecture family for tree lookup: "sm_90", "gfx942" */
 };
 
 struct anyattn_plan_s {
@@ -51,7 +52,8 @@ struct anyattn_plan_s {
   /* Backend choices made in plan. */
   int config;               /* index into the backend's config table, -1 for none */
   int config_forced;        /* 1: problem->config named it; run keeps it */
-  int num_splits;           /* split-KV segments per sequence (1: no split) */
+  int num_splits;           /* split-KV segments per sequence (1: no split); GPU: the most run may use */
+  int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */
   int grid[3];              /* launch grid fixed from the limits (GPU) */
   int cpu_threads;          /* CPU: threads run() uses */
   int cpu_block_q;          /* CPU: query tokens per work item */

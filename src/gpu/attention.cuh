@@ -51,6 +51,13 @@ struct AttnParams {
   float softcap;        /* 0: off */
   float softcap_in;     /* scale / softcap */
   float softcap_out;    /* softcap * log2(e) */
+  /* Split-KV (gridDim.y segments per program when > 1): each segment writes
+   * partials for its rows to the workspace instead of out/lse, and
+   * attn_split_reduce_kernel merges them. Row index of a partial:
+   * (segment * num_tokens + token) * num_q_heads + head. */
+  int num_splits;
+  float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
+  float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
 };
 
 /* ---- pieces shared by the tensor-core and the fp32 kernels ------------------- */
@@ -172,6 +179,9 @@ struct Work {
 __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w) {
   const int32_t *cu = p.cu_seqlens_q;
   const int bq = p.bq;
+  /* Blocks past the last sequence's (a grid captured at padded num_tokens):
+   * one load, no search. */
+  if (block >= cu[p.num_seqs] / bq + p.num_seqs) return false;
   const int s = upper_search(p.num_seqs, block, [&](int i) { return cu[i] / bq + i; });
   const int c0 = cu[s];
   const int local = block - (c0 / bq + s);
@@ -218,6 +228,35 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     return ((int64_t)(w.tok0 + r / p.gh) * p.num_q_heads + head0 + r % p.gh);
   };
 
+  /* Keys this program visits, and the tiles covering them. */
+  const int pos_base = w.kv_len - w.q_len + w.q_first; /* position of the block's first token */
+  const int pos_min = pos_base, pos_max = pos_base + w.n_tok - 1;
+  int lo, hi;
+  kv_range(p, pos_min, pos_max, w.kv_len, lo, hi);
+  int n_begin = (lo / BLOCK_N) * BLOCK_N;
+  int ntiles = hi > lo ? (hi - n_begin + BLOCK_N - 1) / BLOCK_N : 0;
+
+  /* Split-KV: segment blockIdx.y takes its even share of the tiles, from the
+   * lengths read above on the device, so a graph captured once stays right
+   * when lengths change. Tile-aligned cuts give every key to one segment;
+   * masks still come from each row's own range. */
+  const bool split = p.num_splits > 1;
+  const int seg = (int)blockIdx.y;
+  auto part_row = [&](int r) { return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r); };
+  if (split) {
+    const int t0 = (int)((int64_t)ntiles * seg / p.num_splits);
+    const int t1 = (int)((int64_t)ntiles * (seg + 1) / p.num_splits);
+    n_begin += t0 * BLOCK_N;
+    ntiles = t1 - t0;
+    lo = max(lo, n_begin);
+    hi = min(hi, n_begin + ntiles * BLOCK_N);
+    if (ntiles == 0) { /* nothing here: an empty partial, which the reduce skips */
+      for (int r = tid; r < BLOCK_M; r += S::THREADS)
+        if (row_valid(r)) p.part_ml[part_row(r)] = make_float2(-INFINITY, 0.0f);
+      return;
+    }
+  }
+
   /* Q block -> shared memory; invalid rows are zero. */
   {
     const T *q = static_cast<const T *>(p.q);
@@ -228,14 +267,6 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
     async_commit();
   }
-
-  /* Keys this program visits, and the tiles covering them. */
-  const int pos_base = w.kv_len - w.q_len + w.q_first; /* position of the block's first token */
-  const int pos_min = pos_base, pos_max = pos_base + w.n_tok - 1;
-  int lo, hi;
-  kv_range(p, pos_min, pos_max, w.kv_len, lo, hi);
-  const int n_begin = (lo / BLOCK_N) * BLOCK_N;
-  const int ntiles = hi > lo ? (hi - n_begin + BLOCK_N - 1) / BLOCK_N : 0;
 
   const int32_t *bt_row = p.block_table + (int64_t)w.seq * p.bt_stride;
   const T *kc = static_cast<const T *>(p.k) + (int64_t)kvh * p.k_sh;
@@ -419,6 +450,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     block_sync(); /* the stage is refilled next iteration */
   }
   async_wait<0>();
+  if (split) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
   block_sync();
 
   /* Merge the WN warps of each row band through shared memory, then write. */
@@ -445,14 +477,17 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
     const bool any = M != -INFINITY;
     const int h = head0 + min(r % p.gh, heads_here - 1);
-    if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
+    const bool sink = p.sinks && !split; /* a split's sink enters once, in the reduce */
+    if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
     float L = 0.0f;
 #pragma unroll
     for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
-    if (p.sinks) L += fast_exp2(p.sinks[h] * kLog2e - M);
+    if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
     f[sl] = any ? fast_exp2(m_run[sl] - M) / L : 0.0f;
-    if (p.lse && wn == 0 && frag_c_row_owner() && row_valid(r))
-      p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+    if (wn == 0 && frag_c_row_owner() && row_valid(r)) {
+      if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+      else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+    }
   }
   float *sOw = sO + (size_t)wn * BLOCK_M * S::OROW;
 #pragma unroll
@@ -477,6 +512,12 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
       v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
     }
+    if (split) {
+      float4 *dst = reinterpret_cast<float4 *>(p.part_o + part_row(r) * HEAD_DIM + c * 8);
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      continue;
+    }
     uint4 o;
     o.x = pack2<T>(v[0], v[1]);
     o.y = pack2<T>(v[2], v[3]);
@@ -484,6 +525,61 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     o.w = pack2<T>(v[6], v[7]);
     *reinterpret_cast<uint4 *>(out + row_offset(r) * HEAD_DIM + c * 8) = o;
   }
+}
+
+/* ---- split-KV reduce: one warp per (token, q head) row ------------------------------
+ * Merges the num_splits partials of a row by their log-sum-exp weights:
+ * with M = max(m_s, sink), w_s = l_s 2^(m_s - M), out = sum w_s o_s / (sum w_s
+ * + 2^(sink - M)) and lse = (M + log2 of that denominator) ln 2. Segments that
+ * saw no key (m_s = -inf) weigh nothing and their o_s is never read; a row
+ * with no key anywhere gets 0 / -inf, sinks or not. Rows past
+ * cu_seqlens_q[num_seqs] are padding: never written. */
+constexpr int kReduceWarps = 4;
+constexpr int kReduceMaxDim = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_kernel(const AttnParams p, int head_dim) {
+  constexpr int PAIRS = (kReduceMaxDim / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
+  grid_dependency_wait(); /* launched early behind the partials' kernel: wait for its writes */
+  const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
+  const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
+  if (row >= (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads) return; /* whole warps: no barrier below */
+  const int h = (int)(row % p.num_q_heads);
+  const int64_t seg_rows = (int64_t)p.num_tokens * p.num_q_heads;
+  const int S = p.num_splits;
+  float M = -INFINITY;
+  for (int s = 0; s < S; s++) M = fmaxf(M, p.part_ml[s * seg_rows + row].x);
+  const bool any = M != -INFINITY;
+  if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
+  float L = (p.sinks && any) ? fast_exp2(p.sinks[h] * kLog2e - M) : 0.0f;
+  float2 acc[PAIRS];
+#pragma unroll
+  for (int i = 0; i < PAIRS; i++) acc[i] = make_float2(0.0f, 0.0f);
+  const int pairs = head_dim / 2;
+  for (int s = 0; s < S && any; s++) {
+    const float2 ml = p.part_ml[s * seg_rows + row];
+    if (ml.x == -INFINITY) continue; /* the same on every lane */
+    const float wgt = ml.y * fast_exp2(ml.x - M);
+    L += wgt;
+    const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * head_dim);
+#pragma unroll
+    for (int i = 0; i < PAIRS; i++) {
+      const int c = lane + i * AA_WARP_SIZE;
+      if (c < pairs) {
+        const float2 v = o[c];
+        acc[i].x = fmaf(wgt, v.x, acc[i].x);
+        acc[i].y = fmaf(wgt, v.y, acc[i].y);
+      }
+    }
+  }
+  const float f = any ? 1.0f / L : 0.0f;
+  uint32_t *out = reinterpret_cast<uint32_t *>(static_cast<T *>(p.out) + row * head_dim);
+#pragma unroll
+  for (int i = 0; i < PAIRS; i++) {
+    const int c = lane + i * AA_WARP_SIZE;
+    if (c < pairs) out[c] = pack2<T>(acc[i].x * f, acc[i].y * f);
+  }
+  if (p.lse && lane == 0) p.lse[row] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
 }
 
 /* ---- fp32: a plain CUDA-core kernel, one warp per (token, q head) ---------------- */
@@ -501,6 +597,7 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
   const int tok = (int)(row / p.num_q_heads), h = (int)(row % p.num_q_heads);
   const int kvh = h / p.group;
   const int32_t *cu = p.cu_seqlens_q;
+  if (tok >= cu[p.num_seqs]) return; /* padding rows are never written */
   const int s = upper_search(p.num_seqs, tok, [&](int i) { return cu[i]; });
   const int q_len = cu[s + 1] - cu[s], kv_len = p.seq_lens_k[s];
   const int pos = kv_len - q_len + (tok - cu[s]);

@@ -27,6 +27,8 @@ AA_DECLARE_KERNEL_TABLE(bf16, 96)
 AA_DECLARE_KERNEL_TABLE(bf16, 128)
 AA_DECLARE_KERNEL_TABLE(bf16, 256)
 aa::KernelF32Fn aa_kernel_f32(void);
+aa::KernelF32Fn aa_reduce_f16(void);
+aa::KernelF32Fn aa_reduce_bf16(void);
 
 namespace {
 
@@ -126,6 +128,69 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens) {
   return -1;
 }
 
+/* ---- split-KV: how many segments, and the workspace they need -------------------
+ * A program (Q block x kv head) normally walks all its keys; with S segments
+ * gridDim.y = S programs each walk an even share of its tiles (cut on the
+ * device from the lengths there), write fp32 partials, and a reduce kernel
+ * merges them. Worth it only while the plain grid leaves multiprocessors idle:
+ * decode-like batches (mean q_len <= 8) with few sequences.
+ *   S_max (plan)  = min(kMaxSplits, floor(occ * SMs / (Hkv * head chunks)),
+ *                       ceil(max_context / kSplitMinKeys))      (< 2: no split)
+ *   rows  (plan)  = S_max * min(max_tokens, kSplitMaxTokens)
+ *   workspace     = align256(rows * Hq * 8) + rows * Hq * head_dim * 4 bytes
+ *   S (run)       = min(S_max, rows / num_tokens, floor(occ * SMs / programs),
+ *                       ceil(kv bound / block_n)), kv bound = batch->max_kv_len
+ *                   when given, else limits.max_context      (< 2: no split)
+ * occ = programs of the split config one SM holds (shared memory, and the
+ * ~170-register cap of 16-row tiles: 12 warps). So the workspace does not grow
+ * with big prefill limits: Llama-3-8B (32/8 heads, d128) on 132 SMs has
+ * S_max = 33, rows = 264, 4.4 MB. One wave of equal segments is the aim
+ * (bench/results/h200_cuda_notes.md, split-KV section). */
+constexpr int kMaxSplits = 128;
+constexpr int kSplitMinKeys = 64;
+constexpr int kSplitMaxTokens = 8;
+
+int split_config(const anyattn_plan *plan) {
+  static const int decode = config_index("m16n64w4s3");
+  if (plan->config_forced) return plan->config;
+  return decode >= 0 && config_fits(plan, decode) ? decode : -1;
+}
+
+int split_occupancy(const anyattn_plan *plan, int cfg) {
+  const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
+  long long occ = smem > 0 ? (long long)(plan->ctx->smem_per_block / smem) : 1;
+  const int reg_occ = kConfigs[cfg].block_m == 16 ? 12 / kConfigs[cfg].warps : 1;
+  if (occ > reg_occ) occ = reg_occ;
+  return occ < 1 ? 1 : (int)occ;
+}
+
+size_t split_ml_bytes(const anyattn_plan *plan) {
+  const size_t b = (size_t)plan->split_rows * plan->problem.num_q_heads * 8;
+  return (b + 255) / 256 * 256;
+}
+
+/* Segments for this run, from host scalars only; 1 = no split. */
+int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
+  if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0) return 1;
+  const int mean_q = (a->num_tokens + a->num_seqs - 1) / a->num_seqs;
+  if (mean_q > 8) return 1;
+  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
+  /* Q blocks with work: padding sequences (q_len 0) and the grid's slack have none. */
+  long long qblocks = (a->num_tokens + m.bq - 1) / m.bq;
+  const long long busy = a->num_seqs < a->num_tokens ? a->num_seqs : a->num_tokens;
+  if (busy > qblocks) qblocks = busy;
+  const long long base = qblocks * plan->problem.num_kv_heads * m.n_hchunks;
+  long long s = plan->num_splits;
+  const long long by_rows = plan->split_rows / a->num_tokens;
+  const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
+  const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
+  const long long by_keys = ((long long)kv + kConfigs[cfg].block_n - 1) / kConfigs[cfg].block_n;
+  if (by_rows < s) s = by_rows;
+  if (by_fill < s) s = by_fill;
+  if (by_keys < s) s = by_keys;
+  return s >= 2 ? (int)s : 1;
+}
+
 anyattn_status select_device(int device) {
   int cur = -1;
   AA_CUDA_TRY(cudaGetDevice(&cur));
@@ -151,10 +216,10 @@ extern "C" anyattn_status aa_cuda_device_count(int *count) {
   cudaError_t e = cudaGetDeviceCount(&n);
   *count = 0;
   if (e != cudaSuccess) {
-    cudaGetLastError(); /* not sticky: leave no error behind for the caller */
-    return aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(e));
+    (void)cudaGetLastError(); /* not sticky: leave no error behind for the caller */
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "no " AA_GPU_NAME " device: %s", cudaGetErrorString(e));
   }
-  if (n <= 0) return aa_error(ANYATTN_STATUS_NO_DEVICE, "no CUDA device: the runtime reports 0 devices");
+  if (n <= 0) return aa_error(ANYATTN_STATUS_NO_DEVICE, "no " AA_GPU_NAME " device: the runtime reports 0 devices");
   *count = n;
   return ANYATTN_STATUS_OK;
 }
@@ -162,7 +227,7 @@ extern "C" anyattn_status aa_cuda_device_count(int *count) {
 extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   int n = 0;
   AA_TRY(aa_cuda_device_count(&n));
-  AA_CHECK(ctx->device < n, ANYATTN_STATUS_NO_DEVICE, "device %d: there are %d CUDA devices", ctx->device, n);
+  AA_CHECK(ctx->device < n, ANYATTN_STATUS_NO_DEVICE, "device %d: there are %d " AA_GPU_NAME " devices", ctx->device, n);
   cudaDeviceProp prop;
   AA_CUDA_TRY(cudaGetDeviceProperties(&prop, ctx->device));
   snprintf(ctx->device_name, sizeof ctx->device_name, "%.127s", prop.name);
@@ -170,13 +235,13 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   ctx->smem_per_block = prop.sharedMemPerBlockOptin;
   ctx->arch = prop.major * 10 + prop.minor;
   AA_CHECK(ctx->arch >= 80, ANYATTN_STATUS_NO_DEVICE,
-           "device %d (%s) is sm_%d: the CUDA backend needs sm_80 or newer", ctx->device, prop.name, ctx->arch);
+           "device %d (%s) is sm_%d: the " AA_GPU_NAME " backend needs sm_80 or newer", ctx->device, prop.name, ctx->arch);
   /* Fail here, not at the first run, when this build has no code for the device. */
   AA_TRY(select_device(ctx->device));
   cudaFuncAttributes fa;
   cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
   if (e != cudaSuccess) {
-    cudaGetLastError();
+    (void)cudaGetLastError();
     return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, sm_%d): no kernel image in this build: %s",
                     ctx->device, prop.name, ctx->arch, cudaGetErrorString(e));
   }
@@ -186,7 +251,7 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
 extern "C" int aa_cuda_config_count(void) { return kNumConfigs; }
 
 extern "C" anyattn_status aa_cuda_config_get(int index, anyattn_config_info *info) {
-  AA_CHECK(index >= 0 && index < kNumConfigs, ANYATTN_STATUS_INVALID_SIZE, "index %d: %d CUDA configs", index,
+  AA_CHECK(index >= 0 && index < kNumConfigs, ANYATTN_STATUS_INVALID_SIZE, "index %d: %d " AA_GPU_NAME " configs", index,
            kNumConfigs);
   const ConfigRow &c = kConfigs[index];
   snprintf(info->name, sizeof info->name, "%s", c.name);
@@ -203,10 +268,10 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   const anyattn_problem *pr = &plan->problem;
   const anyattn_context *ctx = plan->ctx;
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
-           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the CUDA backend", (int)pr->dtype);
+           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the " AA_GPU_NAME " backend", (int)pr->dtype);
   const int hdi = head_dim_index(pr->head_dim);
   AA_CHECK(hdi >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
-           "problem->head_dim is %d; the CUDA backend supports 64, 96, 128 and 256", pr->head_dim);
+           "problem->head_dim is %d; the " AA_GPU_NAME " backend supports 64, 96, 128 and 256", pr->head_dim);
   /* Any block_size >= 1 works: K/V rows are gathered one by one (page = j / block_size). */
   AA_TRY(select_device(ctx->device));
 
@@ -214,13 +279,14 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   if (pr->config) {
     forced = config_index(pr->config);
     AA_CHECK(forced >= 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
-             "problem->config '%s' is not a CUDA config (see anyattn_config_get)", pr->config);
+             "problem->config '%s' is not a " AA_GPU_NAME " config (see anyattn_config_get)", pr->config);
     AA_CHECK(config_fits(plan, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
              "problem->config '%s' needs %zu bytes of shared memory at head_dim %d; the device allows %zu",
              pr->config, kConfigs[forced].smem[hdi], pr->head_dim, ctx->smem_per_block);
   }
   plan->workspace_size = 0;
   plan->num_splits = 1;
+  plan->split_rows = 0;
   const char *dt = pr->dtype == ANYATTN_DTYPE_F32 ? "f32" : pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16";
 
   if (pr->dtype == ANYATTN_DTYPE_F32) {
@@ -245,7 +311,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   }
   const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
-           "problem->head_dim %d: no CUDA config fits the device's %zu bytes of shared memory", pr->head_dim,
+           "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);
   const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
   /* One grid dimension: (Q blocks) x (kv heads x head chunks), sized here from the limits. */
@@ -254,14 +320,36 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
   plan->config = cfg;
-  plan->grid[0] = (int)programs;
-  plan->grid[1] = 1;
-  plan->grid[2] = 1;
   plan->config_forced = forced >= 0;
+
+  /* Split-KV limits and workspace (formula at split_count). */
+  const int scfg = split_config(plan);
+  if (scfg >= 0) {
+    const RowMap ms = row_map(plan->group, kConfigs[scfg].block_m);
+    long long smax = kMaxSplits;
+    const long long by_fill =
+        (long long)split_occupancy(plan, scfg) * ctx->num_sms / ((long long)pr->num_kv_heads * ms.n_hchunks);
+    const long long by_keys = ((long long)plan->limits.max_context + kSplitMinKeys - 1) / kSplitMinKeys;
+    if (by_fill < smax) smax = by_fill;
+    if (by_keys < smax) smax = by_keys;
+    if (smax >= 2) {
+      plan->num_splits = (int)smax;
+      plan->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens
+                                                                                : kSplitMaxTokens);
+      plan->workspace_size =
+          split_ml_bytes(plan) + (size_t)plan->split_rows * pr->num_q_heads * pr->head_dim * sizeof(float);
+    }
+  }
+  plan->grid[0] = (int)programs;
+  plan->grid[1] = plan->num_splits;
+  plan->grid[2] = 1;
+  char split_txt[64] = "";
+  if (plan->num_splits > 1)
+    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", plan->num_splits);
   snprintf(plan->describe, sizeof plan->describe,
-           "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s", kConfigs[cfg].name, dt, pr->head_dim,
-           plan->group, m.bq, m.gh, forced >= 0 ? "forced" : "chosen from the limits",
-           forced >= 0 ? "" : " (run re-chooses from each batch)");
+           "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s%s", kConfigs[cfg].name, dt,
+           pr->head_dim, plan->group, m.bq, m.gh, forced >= 0 ? "forced" : "chosen from the limits",
+           forced >= 0 ? "" : " (run re-chooses from each batch)", split_txt);
   return ANYATTN_STATUS_OK;
 }
 
@@ -270,17 +358,17 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
   if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
   const size_t es = anyattn_dtype_size(pr->dtype);
   AA_CHECK(aligned16(a->k_cache) && aligned16(a->v_cache), ANYATTN_STATUS_BAD_STRIDE,
-           "tensors->k_cache and v_cache must be 16-byte aligned for the CUDA backend");
+           "tensors->k_cache and v_cache must be 16-byte aligned for the " AA_GPU_NAME " backend");
   AA_CHECK(aligned16(a->q) && aligned16(a->out), ANYATTN_STATUS_BAD_STRIDE,
-           "tensors->q and out must be 16-byte aligned for the CUDA backend");
+           "tensors->q and out must be 16-byte aligned for the " AA_GPU_NAME " backend");
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
   for (int i = 0; i < 3; i++) {
     AA_CHECK((ks[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
-             "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the CUDA backend",
+             "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
              i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i]);
     AA_CHECK((vs[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
-             "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the CUDA backend",
+             "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
              i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i]);
   }
   AA_TRY(select_device(plan->ctx->device));
@@ -324,7 +412,17 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const dim3 grid((unsigned)((rows + aa::kF32Warps - 1) / aa::kF32Warps));
     aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
   } else {
-    const int cfg = plan->config_forced ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
+    int cfg = plan->config_forced ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
+    const int scfg = split_config(plan);
+    const int splits = split_count(plan, scfg, a);
+    if (splits > 1) {
+      cfg = scfg;
+      p.num_splits = splits;
+      p.part_ml = reinterpret_cast<float2 *>(a->workspace);
+      p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + split_ml_bytes(plan));
+    } else {
+      p.num_splits = 1;
+    }
     const ConfigRow &c = kConfigs[cfg];
     const RowMap m = row_map(plan->group, c.block_m);
     p.gh = m.gh;
@@ -335,9 +433,36 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const long long programs = (long long)p.num_qblocks * p.hprogs;
     AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
              "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
-    const dim3 grid((unsigned)programs);
+    const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
     tc_kernel(pr->dtype, pr->head_dim, cfg)<<<grid, c.warps * AA_WARP_SIZE, c.smem[head_dim_index(pr->head_dim)],
                                               stream>>>(p);
+    if (p.num_splits > 1) {
+      AA_CUDA_TRY(cudaGetLastError());
+      const long long rows = (long long)a->num_tokens * pr->num_q_heads;
+      const dim3 rgrid((unsigned)((rows + aa::kReduceWarps - 1) / aa::kReduceWarps));
+      const dim3 rblock(aa::kReduceWarps * AA_WARP_SIZE);
+      aa::KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16();
+#if defined(AA_VENDOR_NVIDIA)
+      if (plan->ctx->arch >= 90) {
+        /* Programmatic dependent launch: the reduce launches while the last
+         * segments finish and waits on the device for their writes. */
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t lc = {};
+        lc.gridDim = rgrid;
+        lc.blockDim = rblock;
+        lc.dynamicSmemBytes = 0;
+        lc.stream = stream;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+        AA_CUDA_TRY(cudaLaunchKernelEx(&lc, reduce, p, pr->head_dim));
+      } else
+#endif
+      {
+        reduce<<<rgrid, rblock, 0, stream>>>(p, pr->head_dim);
+      }
+    }
   }
   AA_CUDA_TRY(cudaGetLastError());
   return ANYATTN_STATUS_OK;

@@ -10,7 +10,7 @@
 namespace aa {
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). A
  * config that needs more at this head dim is not compiled; plan never picks it. */
-constexpr size_t kMaxSmemAnyDevice = 232448;
+constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
 template <typename T, int HD, int BM, int BN, int W, int S>
 constexpr KernelFn kernel_or_null() {
   if constexpr (TileShape<HD, BM, BN, W, S>::SMEM_BYTES <= kMaxSmemAnyDevice) return &attn_tc_kernel<T, HD, BM, BN, W, S>;

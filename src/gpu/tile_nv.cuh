@@ -172,6 +172,23 @@ __device__ __forceinline__ void async_wait() {
 
 __device__ __forceinline__ void block_sync() { __syncthreads(); }
 
+/* ---- programmatic dependent launch (sm_90+; elsewhere no-ops) ---------------------
+ * The split-KV reduce is launched with the programmatic-serialization
+ * attribute so its launch overlaps the tail of the kernel before it:
+ * grid_dependents_launch() lets it launch, grid_dependency_wait() blocks until
+ * the previous grid has finished and its writes are visible (a no-op when
+ * launched without the attribute). tile_amd.cuh needs the same two names. */
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 2^x; exp2(-inf) = 0, which masking relies on. */
 __device__ __forceinline__ float fast_exp2(float x) {

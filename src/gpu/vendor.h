@@ -7,32 +7,112 @@
 
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__) || defined(__HIP__)
 #define AA_VENDOR_AMD 1
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
+
+/* Runtime API: errors, devices, kernels. */
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
-#define cudaStream_t hipStream_t
+#define cudaGetLastError hipGetLastError
+#define cudaGetErrorString hipGetErrorString
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaGetDevice hipGetDevice
 #define cudaSetDevice hipSetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
-#define cudaGetLastError hipGetLastError
-#define cudaGetErrorString hipGetErrorString
+#define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaFuncSetAttribute hipFuncSetAttribute
 #define cudaFuncGetAttributes hipFuncGetAttributes
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+/* HIP 5.2's hipDeviceProp_t has no opt-in field: an AMD workgroup gets all of
+ * its LDS (64 KB on CDNA2/3) without opting in. Defined after the headers, so
+ * only our uses are renamed. */
+#define sharedMemPerBlockOptin sharedMemPerBlock
+/* Streams, events, graphs (the tools' devmem helpers and graph capture). */
+#define cudaStream_t hipStream_t
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaStreamCaptureModeGlobal hipStreamCaptureModeGlobal
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags /* same signature on both */
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+/* Memory. */
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemset hipMemset
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+
+/* The launcher (src/gpu/cuda_backend.cu) is written once with the aa_cuda_*
+ * names of src/core/internal.h; compiled as HIP it defines the aa_hip_* ones. */
+#define aa_cuda_device_count aa_hip_device_count
+#define aa_cuda_context_init aa_hip_context_init
+#define aa_cuda_plan aa_hip_plan
+#define aa_cuda_run aa_hip_run
+#define aa_cuda_config_count aa_hip_config_count
+#define aa_cuda_config_get aa_hip_config_get
+#define AA_GPU_NAME "HIP"
+
+/* Device-side shims for the few CUDA intrinsics the body uses. */
+#if defined(__HIP_DEVICE_COMPILE__)
+/* A wavefront runs in lockstep; the fences keep LDS traffic from moving across. */
+#define __syncwarp(...)                                    \
+  do {                                                     \
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); \
+    __builtin_amdgcn_wave_barrier();                       \
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); \
+  } while (0)
+#else
+#define __syncwarp(...) ((void)0)
+#endif
+
+/* __launch_bounds__(threads, min_blocks): CUDA's second argument is blocks per
+ * multiprocessor, HIP's is waves per SIMD (EU). Keep CUDA's meaning: a CU has
+ * four SIMDs, so min_blocks blocks of threads/64 waves need
+ * ceil(min_blocks * waves / 4) waves per SIMD (the register budget per wave). */
+constexpr int aa_waves_per_eu(int threads, int min_blocks) {
+  return (min_blocks * ((threads + 63) / 64) + 3) / 4 > 1 ? (min_blocks * ((threads + 63) / 64) + 3) / 4 : 1;
+}
+#undef launch_bounds_impl1
+#define launch_bounds_impl1(threads, min_blocks) \
+  __attribute__((amdgpu_flat_work_group_size(1, threads), amdgpu_waves_per_eu(aa_waves_per_eu(threads, min_blocks))))
+
 typedef __half aa_f16;
-typedef __hip_bfloat16 aa_bf16;
-/* Wavefront width: 64 on CDNA, 32 on RDNA; the host pass reads the device
- * property instead (the macro is only defined for device compilation). */
+/* bf16 is storage only in the kernels (pack2 converts with round-to-nearest-even),
+ * so a 2-byte struct serves every ROCm version (HIP 5.2 has no __hip_bfloat16). */
+struct aa_bf16_bits {
+  unsigned short bits;
+};
+typedef aa_bf16_bits aa_bf16;
+/* Wavefront width: 64 on CDNA (gfx90a, gfx942), the targets built here. The
+ * host pass has no device macro and launches CDNA blocks, hence 64. */
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 #define AA_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
 #else
 #define AA_WARP_SIZE 64
 #endif
+/* Shared memory (LDS) a workgroup may use: 64 KB on CDNA2/3. */
+#define AA_MAX_SMEM_PER_BLOCK 65536
+
 #else
 #define AA_VENDOR_NVIDIA 1
 #include <cuda_bf16.h>
@@ -41,6 +121,9 @@ typedef __hip_bfloat16 aa_bf16;
 typedef __half aa_f16;
 typedef __nv_bfloat16 aa_bf16;
 #define AA_WARP_SIZE 32
+#define AA_GPU_NAME "CUDA"
+/* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). */
+#define AA_MAX_SMEM_PER_BLOCK 232448
 #endif
 
 #endif /* ANYATTN_GPU_VENDOR_H */

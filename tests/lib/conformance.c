@@ -38,6 +38,7 @@ typedef struct {
   int garbage;      /* NaN in every cache slot and table entry run must not read */
   int kind;         /* KIND_*: the shape of the batch */
   int small;        /* quick mode: smaller contexts */
+  int padded;       /* rows past cu[num_seqs] (padding: run must leave them untouched) */
 } tl_case;
 
 #define TL_MAX_CASES 512
@@ -100,6 +101,7 @@ static void case_name(tl_case *c, char section, int idx) {
   if (!c->shuffle) name_add(b, n, "_seqpages", 0);
   if (c->extra_cols) name_add(b, n, "_wide%d", c->extra_cols);
   if (c->garbage) name_add(b, n, "_garbage", 0);
+  if (c->padded) name_add(b, n, "_padded%d", c->padded);
   name_add(b, n, "_", 0);
   name_add(b, n, kind_names[c->kind], 0);
 }
@@ -168,6 +170,20 @@ static int build_quick(tl_case *cases) {
       case_name(c, 'q', n);
       n++;
     }
+  }
+  /* Padding rows (num_tokens > cu[num_seqs]), as graph replays at padded sizes have. */
+  for (int di = 0; di < 3; di++) {
+    tl_case *c = &cases[n];
+    memset(c, 0, sizeof *c);
+    c->dtype = all_dtypes[di];
+    c->window_left = c->window_right = -1;
+    c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+    c->head_dim = di == 0 ? 64 : 128, c->block_size = 16, case_set_group(c, GROUP_G4);
+    c->sinks = di == 2;
+    c->kind = di == 1 ? KIND_MIXED : KIND_DECODE;
+    c->padded = 3 + 4 * di;
+    case_name(c, 'q', n);
+    n++;
   }
   return n;
 }
@@ -244,6 +260,14 @@ static int build_full(tl_case *cases) {
       case_random(c, &r, dt);
       c->kind = k;
       case_name(c, 'f', n++);
+    }
+    for (int k = 0; k < 3; k++) { /* padding rows past cu[num_seqs] */
+      static const int kinds[3] = {KIND_DECODE, KIND_MIXED, KIND_LONG};
+      tl_case *c = &cases[n];
+      case_random(c, &r, dt);
+      c->kind = kinds[k];
+      c->padded = 1 + 9 * k;
+      case_name(c, 'h', n++);
     }
   }
   for (int k = 0; k < 150; k++) {
@@ -410,7 +434,7 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
     if (pages > max_pages) max_pages = pages;
     total_pages += pages;
   }
-  b->num_tokens = b->cu[b->num_seqs];
+  b->num_tokens = b->cu[b->num_seqs] + c->padded;
   b->table_stride = (max_pages > 0 ? max_pages : 1) + c->extra_cols;
   b->num_blocks = total_pages + tl_rng_int(r, 0, 3);
   if (b->num_blocks == 0) b->num_blocks = 1;
@@ -557,7 +581,7 @@ static int compare(const tl_case *c, const tl_bufs *b, const tl_check_options *o
                    tl_stats *st, char *why, size_t why_size) {
   const tl_tol tol = tol_for(c->dtype);
   const int d = c->head_dim;
-  const size_t rows = (size_t)b->num_tokens * b->hq;
+  const size_t rows = (size_t)b->cu[b->num_seqs] * b->hq; /* padding rows are checked by run_case */
   double num = 0, den = 0, xmag_max = 0;
   int shown = 0;
   memset(st, 0, sizeof *st);
@@ -772,10 +796,12 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
       free(first_out);
       goto fail;
     }
-    if (memcmp((char *)b.out_back + b.q_elems * b.es, (char *)b.out_init + b.q_elems * b.es,
-               (b.out_elems - b.q_elems) * b.es) != 0 ||
-        memcmp(b.lse_back + rows, b.lse_init + rows, sizeof(float) * (size_t)b.hq) != 0) {
-      snprintf(why, sizeof why, "run wrote past the last token row of out or lse");
+    /* Padding rows (past cu[num_seqs]) and the guard row must keep their poison. */
+    const size_t real_rows = (size_t)b.cu[b.num_seqs] * b.hq;
+    if (memcmp((char *)b.out_back + real_rows * c->head_dim * b.es, (char *)b.out_init + real_rows * c->head_dim * b.es,
+               (b.out_elems - real_rows * c->head_dim) * b.es) != 0 ||
+        memcmp(b.lse_back + real_rows, b.lse_init + real_rows, sizeof(float) * (rows + b.hq - real_rows)) != 0) {
+      snprintf(why, sizeof why, "run wrote a padding row (past cu_seqlens_q[num_seqs]) or past the last row of out or lse");
       free(first_out);
       goto fail;
     }
