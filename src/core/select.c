@@ -240,7 +240,7 @@ static void tree_member(aa_js *s, const char *key, void *ctx) {
   }
 }
 
-static aa_loaded_tree *aa_loaded; /* process-wide override; replaced by each load */
+static aa_loaded_tree *aa_loaded; /* process-wide override; replaced by each load, never freed */
 
 static anyattn_status aa_tree_check(const aa_tree *t, const char *path) {
   AA_CHECK(t->num_nodes > 0, ANYATTN_STATUS_INVALID_OPTION, "tree file '%s' has no nodes", path);
@@ -260,8 +260,9 @@ static anyattn_status aa_tree_check(const aa_tree *t, const char *path) {
 
 anyattn_status anyattn_tree_load(const char *path) {
   aa_clear_error();
+  /* A replaced tree is not freed: plans made while it was current point at it
+   * (a few tens of KB per load, for the life of the process). */
   if (path == NULL) { /* back to the compiled-in trees */
-    free(aa_loaded);
     aa_loaded = NULL;
     return ANYATTN_STATUS_OK;
   }
@@ -300,7 +301,6 @@ anyattn_status anyattn_tree_load(const char *path) {
     free(t);
     return st;
   }
-  free(aa_loaded);
   aa_loaded = t;
   return ANYATTN_STATUS_OK;
 }

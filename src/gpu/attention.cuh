@@ -195,6 +195,9 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
   return true;
 }
 
+/* Fewest KV tiles a split-KV segment takes before another segment is used. */
+constexpr int kSplitMinTiles = 2;
+
 /* ---- the unified tensor-core kernel ----------------------------------------------- */
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
@@ -244,8 +247,13 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   const int seg = (int)blockIdx.y;
   auto part_row = [&](int r) { return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r); };
   if (split) {
-    const int t0 = (int)((int64_t)ntiles * seg / p.num_splits);
-    const int t1 = (int)((int64_t)ntiles * (seg + 1) / p.num_splits);
+    /* Short ranges use fewer segments, each at least kSplitMinTiles tiles, so
+     * a graph captured with many segments for long contexts does not pay a
+     * wide merge of near-empty partials at short ones; the idle segments
+     * write empty partials (cheap: a few stores, no K/V). */
+    const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
+    const int t0 = seg < s_eff ? (int)((int64_t)ntiles * seg / s_eff) : ntiles;
+    const int t1 = seg < s_eff ? (int)((int64_t)ntiles * (seg + 1) / s_eff) : ntiles;
     n_begin += t0 * BLOCK_N;
     ntiles = t1 - t0;
     lo = max(lo, n_begin);
@@ -536,10 +544,16 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
  * cu_seqlens_q[num_seqs] are padding: never written. */
 constexpr int kReduceWarps = 4;
 constexpr int kReduceMaxDim = 256;
+constexpr int kReduceMaxSplits = 128; /* the launcher never splits wider */
 
+/* The merge is latency-bound (a few KB per row), so nothing waits in a chain:
+ * each lane reads the (m, l) of its own segments at once, the weights come
+ * from two warp reductions, and the partial rows are read four segments at a
+ * time before any is used. */
 template <typename T>
 __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_kernel(const AttnParams p, int head_dim) {
   constexpr int PAIRS = (kReduceMaxDim / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
+  constexpr int SEGS = (kReduceMaxSplits + AA_WARP_SIZE - 1) / AA_WARP_SIZE;   /* segments per lane */
   grid_dependency_wait(); /* launched early behind the partials' kernel: wait for its writes */
   const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
@@ -547,29 +561,54 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
   const int h = (int)(row % p.num_q_heads);
   const int64_t seg_rows = (int64_t)p.num_tokens * p.num_q_heads;
   const int S = p.num_splits;
+  float m_seg[SEGS], w_seg[SEGS];
   float M = -INFINITY;
-  for (int s = 0; s < S; s++) M = fmaxf(M, p.part_ml[s * seg_rows + row].x);
+#pragma unroll
+  for (int i = 0; i < SEGS; i++) {
+    const int s = lane + i * AA_WARP_SIZE;
+    const float2 ml = s < S ? p.part_ml[s * seg_rows + row] : make_float2(-INFINITY, 0.0f);
+    m_seg[i] = ml.x;
+    w_seg[i] = ml.y;
+    M = fmaxf(M, ml.x);
+  }
+  M = warp_allreduce_max(M);
   const bool any = M != -INFINITY;
   if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
-  float L = (p.sinks && any) ? fast_exp2(p.sinks[h] * kLog2e - M) : 0.0f;
+  float L = 0.0f;
+#pragma unroll
+  for (int i = 0; i < SEGS; i++) { /* segments that saw no key weigh nothing */
+    w_seg[i] = m_seg[i] == -INFINITY ? 0.0f : w_seg[i] * fast_exp2(m_seg[i] - M);
+    L += w_seg[i];
+  }
+  L = warp_allreduce_sum(L);
+  if (p.sinks && any) L += fast_exp2(p.sinks[h] * kLog2e - M);
   float2 acc[PAIRS];
 #pragma unroll
   for (int i = 0; i < PAIRS; i++) acc[i] = make_float2(0.0f, 0.0f);
   const int pairs = head_dim / 2;
-  for (int s = 0; s < S && any; s++) {
-    const float2 ml = p.part_ml[s * seg_rows + row];
-    if (ml.x == -INFINITY) continue; /* the same on every lane */
-    const float wgt = ml.y * fast_exp2(ml.x - M);
-    L += wgt;
-    const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * head_dim);
 #pragma unroll
-    for (int i = 0; i < PAIRS; i++) {
-      const int c = lane + i * AA_WARP_SIZE;
-      if (c < pairs) {
-        const float2 v = o[c];
-        acc[i].x = fmaf(wgt, v.x, acc[i].x);
-        acc[i].y = fmaf(wgt, v.y, acc[i].y);
+  for (int i = 0; i < SEGS; i++) {
+    for (int j0 = 0; any && j0 < AA_WARP_SIZE && i * AA_WARP_SIZE + j0 < S; j0 += 4) {
+      float w[4];
+      float2 v[4][PAIRS];
+#pragma unroll
+      for (int u = 0; u < 4; u++) { /* four segments' rows in flight */
+        const int s = i * AA_WARP_SIZE + j0 + u;
+        w[u] = warp_broadcast(w_seg[i], j0 + u); /* every lane calls: (j0 + u) < AA_WARP_SIZE */
+        const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * head_dim);
+#pragma unroll
+        for (int k = 0; k < PAIRS; k++) {
+          const int c = lane + k * AA_WARP_SIZE;
+          v[u][k] = (s < S && w[u] != 0.0f && c < pairs) ? o[c] : make_float2(0.0f, 0.0f);
+        }
       }
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int k = 0; k < PAIRS; k++) {
+          acc[k].x = fmaf(w[u], v[u][k].x, acc[k].x);
+          acc[k].y = fmaf(w[u], v[u][k].y, acc[k].y);
+        }
     }
   }
   const float f = any ? 1.0f / L : 0.0f;

@@ -8,6 +8,7 @@
 #include "configs.h"
 #include "internal.h"
 #include "kernels.cuh"
+#include "select.h"
 
 /* Every runtime call goes through this: DEVICE_ERROR with file:line and the runtime's message. */
 #define AA_CUDA_TRY(call)                                                                            \
@@ -95,7 +96,8 @@ long long programs_for(const anyattn_plan *plan, int cfg, int num_seqs, int num_
   return ((long long)num_tokens / m.bq + num_seqs) * plan->problem.num_kv_heads * m.n_hchunks;
 }
 
-/* The tile heuristic, from host-visible sizes only (< 1 us, no timing).
+/* The tile choice, from host-visible sizes only (< 1 us, no timing): the
+ * device's decision tree when one exists, else this fallback heuristic.
  * Rests on bench/run_h200.sh sweeps on one H200 (bench/results/h200_cuda_notes.md,
  * `anyattn bench --backend cuda --workload W --config C`, bf16 32/8 heads d128, bs 16):
  * - decode (mean q_len <= 8): m16n64w4s3 gave 4.03 TB/s at 64x8192 and 3.83 at
@@ -106,7 +108,16 @@ long long programs_for(const anyattn_plan *plan, int cfg, int num_seqs, int num_
  *   1x2048p+63d@2048 330 us vs 442 us with m128 tiles (decode rows waste 128-row tiles).
  * - prefill: m128n128w8s2 (1x8192 causal 277 TFLOP/s vs 252 for m128n64w8s2 and
  *   238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2. */
-int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens) {
+int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int max_q_len, int max_kv_len) {
+  /* A decision tree tuned for this device (or its family) comes first; its
+   * leaf must name a row of this build's table that fits the head dim. */
+  if (plan->tree) {
+    double f[AA_F_COUNT];
+    aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
+    const aa_tree_node *leaf = aa_tree_eval((const aa_tree *)plan->tree, f);
+    const int idx = leaf ? config_index(leaf->config) : -1;
+    if (idx >= 0 && config_fits(plan, idx)) return idx;
+  }
   static const int decode = config_index("m16n64w4s3");
   static const int decode_few = config_index("m16n128w8s2");
   static const int small = config_index("m64n64w4s2");
@@ -146,7 +157,7 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens) {
  * with big prefill limits: Llama-3-8B (32/8 heads, d128) on 132 SMs has
  * S_max = 33, rows = 264, 4.4 MB. One wave of equal segments is the aim
  * (bench/results/h200_cuda_notes.md, split-KV section). */
-constexpr int kMaxSplits = 128;
+constexpr int kMaxSplits = aa::kReduceMaxSplits; /* the reduce kernel holds at most this many */
 constexpr int kSplitMinKeys = 64;
 constexpr int kSplitMaxTokens = 8;
 
@@ -234,8 +245,10 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   ctx->num_sms = prop.multiProcessorCount;
   ctx->smem_per_block = prop.sharedMemPerBlockOptin;
   ctx->arch = prop.major * 10 + prop.minor;
-  AA_CHECK(ctx->arch >= 80, ANYATTN_STATUS_NO_DEVICE,
-           "device %d (%s) is sm_%d: the " AA_GPU_NAME " backend needs sm_80 or newer", ctx->device, prop.name, ctx->arch);
+  AA_DEVICE_FAMILY(prop, ctx->family, sizeof ctx->family);
+  AA_CHECK(ctx->arch >= AA_MIN_ARCH, ANYATTN_STATUS_NO_DEVICE,
+           "device %d (%s, %s) is older than this " AA_GPU_NAME " backend supports", ctx->device, prop.name,
+           ctx->family);
   /* Fail here, not at the first run, when this build has no code for the device. */
   AA_TRY(select_device(ctx->device));
   cudaFuncAttributes fa;
@@ -309,7 +322,8 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
-  const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens);
+  plan->tree = aa_tree_for(ctx->device_name, ctx->family);
+  const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);
@@ -412,7 +426,8 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const dim3 grid((unsigned)((rows + aa::kF32Warps - 1) / aa::kF32Warps));
     aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
   } else {
-    int cfg = plan->config_forced ? plan->config : choose_config(plan, a->num_seqs, a->num_tokens);
+    int cfg = plan->config_forced ? plan->config
+                                  : choose_config(plan, a->num_seqs, a->num_tokens, a->max_q_len, a->max_kv_len);
     const int scfg = split_config(plan);
     const int splits = split_count(plan, scfg, a);
     if (splits > 1) {

@@ -112,6 +112,10 @@ typedef aa_bf16_bits aa_bf16;
 #endif
 /* Shared memory (LDS) a workgroup may use: 64 KB on CDNA2/3. */
 #define AA_MAX_SMEM_PER_BLOCK 65536
+/* Oldest architecture served (prop.major*10+minor: gfx90a is 90) and the
+ * family name decision trees are keyed by ("gfx942" from "gfx942:sramecc+:xnack-"). */
+#define AA_MIN_ARCH 90
+#define AA_DEVICE_FAMILY(prop, buf, size) snprintf((buf), (size), "%.*s", (int)strcspn((prop).gcnArchName, ":"), (prop).gcnArchName)
 
 #else
 #define AA_VENDOR_NVIDIA 1
@@ -124,6 +128,9 @@ typedef __nv_bfloat16 aa_bf16;
 #define AA_GPU_NAME "CUDA"
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). */
 #define AA_MAX_SMEM_PER_BLOCK 232448
+/* Oldest architecture served (sm_80) and the family name decision trees are keyed by ("sm_90"). */
+#define AA_MIN_ARCH 80
+#define AA_DEVICE_FAMILY(prop, buf, size) snprintf((buf), (size), "sm_%d%d", (prop).major, (prop).minor)
 #endif
 
 #endif /* ANYATTN_GPU_VENDOR_H */
