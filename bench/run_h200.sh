@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench-out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
-STEPS=${STEPS:-"build check ctest sanitize bench graph e2e peers ibm"}
+STEPS=${STEPS:-"build check ctest sanitize bench graph e2e peers ibm tune"}
 WORKLOADS=${WORKLOADS:-"decode prefill mixed"}
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 CLI=build/anyattn
@@ -151,6 +151,15 @@ if has ibm; then
   n=$(grep -c "^ibm" "$OUT/.bench")
   tot=$(awk '/^ibm/{s+=$5} END{printf "%.0f", s}' "$OUT/.bench")
   note "bench ibm: rc=$rc, $n cases, sum of medians $tot us"
+fi
+if has tune; then
+  say "tune --grid ibm (sweep every config, fit the H200 tree)"
+  timeout ${TUNE_TIMEOUT:-300} $CLI tune --backend cuda --grid ibm --out "$OUT/h200_tune.csv" --name h200 \
+    --iters ${TUNE_ITERS:-10} >"$OUT/tune.txt" 2>"$OUT/tune_progress.txt"
+  rc=$?
+  cat "$OUT/tune.txt" >>"$LOG"
+  note "tune: rc=$rc"
+  sed 's/^/  /' "$OUT/tune.txt" >>"$SUMMARY"
 fi
 rm -f "$OUT/.san" "$OUT/.bench" "$OUT/.peers"
 # The device tool returns at most 8 files: keep log.txt and bundle the rest.

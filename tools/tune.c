@@ -4,6 +4,7 @@
  * driver and date), then fits a depth-limited decision tree (tools/tree_fit.c)
  * and writes it as JSON (anyattn_tree_load reads it) and as a C header for
  * src/tuned/. Nothing here runs at plan or run time. */
+#define _POSIX_C_SOURCE 200809L
 #include "tune.h"
 
 #include <math.h>
@@ -16,6 +17,10 @@
 #include "devmem.h"
 #include "tl_util.h"
 #include "tree_fit.h"
+
+/* Library internals (hidden in the shared library; the CLI links it statically). */
+const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
+const aa_tree *aa_tree_for(const char *device_name, const char *family);
 
 /* The wider grid: more batch sizes, lengths and decode shares than the IBM
  * grid, within a K/V budget per cell. Lengths cycle like the IBM grid's. */
@@ -199,6 +204,26 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
   printf("tree: %d nodes (depth <= %d) over %d cells x %d configs -> %s, %s\n", n, depth > 0 ? depth : 4,
          t.num_cells, t.num_cands, jpath, cpath);
   tf_report(&t, nodes, stdout);
+  /* The cost plan/run pays for a choice: the library's own loader and walk
+   * over this tree, timed over every cell of the sweep. */
+  if (!rc && anyattn_tree_load(jpath) == ANYATTN_STATUS_OK) {
+    const aa_tree *lt = aa_tree_for(NULL, NULL);
+    struct timespec t0, t1;
+    const int reps = 2000;
+    volatile int sink = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 0; r < reps; r++)
+      for (int i = 0; i < t.num_cells; i++) {
+        const aa_tree_node *leaf = aa_tree_eval(lt, t.features + (size_t)i * AA_F_COUNT);
+        sink += leaf ? leaf->splits + 1 : 0;
+      }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+                      ((double)reps * t.num_cells);
+    printf("selection: %.1f ns per tree walk (library code, %d cells x %d reps)\n", ns, t.num_cells, reps);
+    anyattn_tree_load(NULL);
+    (void)sink;
+  }
   tf_free(&t);
   return rc ? 1 : 0;
 }
