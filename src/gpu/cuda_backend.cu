@@ -161,9 +161,17 @@ constexpr int kMaxSplits = aa::kReduceMaxSplits; /* the reduce kernel holds at m
 constexpr int kSplitMinKeys = 64;
 constexpr int kSplitMaxTokens = 8;
 
+/* The segments' config: 16-row decode programs. For long contexts
+ * (limits.max_context >= 2048) the 128-key tile keeps more bytes in flight
+ * per program; forced on one H200 (bench --workload decode --graph --config C,
+ * bench/results/h200.md): 1x8192 27.4 vs 30.9 us, 1x32768 56.6 vs 60.8 us,
+ * e2e-llama8b 7.87 vs 8.90 s; at 1x500 the 64-key tile wins, 12.3 vs 13.4 us.
+ * Fixed at plan from the limits, so plan and run agree on the workspace. */
 int split_config(const anyattn_plan *plan) {
   static const int decode = config_index("m16n64w4s3");
+  static const int decode_long = config_index("m16n128w8s2");
   if (plan->config_forced) return plan->config;
+  if (plan->limits.max_context >= 2048 && decode_long >= 0 && config_fits(plan, decode_long)) return decode_long;
   return decode >= 0 && config_fits(plan, decode) ? decode : -1;
 }
 

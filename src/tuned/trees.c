@@ -7,6 +7,7 @@
 
 #include "select.h"
 #include "tree_cdna_seed.h"
+#include "tree_h200.h"
 
-const aa_tree *const aa_compiled_trees[] = {&aa_tree_gfx942_seed, &aa_tree_gfx90a_seed};
+const aa_tree *const aa_compiled_trees[] = {&aa_tree_h200, &aa_tree_gfx942_seed, &aa_tree_gfx90a_seed};
 const int aa_num_compiled_trees = sizeof aa_compiled_trees / sizeof aa_compiled_trees[0];
