@@ -263,8 +263,8 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, sm_%d): no kernel image in this build: %s",
-                    ctx->device, prop.name, ctx->arch, cudaGetErrorString(e));
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, %s): no kernel image in this build: %s",
+                    ctx->device, prop.name, ctx->family, cudaGetErrorString(e));
   }
   return ANYATTN_STATUS_OK;
 }
