@@ -56,7 +56,6 @@ struct anyattn_plan_s {
                              * the plan was made, or NULL: the backend's fallback heuristic */
   int num_splits;           /* split-KV segments per sequence (1: no split); GPU: the most run may use */
   int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */
-  int grid[3];              /* launch grid fixed from the limits (GPU) */
   int cpu_threads;          /* CPU: threads run() uses */
   int cpu_block_q;          /* CPU: query tokens per work item */
   int cpu_block_n;          /* CPU: keys per KV tile */

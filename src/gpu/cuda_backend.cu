@@ -313,10 +313,6 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   if (pr->dtype == ANYATTN_DTYPE_F32) {
     /* fp32 runs on the CUDA-core kernel; a forced tile config has no meaning there. */
     plan->config = forced;
-    const long long rows = (long long)plan->limits.max_tokens * pr->num_q_heads;
-    plan->grid[0] = (int)((rows + aa::kF32Warps - 1) / aa::kF32Warps);
-    plan->grid[1] = 1;
-    plan->grid[2] = 1;
     plan->config_forced = forced >= 0;
     snprintf(plan->describe, sizeof plan->describe, "cuda f32 d%d group %d: CUDA-core kernel, one warp per (token, head)",
              pr->head_dim, plan->group);
@@ -336,7 +332,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);
   const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
-  /* One grid dimension: (Q blocks) x (kv heads x head chunks), sized here from the limits. */
+  /* The largest grid run can launch under these limits must fit one grid dimension. */
   const long long programs = ((long long)plan->limits.max_tokens / m.bq + plan->limits.max_seqs) *
                              pr->num_kv_heads * m.n_hchunks;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
@@ -362,9 +358,6 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
           split_ml_bytes(plan) + (size_t)plan->split_rows * pr->num_q_heads * pr->head_dim * sizeof(float);
     }
   }
-  plan->grid[0] = (int)programs;
-  plan->grid[1] = plan->num_splits;
-  plan->grid[2] = 1;
   char split_txt[64] = "";
   if (plan->num_splits > 1)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", plan->num_splits);

@@ -83,20 +83,19 @@ __device__ __forceinline__ uint32_t pack2<aa_bf16>(float lo, float hi) {
 /* `at(r, c)` returns the shared-memory address of element (r, c) of the 16 x 16
  * tile as stored (rows contiguous); the primitive decides which lane reads what.
  * Rows are 16-byte aligned and c steps by 4 elements: 8-byte ds_read_b64. */
+/* Q (A) and K (B, n-rows) share one pattern: lane L reads row L%16, the 4
+ * contiguous k-elements from 4*(L/16). */
 template <class At>
-__device__ __forceinline__ void load_a(FragA &a, At at) { /* stored m-rows, k contiguous (Q) */
+__device__ __forceinline__ void load_row4(uint32_t (&x)[2], At at) {
   const int l = lane_id();
   const uint2 v = *reinterpret_cast<const uint2 *>(at(l & 15, (l >> 4) << 2));
-  a.x[0] = v.x;
-  a.x[1] = v.y;
+  x[0] = v.x;
+  x[1] = v.y;
 }
 template <class At>
-__device__ __forceinline__ void load_b_nk(FragB &b, At at) { /* stored n-rows, k contiguous (K) */
-  const int l = lane_id();
-  const uint2 v = *reinterpret_cast<const uint2 *>(at(l & 15, (l >> 4) << 2));
-  b.x[0] = v.x;
-  b.x[1] = v.y;
-}
+__device__ __forceinline__ void load_a(FragA &a, At at) { load_row4(a.x, at); } /* m-rows, k contiguous (Q) */
+template <class At>
+__device__ __forceinline__ void load_b_nk(FragB &b, At at) { load_row4(b.x, at); } /* n-rows, k contiguous (K) */
 template <class At>
 __device__ __forceinline__ void load_b_kn(FragB &b, At at) { /* stored k-rows, n contiguous (V) */
   /* Column L%16 at rows 4*(L/16) .. +3: four 2-byte reads (LDS has no
