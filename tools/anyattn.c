@@ -18,7 +18,8 @@ static const char *usage_text =
     "                                         conformance suite vs the reference; exit 0 all pass,\n"
     "                                         1 on any FAIL, 77 when the backend has no device\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
-    "        [--config NAME] [--iters N] [--dtype bf16|f16|f32]\n"
+    "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
+    "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N]\n"
     "                                         workloads: default, decode, prefill, mixed, ibm, e2e-llama8b\n"
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T]\n"
@@ -49,8 +50,8 @@ typedef struct {
   anyattn_backend backend;
   int device;
   int quick, graph, iters;
-  const char *filter, *workload, *json, *config, *grid, *out, *in, *name;
-  int depth;
+  const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
+  int depth, no_flush, max_context;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -76,6 +77,10 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
     }
     if (!strcmp(a, "--graph")) {
       o->graph = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-flush")) {
+      o->no_flush = 1;
       continue;
     }
     if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
@@ -114,6 +119,10 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
       o->json = v;
     } else if (!strcmp(a, "--config")) {
       o->config = v;
+    } else if (!strcmp(a, "--cases")) {
+      o->cases = v;
+    } else if (!strcmp(a, "--max-context")) {
+      if (parse_int(v, 1, 1 << 24, &o->max_context)) return usage_error("bad --max-context '%s'", v);
     } else if (!strcmp(a, "--dtype")) {
       if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
       else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
@@ -222,7 +231,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "bench")) {
     int rc = parse_options(argc - 2, argv + 2,
-                           "--backend --device --workload --json --graph --config --iters --dtype", &o);
+                           "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush "
+                           "--max-context", &o);
     if (rc) return rc;
     bench_options bo;
     memset(&bo, 0, sizeof bo);
@@ -233,6 +243,9 @@ int main(int argc, char **argv) {
     bo.config = o.config;
     bo.graph = o.graph;
     bo.iters = o.iters;
+    bo.cases = o.cases;
+    bo.no_flush = o.no_flush;
+    bo.max_context = o.max_context;
     bo.dtype = o.dtype;
     return bench_main(&bo);
   }

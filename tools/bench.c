@@ -101,6 +101,24 @@ void bench_add_ibm(case_list *l) {
       }
 }
 
+int bench_parse_cases(case_list *l, const char *list) {
+  const char *p = list;
+  while (*p) {
+    const int prefill = *p == 'p';
+    if (prefill) p++;
+    char *end = NULL;
+    const long b = strtol(p, &end, 10);
+    if (end == p || *end != 'x' || b < 1 || b > 4096) return -1;
+    p = end + 1;
+    const long n = strtol(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0') || n < 1 || n > (1L << 20)) return -1;
+    p = *end == ',' ? end + 1 : end;
+    if (prefill) add_prefill(l, (int)b, (int)n);
+    else add_decode(l, (int)b, (int)n);
+  }
+  return l->count > 0 ? 0 : -1;
+}
+
 static const char *const workload_names[] = {"default", "decode", "prefill", "mixed", "ibm", "e2e-llama8b"};
 
 const char *bench_workload_names(void) { return "default, decode, prefill, mixed, ibm, e2e-llama8b"; }
@@ -281,7 +299,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   anyattn_limits_init(&lim);
   lim.max_seqs = c->num_seqs;
   lim.max_tokens = num_tokens;
-  lim.max_context = max_kv;
+  lim.max_context = max_kv > opt->max_context ? max_kv : opt->max_context;
 
   int rc = 1;
   anyattn_plan *plan = NULL;
@@ -367,7 +385,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     }
   }
   for (int i = -2; i < iters; i++) { /* two warm-up calls */
-    if (flush_buf && dm_fill_bytes(be, flush_buf, i & 0xff, flush_bytes)) goto done;
+    if (flush_buf && !opt->no_flush && dm_fill_bytes(be, flush_buf, i & 0xff, flush_bytes)) goto done;
     if (dm_timer_start(timer)) goto done;
     if (graph) {
       if (dm_graph_launch(graph)) goto done;
@@ -611,13 +629,23 @@ int bench_main(const bench_options *opt) {
     return 2;
   }
   case_list cases = {0};
-  build_workload(&cases, o.workload, gpu);
+  if (o.cases) {
+    if (bench_parse_cases(&cases, o.cases)) {
+      fprintf(stderr, "anyattn: bad --cases '%s' (BxC decode, pBxL prefill, comma separated)\n", o.cases);
+      bench_free_cases(&cases);
+      anyattn_context_free(ctx);
+      return 2;
+    }
+  } else {
+    build_workload(&cases, o.workload, gpu);
+  }
 
   time_t now = time(NULL);
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  printf("anyattn %s bench: workload %s, backend %s, device %s, %s, %s\n", anyattn_version_string(),
-         o.workload, anyattn_backend_name(o.backend), dev, date, o.graph ? "graph replay" : "stream launches");
+  printf("anyattn %s bench: workload %s, backend %s, device %s, %s, %s%s\n", anyattn_version_string(),
+         o.cases ? o.cases : o.workload, anyattn_backend_name(o.backend), dev, date,
+         o.graph ? "graph replay" : "stream launches", o.no_flush ? ", no L2 flush" : "");
   printf("shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, shuffled pages, causal\n", BENCH_HQ,
          BENCH_HKV, BENCH_D, tl_dtype_name(o.dtype), BENCH_BS);
   printf("ceilings (this run): bandwidth %.1f GB/s (%s), compute %.1f GFLOP/s (%s)\n", bw_gbs, bw_what,

@@ -12,6 +12,9 @@ typedef struct {
   const char *config;    /* NULL: the library chooses */
   int graph;             /* time CUDA-graph replays */
   int iters;             /* timed repetitions (0: backend default) */
+  const char *cases;     /* NULL: the workload's list; else "BxC,pBxL,...": decode / prefill cases */
+  int no_flush;          /* 1: no L2 flush between timed calls (back-to-back, warm metadata) */
+  int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;
 } bench_options;
 
@@ -48,6 +51,11 @@ typedef struct {
  * to flush L2. 0 on success. */
 int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
                    size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r);
+
+/* Parses a --cases list into `l`: items "BxC" (B sequences decoding one
+ * token at context C) and "pBxL" (B causal prompts of L tokens), comma
+ * separated. 0 on success, -1 on a malformed item. */
+int bench_parse_cases(case_list *l, const char *list);
 
 /* Returns 0 on success, 1 on a runtime failure (message printed), 2 on a bad
  * workload name. */

@@ -56,6 +56,8 @@ struct anyattn_plan_s {
                              * the plan was made, or NULL: the backend's fallback heuristic */
   int num_splits;           /* split-KV segments per sequence (1: no split); GPU: the most run may use */
   int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */
+  int forced_splits;        /* GPU: 0 the backend decides; 1 never split; S >= 2 exactly S segments for
+                             * decode-like batches (problem->config "NAME-kS") */
   int cpu_threads;          /* CPU: threads run() uses */
   int cpu_block_q;          /* CPU: query tokens per work item */
   int cpu_block_n;          /* CPU: keys per KV tile */

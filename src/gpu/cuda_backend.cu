@@ -2,6 +2,7 @@
 // discovery, plan (support checks, config choice from the table in
 // src/configs/configs.h) and run (argument checks, one kernel launch).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention.cuh"
@@ -53,6 +54,24 @@ int head_dim_index(int hd) {
     case 256: return 3;
     default: return -1;
   }
+}
+
+/* A config name with an optional split suffix: "m16n128w8s2" or
+ * "m16n128w8s2-k8" (8 KV segments; -k1 never splits). Returns the table
+ * index (-1: unknown) and the suffix in *splits (0: none given). */
+int config_index_split(const char *name, int *splits) {
+  *splits = 0;
+  const char *dash = strstr(name, "-k");
+  size_t len = dash ? (size_t)(dash - name) : strlen(name);
+  if (dash) {
+    char *end = NULL;
+    const long s = strtol(dash + 2, &end, 10);
+    if (end == dash + 2 || *end != '\0' || s < 1 || s > aa::kReduceMaxSplits) return -1;
+    *splits = (int)s;
+  }
+  for (int i = 0; i < kNumConfigs; i++)
+    if (strlen(kConfigs[i].name) == len && strncmp(kConfigs[i].name, name, len) == 0) return i;
+  return -1;
 }
 
 int config_index(const char *name) {
@@ -201,6 +220,7 @@ int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   const long long base = qblocks * plan->problem.num_kv_heads * m.n_hchunks;
   long long s = plan->num_splits;
   const long long by_rows = plan->split_rows / a->num_tokens;
+  if (plan->forced_splits > 0) return by_rows >= s ? (int)s : 1;
   const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
   const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
   const long long by_keys = ((long long)kv + kConfigs[cfg].block_n - 1) / kConfigs[cfg].block_n;
@@ -296,11 +316,13 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   /* Any block_size >= 1 works: K/V rows are gathered one by one (page = j / block_size). */
   AA_TRY(select_device(ctx->device));
 
-  int forced = -1;
+  int forced = -1, forced_splits = 0;
   if (pr->config) {
-    forced = config_index(pr->config);
+    forced = config_index_split(pr->config, &forced_splits);
     AA_CHECK(forced >= 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
-             "problem->config '%s' is not a " AA_GPU_NAME " config (see anyattn_config_get)", pr->config);
+             "problem->config '%s' is not a " AA_GPU_NAME " config (see anyattn_config_get; an optional "
+             "suffix -kS, 1 <= S <= %d, forces S KV segments)",
+             pr->config, aa::kReduceMaxSplits);
     AA_CHECK(config_fits(plan, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
              "problem->config '%s' needs %zu bytes of shared memory at head_dim %d; the device allows %zu",
              pr->config, kConfigs[forced].smem[hdi], pr->head_dim, ctx->smem_per_block);
@@ -308,6 +330,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   plan->workspace_size = 0;
   plan->num_splits = 1;
   plan->split_rows = 0;
+  plan->forced_splits = forced_splits;
   const char *dt = pr->dtype == ANYATTN_DTYPE_F32 ? "f32" : pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16";
 
   if (pr->dtype == ANYATTN_DTYPE_F32) {
@@ -350,6 +373,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     const long long by_keys = ((long long)plan->limits.max_context + kSplitMinKeys - 1) / kSplitMinKeys;
     if (by_fill < smax) smax = by_fill;
     if (by_keys < smax) smax = by_keys;
+    if (plan->forced_splits > 0) smax = plan->forced_splits;
     if (smax >= 2) {
       plan->num_splits = (int)smax;
       plan->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens
