@@ -156,7 +156,9 @@ struct TileShape {
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
   static constexpr size_t PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
-  static constexpr size_t SMEM_BYTES = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
+  /* 16 bytes at the end: the work search's scratch (find_work) */
+  static constexpr size_t META_OFF = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
+  static constexpr size_t SMEM_BYTES = META_OFF + 16;
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -175,28 +177,60 @@ struct Work {
 
 /* Q blocks are numbered as in vLLM's unified kernel: sequence s owns blocks
  * [cu[s]/bq + s, cu[s+1]/bq + s + 1), enough for its ceil(q_len/bq) blocks;
- * the grid covers num_tokens/bq + num_seqs of them, spare ones exit. */
-__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w) {
+ * the grid covers num_tokens/bq + num_seqs of them, spare ones exit.
+ *
+ * The whole block searches together, so the metadata costs one dependent
+ * memory round trip instead of a chain: the threads probe THREADS evenly
+ * spaced sequences at once (key(i) = cu[i]/bq + i is non-decreasing, and
+ * key(num_seqs) closes the range, so blocks past the last sequence, e.g. a
+ * graph captured at padded sizes, find s = num_seqs and exit); a barrier
+ * counts the probes at or below the block, which is the index of the last
+ * one. One round when num_seqs < THREADS, two up to THREADS^2. In the last
+ * round each probe also loads its sequence's lengths, so they arrive with the
+ * search. `meta` is 4 ints of shared memory. Every thread must call it. */
+template <int THREADS>
+__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta) {
   const int32_t *cu = p.cu_seqlens_q;
-  const int bq = p.bq;
-  /* Blocks past the last sequence's (a grid captured at padded num_tokens):
-   * one load, no search. */
-  if (block >= cu[p.num_seqs] / bq + p.num_seqs) return false;
-  const int s = upper_search(p.num_seqs, block, [&](int i) { return cu[i] / bq + i; });
-  const int c0 = cu[s];
-  const int local = block - (c0 / bq + s);
-  w.seq = s;
-  w.q_len = cu[s + 1] - c0;
-  w.q_first = local * bq;
-  if (local < 0 || w.q_first >= w.q_len) return false;
-  w.kv_len = p.seq_lens_k[s];
-  w.tok0 = c0 + w.q_first;
-  w.n_tok = min(bq, w.q_len - w.q_first);
-  return true;
+  const int bq = p.bq, tid = threadIdx.x;
+  int lo = 0, n = p.num_seqs + 1; /* candidates [lo, lo + n), the answer is among them */
+  for (;;) {
+    const int stride = (n + THREADS - 1) / THREADS;
+    const int i = lo + tid * stride;
+    const bool probe = tid * stride < n;
+    int c0 = 0, c1 = 0, kv = 0;
+    if (probe) {
+      c0 = cu[i];
+      if (stride == 1 && i < p.num_seqs) {
+        c1 = cu[i + 1];
+        kv = p.seq_lens_k[i];
+      }
+    }
+    const int cnt = block_sync_count(probe && c0 / bq + i <= block); /* >= 1: key(0) = 0 */
+    const int s = lo + (cnt - 1) * stride;
+    if (stride == 1) {
+      if (i == s) {
+        meta[0] = c0;
+        meta[1] = c1;
+        meta[2] = kv;
+      }
+      block_sync();
+      if (s >= p.num_seqs) return false;
+      w.seq = s;
+      const int local = block - (meta[0] / bq + s);
+      w.q_len = meta[1] - meta[0];
+      w.q_first = local * bq;
+      w.kv_len = meta[2];
+      w.tok0 = meta[0] + w.q_first;
+      w.n_tok = min(bq, w.q_len - w.q_first);
+      return local >= 0 && w.q_first < w.q_len;
+    }
+    lo = s;
+    n = min(stride, p.num_seqs + 1 - s);
+  }
 }
 
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
-constexpr int kSplitMinTiles = 2;
+constexpr int kSplitMinTiles = 1;
 
 /* ---- the unified tensor-core kernel ----------------------------------------------- */
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
@@ -217,7 +251,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * the last wave holds short ones. */
   const int hprog = (int)(blockIdx.x % (unsigned)p.hprogs);
   const int qblock = p.num_qblocks - 1 - (int)(blockIdx.x / (unsigned)p.hprogs);
-  if (!find_work(p, qblock, w)) return;
+  /* Launched with programmatic dependent launch after another kernel: wait
+   * here, before any input is read, for it to finish (a no-op otherwise). */
+  grid_dependency_wait();
+  if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
   const int kvh = hprog / p.n_hchunks;
   const int head0 = kvh * p.group + (hprog % p.n_hchunks) * p.gh; /* first q head of the program */
   const int heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
@@ -327,17 +364,19 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   };
 
-  int pg_next[ROWS_PT];
+  /* The first STAGES tiles' page ids are read at once: one round trip. */
+  int pg_first[STAGES][ROWS_PT];
+#pragma unroll
+  for (int st = 0; st < STAGES; st++) lookup_pages(n_begin + st * BLOCK_N, pg_first[st]);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; st++) {
-    lookup_pages(n_begin + st * BLOCK_N, pg_next);
-    store_offsets(st & 1, n_begin + st * BLOCK_N, pg_next);
+    store_offsets(st & 1, n_begin + st * BLOCK_N, pg_first[st]);
     block_sync();
     if (st < ntiles) issue_tile(st, st & 1);
     async_commit();
   }
-  lookup_pages(n_begin + (STAGES - 1) * BLOCK_N, pg_next);
-  store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_next);
+  store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_first[STAGES - 1]);
+  int pg_next[ROWS_PT];
 
   /* Per-lane rows: position, ALiBi slope, for each accumulator row slot. */
   int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots];
@@ -546,71 +585,92 @@ constexpr int kReduceWarps = 4;
 constexpr int kReduceMaxDim = 256;
 constexpr int kReduceMaxSplits = 128; /* the launcher never splits wider */
 
-/* The merge is latency-bound (a few KB per row), so nothing waits in a chain:
- * each lane reads the (m, l) of its own segments at once, the weights come
- * from two warp reductions, and the partial rows are read four segments at a
- * time before any is used. */
+/* The merge is latency-bound (a few KB per row), so nothing waits in a chain.
+ * Before griddepcontrol.wait it reads only what the partials' kernel does not
+ * write (cu_seqlens_q, sinks): that kernel was itself stream-ordered after
+ * their producers. After it, one round trip per kReduceBatch segments: each
+ * lane issues the (m, l) of its own segments and the partial rows of the
+ * whole batch before using any of them. Rows of segments that saw no key were
+ * never written (their bytes are stale): they are read but never enter a sum
+ * (a select, not a multiply by 0, so stale NaNs cannot leak). */
+constexpr int kReduceBatch = 16;
+
 template <typename T>
 __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_kernel(const AttnParams p, int head_dim) {
   constexpr int PAIRS = (kReduceMaxDim / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
   constexpr int SEGS = (kReduceMaxSplits + AA_WARP_SIZE - 1) / AA_WARP_SIZE;   /* segments per lane */
-  grid_dependency_wait(); /* launched early behind the partials' kernel: wait for its writes */
   const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
-  if (row >= (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads) return; /* whole warps: no barrier below */
+  const bool live = row < (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads; /* padding rows: untouched */
   const int h = (int)(row % p.num_q_heads);
+  const float sink = (live && p.sinks) ? p.sinks[h] * kLog2e : -INFINITY;
+  grid_dependents_launch(); /* a kernel after this one may launch; it waits for our writes */
+  grid_dependency_wait();   /* the partials are complete and visible */
+  if (!live) return;        /* whole warps: no barrier below */
   const int64_t seg_rows = (int64_t)p.num_tokens * p.num_q_heads;
   const int S = p.num_splits;
+  const int pairs = head_dim / 2;
   float m_seg[SEGS], w_seg[SEGS];
-  float M = -INFINITY;
 #pragma unroll
   for (int i = 0; i < SEGS; i++) {
     const int s = lane + i * AA_WARP_SIZE;
     const float2 ml = s < S ? p.part_ml[s * seg_rows + row] : make_float2(-INFINITY, 0.0f);
     m_seg[i] = ml.x;
     w_seg[i] = ml.y;
-    M = fmaxf(M, ml.x);
   }
+  float2 acc[PAIRS];
+#pragma unroll
+  for (int k = 0; k < PAIRS; k++) acc[k] = make_float2(0.0f, 0.0f);
+  float2 v[kReduceBatch][PAIRS];
+  auto load_batch = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; u++) {
+      const int s = s0 + u;
+      const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * head_dim);
+#pragma unroll
+      for (int k = 0; k < PAIRS; k++) {
+        const int c = lane + k * AA_WARP_SIZE;
+        v[u][k] = (s < S && c < pairs) ? o[c] : make_float2(0.0f, 0.0f);
+      }
+    }
+  };
+  load_batch(0); /* in flight together with the (m, l) loads */
+  float M = -INFINITY, L = 0.0f;
+#pragma unroll
+  for (int i = 0; i < SEGS; i++) M = fmaxf(M, m_seg[i]);
   M = warp_allreduce_max(M);
-  const bool any = M != -INFINITY;
-  if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
-  float L = 0.0f;
+  const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
+  M = fmaxf(M, sink);
 #pragma unroll
   for (int i = 0; i < SEGS; i++) { /* segments that saw no key weigh nothing */
     w_seg[i] = m_seg[i] == -INFINITY ? 0.0f : w_seg[i] * fast_exp2(m_seg[i] - M);
     L += w_seg[i];
   }
   L = warp_allreduce_sum(L);
-  if (p.sinks && any) L += fast_exp2(p.sinks[h] * kLog2e - M);
-  float2 acc[PAIRS];
+  /* The weights go through shared memory: the batch loop indexes them by a
+   * run-time segment number, which registers cannot hold without local memory. */
+  __shared__ float s_w[kReduceWarps][kReduceMaxSplits];
 #pragma unroll
-  for (int i = 0; i < PAIRS; i++) acc[i] = make_float2(0.0f, 0.0f);
-  const int pairs = head_dim / 2;
+  for (int i = 0; i < SEGS; i++)
+    if (lane + i * AA_WARP_SIZE < S) s_w[warp][lane + i * AA_WARP_SIZE] = w_seg[i];
+  warp_sync();
+  for (int s0 = 0;;) {
 #pragma unroll
-  for (int i = 0; i < SEGS; i++) {
-    for (int j0 = 0; any && j0 < AA_WARP_SIZE && i * AA_WARP_SIZE + j0 < S; j0 += 4) {
-      float w[4];
-      float2 v[4][PAIRS];
-#pragma unroll
-      for (int u = 0; u < 4; u++) { /* four segments' rows in flight */
-        const int s = i * AA_WARP_SIZE + j0 + u;
-        w[u] = warp_broadcast(w_seg[i], j0 + u); /* every lane calls: (j0 + u) < AA_WARP_SIZE */
-        const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * head_dim);
+    for (int u = 0; u < kReduceBatch; u++) {
+      const float w = s0 + u < S ? s_w[warp][s0 + u] : 0.0f;
+      if (w != 0.0f) {
 #pragma unroll
         for (int k = 0; k < PAIRS; k++) {
-          const int c = lane + k * AA_WARP_SIZE;
-          v[u][k] = (s < S && w[u] != 0.0f && c < pairs) ? o[c] : make_float2(0.0f, 0.0f);
+          acc[k].x = fmaf(w, v[u][k].x, acc[k].x);
+          acc[k].y = fmaf(w, v[u][k].y, acc[k].y);
         }
       }
-#pragma unroll
-      for (int u = 0; u < 4; u++)
-#pragma unroll
-        for (int k = 0; k < PAIRS; k++) {
-          acc[k].x = fmaf(w[u], v[u][k].x, acc[k].x);
-          acc[k].y = fmaf(w[u], v[u][k].y, acc[k].y);
-        }
     }
+    s0 += kReduceBatch;
+    if (s0 >= S) break;
+    load_batch(s0);
   }
+  if (any && sink != -INFINITY) L += fast_exp2(sink - M);
   const float f = any ? 1.0f / L : 0.0f;
   uint32_t *out = reinterpret_cast<uint32_t *>(static_cast<T *>(p.out) + row * head_dim);
 #pragma unroll

@@ -230,6 +230,34 @@ int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   return s >= 2 ? (int)s : 1;
 }
 
+/* One launch, checked; `pdl` adds the programmatic-stream-serialization
+ * attribute (sm_90+ CUDA only: the kernels call griddepcontrol.wait first). */
+template <typename... Args>
+anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                      Args... args) {
+#if defined(AA_VENDOR_NVIDIA)
+  if (pdl) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = grid;
+    lc.blockDim = block;
+    lc.dynamicSmemBytes = smem;
+    lc.stream = stream;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    AA_CUDA_TRY(cudaLaunchKernelEx(&lc, kernel, args...));
+    return ANYATTN_STATUS_OK;
+  }
+#else
+  (void)pdl;
+#endif
+  kernel<<<grid, block, smem, stream>>>(args...);
+  AA_CUDA_TRY(cudaGetLastError());
+  return ANYATTN_STATUS_OK;
+}
+
 anyattn_status select_device(int device) {
   int cur = -1;
   AA_CUDA_TRY(cudaGetDevice(&cur));
@@ -474,34 +502,17 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
              "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
     const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
-    tc_kernel(pr->dtype, pr->head_dim, cfg)<<<grid, c.warps * AA_WARP_SIZE, c.smem[head_dim_index(pr->head_dim)],
-                                              stream>>>(p);
+    const size_t smem = c.smem[head_dim_index(pr->head_dim)];
+    /* On sm_90 both kernels go out with programmatic dependent launch: each
+     * launches while the kernel before it drains and waits on the device
+     * (griddepcontrol.wait, before reading any input) for its writes. */
+    const bool pdl = plan->ctx->arch >= 90;
+    AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, cfg), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl, p));
     if (p.num_splits > 1) {
-      AA_CUDA_TRY(cudaGetLastError());
       const long long rows = (long long)a->num_tokens * pr->num_q_heads;
       const dim3 rgrid((unsigned)((rows + aa::kReduceWarps - 1) / aa::kReduceWarps));
-      const dim3 rblock(aa::kReduceWarps * AA_WARP_SIZE);
       aa::KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16();
-#if defined(AA_VENDOR_NVIDIA)
-      if (plan->ctx->arch >= 90) {
-        /* Programmatic dependent launch: the reduce launches while the last
-         * segments finish and waits on the device for their writes. */
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t lc = {};
-        lc.gridDim = rgrid;
-        lc.blockDim = rblock;
-        lc.dynamicSmemBytes = 0;
-        lc.stream = stream;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
-        AA_CUDA_TRY(cudaLaunchKernelEx(&lc, reduce, p, pr->head_dim));
-      } else
-#endif
-      {
-        reduce<<<rgrid, rblock, 0, stream>>>(p, pr->head_dim);
-      }
+      AA_TRY(launch(reduce, rgrid, dim3(aa::kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, p, pr->head_dim));
     }
   }
   AA_CUDA_TRY(cudaGetLastError());

@@ -182,6 +182,10 @@ template <int N>
 __device__ __forceinline__ void async_wait() {}
 
 __device__ __forceinline__ void block_sync() { __syncthreads(); }
+/* Orders shared-memory writes of a warp (wavefront) before its lanes read them. */
+__device__ __forceinline__ void warp_sync() { __builtin_amdgcn_wave_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "wavefront"); }
+/* A barrier that also returns how many threads of the block passed a true pred. */
+__device__ __forceinline__ int block_sync_count(int pred) { return __syncthreads_count(pred); }
 
 /* ---- dependent launches ---------------------------------------------------------- */
 /* HIP has no programmatic dependent launch: a kernel starts after the previous

@@ -171,6 +171,10 @@ __device__ __forceinline__ void async_wait() {
 }
 
 __device__ __forceinline__ void block_sync() { __syncthreads(); }
+/* Orders shared-memory writes of a warp (wavefront) before its lanes read them. */
+__device__ __forceinline__ void warp_sync() { __syncwarp(); }
+/* A barrier that also returns how many threads of the block passed a true pred. */
+__device__ __forceinline__ int block_sync_count(int pred) { return __syncthreads_count(pred); }
 
 /* ---- programmatic dependent launch (sm_90+; elsewhere no-ops) ---------------------
  * The split-KV reduce is launched with the programmatic-serialization
