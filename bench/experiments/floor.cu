@@ -21,6 +21,22 @@ __global__ void pdl_secondary(int *sink) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (sink && threadIdx.x == 1000) *sink = 1;
 }
+__global__ void big_smem(int *sink) {
+  extern __shared__ int dyn[];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  dyn[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  asm volatile("griddepcontrol.launch_dependents;");
+  if (sink && dyn[(threadIdx.x + 1) % blockDim.x] == 1000) *sink = 1;
+}
+__global__ void small_smem(int *sink) {
+  __shared__ int st[512];
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  st[threadIdx.x] = threadIdx.x;
+  __syncwarp();
+  if (sink && st[(threadIdx.x + 1) % 32] == 1000) *sink = 1;
+}
 // n dependent loads: next = buf[next]
 __global__ void chase(const unsigned long long *buf, int n, unsigned long long start, unsigned long long *out) {
   unsigned long long x = start;
@@ -91,6 +107,30 @@ int main() {
   printf("  32 x (kernel+PDL)     per pair %.2f\n", time_graph(g32p, false) / 32);
   printf("  64 kernels all PDL    per kernel %.2f\n", time_graph(g32pp, false) / 64);
 
+  {
+    const int big = 147 * 1024;
+    CK(cudaFuncSetAttribute(big_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, big));
+    auto launch_ex = [&](auto k, int blocks, int threads, int smem) {
+      cudaLaunchAttribute a[1];
+      a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      a[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t lc = {};
+      lc.gridDim = dim3(blocks); lc.blockDim = dim3(threads); lc.dynamicSmemBytes = smem; lc.stream = s;
+      lc.attrs = a; lc.numAttrs = 1;
+      CK(cudaLaunchKernelEx(&lc, k, (int *)nullptr));
+    };
+    auto pair = [&] { launch_ex(big_smem, 128, 256, big); launch_ex(small_smem, 8, 128, 0); };
+    cudaGraphExec_t gb1 = capture([&] { launch_ex(big_smem, 128, 256, big); });
+    cudaGraphExec_t gb2 = capture(pair);
+    cudaGraphExec_t gb32 = capture([&] { for (int i = 0; i < 32; i++) pair(); });
+    printf("  big-smem kernel alone      flush %.2f\n", time_graph(gb1, true));
+    printf("  big + small-smem PDL pair  flush %.2f  32 pairs per pair %.2f\n", time_graph(gb2, true), time_graph(gb32, false) / 32);
+    CK(cudaFuncSetAttribute(small_smem, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared));
+    CK(cudaFuncSetAttribute(big_smem, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared));
+    cudaGraphExec_t gc2 = capture(pair);
+    cudaGraphExec_t gc32 = capture([&] { for (int i = 0; i < 32; i++) pair(); });
+    printf("  same, both carveout max    flush %.2f  32 pairs per pair %.2f\n", time_graph(gc2, true), time_graph(gc32, false) / 32);
+  }
   for (int n : {1, 9, 33}) {
     cudaGraphExec_t gc = capture([&] { chase<<<1, 1, 0, s>>>(buf, n, 17, out); });
     printf("  chase %2d loads (1 GiB, cold) flush %.2f  warm %.2f\n", n, time_graph(gc, true), time_graph(gc, false));
