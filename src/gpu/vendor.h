@@ -25,7 +25,6 @@
 #define cudaFuncGetAttributes hipFuncGetAttributes
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
-#define cudaFuncAttributePreferredSharedMemoryCarveout hipFuncAttributePreferredSharedMemoryCarveout
 /* HIP 5.2's hipDeviceProp_t has no opt-in field: an AMD workgroup gets all of
  * its LDS (64 KB on CDNA2/3) without opting in. Defined after the headers, so
  * only our uses are renamed. */
