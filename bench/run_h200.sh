@@ -9,8 +9,8 @@
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune with src/gpu/tuning_configs.h and benches each forced config
 #       (SWEEP empty: every config of that table)
-# Steps: build check ctest sanitize bench graph e2e sweep peers ibm (the long
-# IBM grid last, so a run cut short still has the rest). graph: the decode
+# Steps: build check ctest sanitize bench graph e2e sweep peers ibm tune tunex
+# (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
 # calls). Logs: $OUT/log.txt (all output), $OUT/check.txt,
@@ -108,13 +108,16 @@ if has e2e; then
   grep -E "^e2e" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
-if has sweep; then
-  # Candidate rows (src/gpu/tuning_configs.h) live in a second build.
+build_tune() { # candidate rows (src/gpu/tuning_configs.h) live in a second build
   say "build-tune (sm_90a, tuning config table)"
+  cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
+    -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >>"$LOG" 2>&1 &&
+    cmake --build build-tune -j16 --target anyattn_cli >>"$LOG" 2>&1
+}
+
+if has sweep; then
   SWEEP_CLI=$CLI
-  if cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
-      -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >>"$LOG" 2>&1 &&
-    cmake --build build-tune -j16 --target anyattn_cli >>"$LOG" 2>&1; then
+  if build_tune; then
     SWEEP_CLI=build-tune/anyattn
   else
     note "build-tune: FAILED, sweeping the main table"
@@ -152,14 +155,27 @@ if has ibm; then
   tot=$(awk '/^ibm/{s+=$5} END{printf "%.0f", s}' "$OUT/.bench")
   note "bench ibm: rc=$rc, $n cases, sum of medians $tot us"
 fi
+# tune: the main table (TUNE_GRIDS, default "ibm"; "full ibm" fits on the
+# full grid and checks on the IBM one); tunex: the candidate table (build-tune).
 if has tune; then
-  say "tune --grid ibm (sweep every config, fit the H200 tree)"
-  timeout ${TUNE_TIMEOUT:-300} $CLI tune --backend cuda --grid ibm --out "$OUT/h200_tune.csv" --name h200 \
-    --iters ${TUNE_ITERS:-10} >"$OUT/tune.txt" 2>"$OUT/tune_progress.txt"
+  for g in ${TUNE_GRIDS:-ibm}; do
+    say "tune --grid $g (sweep every candidate, fit a tree)"
+    timeout ${TUNE_TIMEOUT:-420} $CLI tune --backend cuda --grid $g --out "$OUT/h200_tune_$g.csv" --name h200 \
+      --iters ${TUNE_ITERS:-10} >"$OUT/tune_$g.txt" 2>"$OUT/tune_progress_$g.txt"
+    rc=$?
+    cat "$OUT/tune_$g.txt" >>"$LOG"
+    note "tune $g: rc=$rc"
+    sed 's/^/  /' "$OUT/tune_$g.txt" >>"$SUMMARY"
+  done
+fi
+if has tunex && build_tune; then
+  say "tune --grid ${TUNEX_GRID:-ibm} on the candidate table"
+  timeout ${TUNE_TIMEOUT:-420} build-tune/anyattn tune --backend cuda --grid ${TUNEX_GRID:-ibm} \
+    --out "$OUT/h200_tunex.csv" --name h200x --iters ${TUNE_ITERS:-10} >"$OUT/tunex.txt" 2>"$OUT/tunex_progress.txt"
   rc=$?
-  cat "$OUT/tune.txt" >>"$LOG"
-  note "tune: rc=$rc"
-  sed 's/^/  /' "$OUT/tune.txt" >>"$SUMMARY"
+  cat "$OUT/tunex.txt" >>"$LOG"
+  note "tunex: rc=$rc"
+  sed 's/^/  /' "$OUT/tunex.txt" >>"$SUMMARY"
 fi
 rm -f "$OUT/.san" "$OUT/.bench" "$OUT/.peers"
 # The device tool returns at most 8 files: keep log.txt and bundle the rest.

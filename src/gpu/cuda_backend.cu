@@ -127,15 +127,22 @@ long long programs_for(const anyattn_plan *plan, int cfg, int num_seqs, int num_
  *   1x2048p+63d@2048 330 us vs 442 us with m128 tiles (decode rows waste 128-row tiles).
  * - prefill: m128n128w8s2 (1x8192 causal 277 TFLOP/s vs 252 for m128n64w8s2 and
  *   238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2. */
-int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int max_q_len, int max_kv_len) {
+int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int max_q_len, int max_kv_len,
+                  int *tree_splits) {
   /* A decision tree tuned for this device (or its family) comes first; its
-   * leaf must name a row of this build's table that fits the head dim. */
+   * leaf must name a row of this build's table that fits the head dim. Its
+   * split count (0: the backend decides) goes to *tree_splits; -1 there
+   * means the heuristic below chose. */
+  *tree_splits = -1;
   if (plan->tree) {
     double f[AA_F_COUNT];
     aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
     const aa_tree_node *leaf = aa_tree_eval((const aa_tree *)plan->tree, f);
     const int idx = leaf ? config_index(leaf->config) : -1;
-    if (idx >= 0 && config_fits(plan, idx)) return idx;
+    if (idx >= 0 && config_fits(plan, idx)) {
+      *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
+      return idx;
+    }
   }
   static const int decode = config_index("m16n64w4s3");
   static const int decode_few = config_index("m16n128w8s2");
@@ -207,8 +214,19 @@ size_t split_ml_bytes(const anyattn_plan *plan) {
   return (b + 255) / 256 * 256;
 }
 
+/* A fixed count S (problem->config "C-kS", or a tree leaf's splits): S
+ * segments for a decode-like batch (mean q_len <= 8) when the workspace
+ * holds them (at most plan->num_splits), else no split. */
+int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
+  if (plan->num_splits < 2 || a->num_tokens <= 0 || S < 2) return 1;
+  if ((a->num_tokens + a->num_seqs - 1) / a->num_seqs > 8) return 1;
+  if (S > plan->num_splits) S = plan->num_splits;
+  return (long long)S * a->num_tokens <= plan->split_rows ? S : 1;
+}
+
 /* Segments for this run, from host scalars only; 1 = no split. */
 int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
+  if (plan->forced_splits > 0) return fixed_split_count(plan, a, plan->forced_splits);
   if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0) return 1;
   const int mean_q = (a->num_tokens + a->num_seqs - 1) / a->num_seqs;
   if (mean_q > 8) return 1;
@@ -220,7 +238,6 @@ int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   const long long base = qblocks * plan->problem.num_kv_heads * m.n_hchunks;
   long long s = plan->num_splits;
   const long long by_rows = plan->split_rows / a->num_tokens;
-  if (plan->forced_splits > 0) return by_rows >= s ? (int)s : 1;
   const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
   const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
   const long long by_keys = ((long long)kv + kConfigs[cfg].block_n - 1) / kConfigs[cfg].block_n;
@@ -388,7 +405,9 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
                                    cudaFuncAttributePreferredSharedMemoryCarveout, 100));
 #endif
   plan->tree = aa_tree_for(ctx->device_name, ctx->family);
-  const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0);
+  int tree_splits_unused;
+  const int cfg = forced >= 0 ? forced
+                              : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, &tree_splits_unused);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);
@@ -489,12 +508,19 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const dim3 grid((unsigned)((rows + aa::kF32Warps - 1) / aa::kF32Warps));
     aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
   } else {
-    int cfg = plan->config_forced ? plan->config
-                                  : choose_config(plan, a->num_seqs, a->num_tokens, a->max_q_len, a->max_kv_len);
-    const int scfg = split_config(plan);
-    const int splits = split_count(plan, scfg, a);
+    int tree_splits = -1;
+    int cfg = plan->config_forced
+                  ? plan->config
+                  : choose_config(plan, a->num_seqs, a->num_tokens, a->max_q_len, a->max_kv_len, &tree_splits);
+    int splits;
+    if (tree_splits >= 0) { /* the tree's leaf: its config runs the segments too */
+      splits = tree_splits > 0 ? fixed_split_count(plan, a, tree_splits) : split_count(plan, cfg, a);
+    } else {
+      const int scfg = split_config(plan);
+      splits = split_count(plan, scfg, a);
+      if (splits > 1) cfg = scfg;
+    }
     if (splits > 1) {
-      cfg = scfg;
       p.num_splits = splits;
       p.part_ml = reinterpret_cast<float2 *>(a->workspace);
       p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + split_ml_bytes(plan));
