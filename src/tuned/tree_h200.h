@@ -1,25 +1,37 @@
 /* tree_h200.h: decision tree for NVIDIA H200 (sm_90), written by `anyattn tune`.
- * fitted from bench/results/h200_tune_combined.csv (NVIDIA H200, 2026-11-29 18:09 UTC)
+ * anyattn tune --grid full on NVIDIA H200, 2026-11-29 18:54 UTC (CUDA driver 13.0)
  * features (src/configs/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group
  * inner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)
  * Included by src/tuned/trees.c. */
 static const aa_tree_node aa_tree_h200_nodes[] = {
-    {3, 1843, 1, 14, NULL, 0}, /* max_q */
-    {3, 115, 2, 9, NULL, 0}, /* max_q */
-    {4, 6144, 3, 6, NULL, 0}, /* max_kv */
-    {0, 3, 4, 5, NULL, 0}, /* num_seqs */
+    {1, 257.5, 1, 16, NULL, 0}, /* num_tokens */
+    {4, 6144, 2, 9, NULL, 0}, /* max_kv */
+    {3, 115, 3, 6, NULL, 0}, /* max_q */
+    {1, 58, 4, 5, NULL, 0}, /* num_tokens */
     {-1, 0, -1, -1, "m16n128w8s2", 0},
     {-1, 0, -1, -1, "m16n64w4s3", 0},
-    {0, 24, 7, 8, NULL, 0}, /* num_seqs */
-    {-1, 0, -1, -1, "m16n64w4s3", 0},
-    {-1, 0, -1, -1, "m16n128w8s2", 0},
-    {2, 921.75, 10, 13, NULL, 0}, /* mean_q */
-    {1, 129.5, 11, 12, NULL, 0}, /* num_tokens */
-    {-1, 0, -1, -1, "m16n64w4s3", 0},
+    {4, 1152, 7, 8, NULL, 0}, /* max_kv */
     {-1, 0, -1, -1, "m64n64w4s2", 0},
+    {-1, 0, -1, -1, "m16n128w8s2", 0},
+    {0, 12, 10, 13, NULL, 0}, /* num_seqs */
+    {0, 1.5, 11, 12, NULL, 0}, /* num_seqs */
+    {-1, 0, -1, -1, "m16n128w8s2", 0},
+    {-1, 0, -1, -1, "m16n64w4s3", 16},
+    {0, 24, 14, 15, NULL, 0}, /* num_seqs */
+    {-1, 0, -1, -1, "m16n64w4s3", 0},
+    {-1, 0, -1, -1, "m16n128w8s2", 16},
+    {2, 227.498046875, 17, 22, NULL, 0}, /* mean_q */
+    {3, 1536, 18, 21, NULL, 0}, /* max_q */
+    {4, 3072, 19, 20, NULL, 0}, /* max_kv */
+    {-1, 0, -1, -1, "m64n64w4s2", 0},
+    {-1, 0, -1, -1, "m16n128w8s2", 0},
     {-1, 0, -1, -1, "m128n128w8s2", 0},
-    {2, 126.42578125, 15, 16, NULL, 0}, /* mean_q */
+    {1, 1969.5, 23, 26, NULL, 0}, /* num_tokens */
+    {4, 5120, 24, 25, NULL, 0}, /* max_kv */
+    {-1, 0, -1, -1, "m128n128w8s2", 0},
+    {-1, 0, -1, -1, "m16n128w8s2", 0},
+    {3, 768, 27, 28, NULL, 0}, /* max_q */
     {-1, 0, -1, -1, "m64n64w4s2", 0},
     {-1, 0, -1, -1, "m128n128w8s2", 0},
 };
-static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "fitted from bench/results/h200_tune_combined.csv (NVIDIA H200, 2026-11-29 18:09 UTC)", 1, 17, aa_tree_h200_nodes};
+static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "anyattn tune --grid full on NVIDIA H200, 2026-11-29 18:54 UTC (CUDA driver 13.0)", 1, 29, aa_tree_h200_nodes};
