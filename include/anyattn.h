@@ -119,7 +119,9 @@ typedef struct {
   int window_right;     /* -1: unbounded; non-causal only: keys j <= p + window_right */
   float scale;          /* 0: 1/sqrt(head_dim); else finite and > 0 */
   float softcap;        /* 0: none; else finite and > 0 */
-  const char *config;   /* NULL: the library chooses; else a config name to force */
+  const char *config;   /* NULL: the library chooses; else a config name to force, GPU
+                         * optionally suffixed "-kS" (1 <= S <= 128) to force S KV segments
+                         * for decode-like batches (mean q_len <= 8; -k1 never splits) */
 } anyattn_problem;
 
 ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);
