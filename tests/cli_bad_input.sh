@@ -31,5 +31,9 @@ expect_usage_error check --filter
 expect_usage_error bench --workload nosuch
 expect_usage_error bench --workload
 expect_usage_error info --nosuchflag
+expect_usage_error bench --cases 1x
+expect_usage_error bench --cases 0x512
+expect_usage_error bench --cases 1x512,,p2x64
+expect_usage_error bench --max-context 0
 rm -f "$tmp.out" "$tmp.err"
 [ "$fails" -eq 0 ]

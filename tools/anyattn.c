@@ -120,6 +120,10 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
     } else if (!strcmp(a, "--config")) {
       o->config = v;
     } else if (!strcmp(a, "--cases")) {
+      case_list l = {0};
+      const int bad = bench_parse_cases(&l, v);
+      bench_free_cases(&l);
+      if (bad) return usage_error("bad --cases '%s' (BxC decode, pBxL prefill, comma separated)", v);
       o->cases = v;
     } else if (!strcmp(a, "--max-context")) {
       if (parse_int(v, 1, 1 << 24, &o->max_context)) return usage_error("bad --max-context '%s'", v);
