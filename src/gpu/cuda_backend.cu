@@ -393,17 +393,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     const size_t smem = kConfigs[i].smem[hdi];
     AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-#if defined(AA_VENDOR_NVIDIA) /* an L1/shared split is NVIDIA's notion */
-    AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
-                                     cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-#endif
   }
-#if defined(AA_VENDOR_NVIDIA)
-  /* The reduce asks for the same shared-memory carveout as the attention
-   * kernels, so the SMs need no reconfiguration between the two. */
-  AA_CUDA_TRY(cudaFuncSetAttribute((const void *)(pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16()),
-                                   cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-#endif
   plan->tree = aa_tree_for(ctx->device_name, ctx->family);
   int tree_splits_unused;
   const int cfg = forced >= 0 ? forced
