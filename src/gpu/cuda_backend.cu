@@ -56,28 +56,27 @@ int head_dim_index(int hd) {
   }
 }
 
+/* The table row named by the first `len` characters of `name`, or -1. */
+int config_lookup(const char *name, size_t len) {
+  for (int i = 0; i < kNumConfigs; i++)
+    if (strlen(kConfigs[i].name) == len && strncmp(kConfigs[i].name, name, len) == 0) return i;
+  return -1;
+}
+
+int config_index(const char *name) { return config_lookup(name, strlen(name)); }
+
 /* A config name with an optional split suffix: "m16n128w8s2" or
  * "m16n128w8s2-k8" (8 KV segments; -k1 never splits). Returns the table
  * index (-1: unknown) and the suffix in *splits (0: none given). */
 int config_index_split(const char *name, int *splits) {
   *splits = 0;
   const char *dash = strstr(name, "-k");
-  size_t len = dash ? (size_t)(dash - name) : strlen(name);
-  if (dash) {
-    char *end = NULL;
-    const long s = strtol(dash + 2, &end, 10);
-    if (end == dash + 2 || *end != '\0' || s < 1 || s > aa::kReduceMaxSplits) return -1;
-    *splits = (int)s;
-  }
-  for (int i = 0; i < kNumConfigs; i++)
-    if (strlen(kConfigs[i].name) == len && strncmp(kConfigs[i].name, name, len) == 0) return i;
-  return -1;
-}
-
-int config_index(const char *name) {
-  for (int i = 0; i < kNumConfigs; i++)
-    if (strcmp(kConfigs[i].name, name) == 0) return i;
-  return -1;
+  if (!dash) return config_index(name);
+  char *end = NULL;
+  const long s = strtol(dash + 2, &end, 10);
+  if (end == dash + 2 || *end != '\0' || s < 1 || s > aa::kReduceMaxSplits) return -1;
+  *splits = (int)s;
+  return config_lookup(name, (size_t)(dash - name));
 }
 
 aa::KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg) {
@@ -131,16 +130,16 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int ma
                   int *tree_splits) {
   /* A decision tree tuned for this device (or its family) comes first; its
    * leaf must name a row of this build's table that fits the head dim. Its
-   * split count (0: the backend decides) goes to *tree_splits; -1 there
-   * means the heuristic below chose. */
-  *tree_splits = -1;
+   * split count (0: the backend decides) goes to *tree_splits (may be
+   * NULL); -1 there means the heuristic below chose. */
+  if (tree_splits) *tree_splits = -1;
   if (plan->tree) {
     double f[AA_F_COUNT];
     aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
     const aa_tree_node *leaf = aa_tree_eval((const aa_tree *)plan->tree, f);
     const int idx = leaf ? config_index(leaf->config) : -1;
     if (idx >= 0 && config_fits(plan, idx)) {
-      *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
+      if (tree_splits) *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
       return idx;
     }
   }
@@ -214,12 +213,15 @@ size_t split_ml_bytes(const anyattn_plan *plan) {
   return (b + 255) / 256 * 256;
 }
 
+/* Split-KV serves decode-like batches only: mean q_len <= 8. */
+bool decode_like(const anyattn_args *a) { return (a->num_tokens + a->num_seqs - 1) / a->num_seqs <= 8; }
+
 /* A fixed count S (problem->config "C-kS", or a tree leaf's splits): S
  * segments for a decode-like batch (mean q_len <= 8) when the workspace
  * holds them (at most plan->num_splits), else no split. */
 int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
   if (plan->num_splits < 2 || a->num_tokens <= 0 || S < 2) return 1;
-  if ((a->num_tokens + a->num_seqs - 1) / a->num_seqs > 8) return 1;
+  if (!decode_like(a)) return 1;
   if (S > plan->num_splits) S = plan->num_splits;
   return (long long)S * a->num_tokens <= plan->split_rows ? S : 1;
 }
@@ -227,9 +229,7 @@ int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
 /* Segments for this run, from host scalars only; 1 = no split. */
 int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   if (plan->forced_splits > 0) return fixed_split_count(plan, a, plan->forced_splits);
-  if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0) return 1;
-  const int mean_q = (a->num_tokens + a->num_seqs - 1) / a->num_seqs;
-  if (mean_q > 8) return 1;
+  if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !decode_like(a)) return 1;
   const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
   /* Q blocks with work: padding sequences (q_len 0) and the grid's slack have none. */
   long long qblocks = (a->num_tokens + m.bq - 1) / m.bq;
@@ -395,9 +395,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
   plan->tree = aa_tree_for(ctx->device_name, ctx->family);
-  int tree_splits_unused;
-  const int cfg = forced >= 0 ? forced
-                              : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, &tree_splits_unused);
+  const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);
