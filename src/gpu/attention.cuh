@@ -18,6 +18,32 @@ namespace aa {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+/* Stage timestamps for bench/experiments/trace_decode.sh only: built with
+ * -DAA_TRACE (NVIDIA), thread 0 of each program prints its stage times
+ * (%globaltimer, ns). Off in every normal build: the macros expand to nothing. */
+#if defined(AA_TRACE) && defined(AA_VENDOR_NVIDIA)
+__device__ __forceinline__ unsigned long long trace_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define AA_TRACE_DECL unsigned long long aa_tr_[8] = {0, 0, 0, 0, 0, 0, 0, 0}
+#define AA_MARK(i) (aa_tr_[i] = trace_now())
+#define AA_TRACE_PRINT(tag)                                                                                 \
+  do {                                                                                                      \
+    if (threadIdx.x == 0)                                                                                   \
+      printf("%s %u %u %llu %lld %lld %lld %lld %lld %lld %lld\n", tag, blockIdx.x, blockIdx.y, aa_tr_[0],    \
+             (long long)(aa_tr_[1] - aa_tr_[0]), (long long)(aa_tr_[2] - aa_tr_[0]),                        \
+             (long long)(aa_tr_[3] - aa_tr_[0]), (long long)(aa_tr_[4] - aa_tr_[0]),                        \
+             (long long)(aa_tr_[5] - aa_tr_[0]), (long long)(aa_tr_[6] - aa_tr_[0]),                        \
+             (long long)(trace_now() - aa_tr_[0]));                                                        \
+  } while (0)
+#else
+#define AA_TRACE_DECL
+#define AA_MARK(i) ((void)0)
+#define AA_TRACE_PRINT(tag) ((void)0)
+#endif
+
 /* Everything a launch needs; filled by the launcher from the plan and args. */
 struct AttnParams {
   const void *q;
@@ -246,6 +272,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   int64_t *sOff = reinterpret_cast<int64_t *>(sV + STAGES * BLOCK_N * ROW); /* [2][BLOCK_N][K, V] */
 
   Work w;
+  AA_TRACE_DECL;
+  AA_MARK(0);
   /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
    * mask later blocks see more keys, so the longest programs start first and
    * the last wave holds short ones. */
@@ -254,7 +282,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   /* Launched with programmatic dependent launch after another kernel: wait
    * here, before any input is read, for it to finish (a no-op otherwise). */
   grid_dependency_wait();
+  AA_MARK(1);
   if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
+  AA_MARK(2);
   const int kvh = hprog / p.n_hchunks;
   const int head0 = kvh * p.group + (hprog % p.n_hchunks) * p.gh; /* first q head of the program */
   const int heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
@@ -377,6 +407,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   }
   store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_first[STAGES - 1]);
   int pg_next[ROWS_PT];
+  AA_MARK(3);
 
   /* Per-lane rows: position, ALiBi slope, for each accumulator row slot. */
   int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots];
@@ -394,6 +425,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 
   async_wait<STAGES - 1>(); /* the Q group is the oldest */
   block_sync();
+  AA_MARK(4);
   const T *sQw = sQ + wm * 16 * ROW;
   FragA qf[S::Q_IN_REGS ? DK : 1];
   if constexpr (S::Q_IN_REGS) {
@@ -419,6 +451,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     async_commit();
     async_wait<STAGES - 1>();
     block_sync();
+    if (it == 0) AA_MARK(5);
 
     const int n0 = n_begin + it * BLOCK_N;
     const T *tk = sK + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
@@ -497,6 +530,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     block_sync(); /* the stage is refilled next iteration */
   }
   async_wait<0>();
+  AA_MARK(6);
   if (split) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
   block_sync();
 
@@ -572,6 +606,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     o.w = pack2<T>(v[6], v[7]);
     *reinterpret_cast<uint4 *>(out + row_offset(r) * HEAD_DIM + c * 8) = o;
   }
+  AA_TRACE_PRINT("TR");
 }
 
 /* ---- split-KV reduce: one warp per (token, q head) row ------------------------------
@@ -600,12 +635,15 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
   constexpr int PAIRS = (kReduceMaxDim / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
   constexpr int SEGS = (kReduceMaxSplits + AA_WARP_SIZE - 1) / AA_WARP_SIZE;   /* segments per lane */
   const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
+  AA_TRACE_DECL;
+  AA_MARK(0);
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
   const bool live = row < (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads; /* padding rows: untouched */
   const int h = (int)(row % p.num_q_heads);
   const float sink = (live && p.sinks) ? p.sinks[h] * kLog2e : -INFINITY;
   grid_dependents_launch(); /* a kernel after this one may launch; it waits for our writes */
   grid_dependency_wait();   /* the partials are complete and visible */
+  AA_MARK(1);
   if (!live) return;        /* whole warps: no barrier below */
   const int64_t seg_rows = (int64_t)p.num_tokens * p.num_q_heads;
   const int S = p.num_splits;
@@ -679,6 +717,7 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
     if (c < pairs) out[c] = pack2<T>(acc[i].x * f, acc[i].y * f);
   }
   if (p.lse && lane == 0) p.lse[row] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  AA_TRACE_PRINT("RD");
 }
 
 /* ---- fp32: a plain CUDA-core kernel, one warp per (token, q head) ---------------- */
