@@ -22,6 +22,7 @@ constexpr float kLn2 = 0.6931471805599453f;
  * -DAA_TRACE (NVIDIA), thread 0 of each program prints its stage times
  * (%globaltimer, ns). Off in every normal build: the macros expand to nothing. */
 #if defined(AA_TRACE) && defined(AA_VENDOR_NVIDIA)
+#include <stdio.h>
 __device__ __forceinline__ unsigned long long trace_now() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
