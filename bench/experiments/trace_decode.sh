@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/trace-out}
 mkdir -p "$OUT"
 cmake -S . -B build-trace -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF \
   "-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" -DCMAKE_CUDA_FLAGS=-DAA_TRACE >/dev/null &&
-  cmake --build build-trace -j16 --target anyattn 2>&1 | grep -E "error" ; test -x build-trace/anyattn || exit 1
+  cmake --build build-trace -j16 --target anyattn_cli 2>&1 | grep -E "error" ; test -x build-trace/anyattn || exit 1
 for c in ${TRACE_CASES:-1x16 1x500 1x8192 1x32768}; do
   for g in "" --graph; do
     f=$OUT/trace_${c}${g:+_graph}.txt
