@@ -70,7 +70,15 @@ struct AttnParams {
   int bq;        /* query tokens per program: BLOCK_M / gh */
   int n_hchunks; /* programs along a group: ceil(group / gh) */
   int block_size;
-  uint32_t bs_magic, bs_shift; /* j / block_size as a multiply-shift (see fast_div) */
+  /* Run-time divisors as multiply-shifts (see fast_div): a division by a
+   * kernel argument costs ~20 dependent instructions, and the prologue and
+   * epilogue of a short decode program are a chain of them otherwise. */
+  uint32_t bs_magic, bs_shift; /* j / block_size */
+  uint32_t gh_magic, gh_shift; /* row / gh: a program row's token and head */
+  uint32_t bq_magic, bq_shift; /* token / bq: Q block numbering */
+  uint32_t hp_magic, hp_shift; /* blockIdx.x / hprogs */
+  uint32_t hc_magic, hc_shift; /* hprog / n_hchunks */
+  uint32_t qh_magic, qh_shift; /* row / num_q_heads (the reduce) */
   int causal;
   int window_left;
   int window_right;
@@ -232,7 +240,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         kv = p.seq_lens_k[i];
       }
     }
-    const int cnt = block_sync_count(probe && c0 / bq + i <= block); /* >= 1: key(0) = 0 */
+    const int cnt = block_sync_count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
     const int s = lo + (cnt - 1) * stride;
     if (stride == 1) {
       if (i == s) {
@@ -243,7 +251,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
       block_sync();
       if (s >= p.num_seqs) return false;
       w.seq = s;
-      const int local = block - (meta[0] / bq + s);
+      const int local = block - (fast_div(meta[0], p.bq_magic, p.bq_shift) + s);
       w.q_len = meta[1] - meta[0];
       w.q_first = local * bq;
       w.kv_len = meta[2];
@@ -278,25 +286,31 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
    * mask later blocks see more keys, so the longest programs start first and
    * the last wave holds short ones. */
-  const int hprog = (int)(blockIdx.x % (unsigned)p.hprogs);
-  const int qblock = p.num_qblocks - 1 - (int)(blockIdx.x / (unsigned)p.hprogs);
+  const int bx = (int)blockIdx.x, bxq = fast_div(bx, p.hp_magic, p.hp_shift);
+  const int hprog = bx - bxq * p.hprogs;
+  const int qblock = p.num_qblocks - 1 - bxq;
   /* Launched with programmatic dependent launch after another kernel: wait
    * here, before any input is read, for it to finish (a no-op otherwise). */
   grid_dependency_wait();
   AA_MARK(1);
   if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
   AA_MARK(2);
-  const int kvh = hprog / p.n_hchunks;
-  const int head0 = kvh * p.group + (hprog % p.n_hchunks) * p.gh; /* first q head of the program */
+  const int kvh = fast_div(hprog, p.hc_magic, p.hc_shift);
+  const int head0 = kvh * p.group + (hprog - kvh * p.n_hchunks) * p.gh; /* first q head of the program */
   const int heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
   const int tid = threadIdx.x;
   const int warp = tid / AA_WARP_SIZE;
   const int wm = warp % S::WM, wn = warp / S::WM;
 
   /* Row r of the program: token r / gh of the block, head head0 + r % gh. */
-  auto row_valid = [&](int r) { return r / p.gh < w.n_tok && r % p.gh < heads_here; };
+  auto row_tok = [&](int r) { return fast_div(r, p.gh_magic, p.gh_shift); };
+  auto row_valid = [&](int r) {
+    const int t = row_tok(r);
+    return t < w.n_tok && r - t * p.gh < heads_here;
+  };
   auto row_offset = [&](int r) { /* element offset of row r in q / out; lse offset / D */
-    return ((int64_t)(w.tok0 + r / p.gh) * p.num_q_heads + head0 + r % p.gh);
+    const int t = row_tok(r);
+    return ((int64_t)(w.tok0 + t) * p.num_q_heads + head0 + (r - t * p.gh));
   };
 
   /* Keys this program visits, and the tiles covering them. */
@@ -320,8 +334,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
      * wide merge of near-empty partials at short ones; the idle segments
      * write empty partials (cheap: a few stores, no K/V). */
     const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
-    const int t0 = seg < s_eff ? (int)((int64_t)ntiles * seg / s_eff) : ntiles;
-    const int t1 = seg < s_eff ? (int)((int64_t)ntiles * (seg + 1) / s_eff) : ntiles;
+    /* 32-bit unsigned: ntiles * num_splits < 2^32 for any context under 2^25 tokens */
+    const int t0 = seg < s_eff ? (int)((unsigned)ntiles * seg / (unsigned)s_eff) : ntiles;
+    const int t1 = seg < s_eff ? (int)((unsigned)ntiles * (seg + 1) / (unsigned)s_eff) : ntiles;
     n_begin += t0 * BLOCK_N;
     ntiles = t1 - t0;
     lo = max(lo, n_begin);
@@ -336,10 +351,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   /* Q block -> shared memory; invalid rows are zero. */
   {
     const T *q = static_cast<const T *>(p.q);
-    for (int i = tid; i < BLOCK_M * CH; i += S::THREADS) {
-      const int r = i / CH, c = i % CH;
-      const bool ok = row_valid(r);
-      async_copy16(sQ + r * ROW + c * 8, ok ? q + row_offset(r) * HEAD_DIM + c * 8 : q, ok);
+    constexpr int QL = (BLOCK_M * CH + S::THREADS - 1) / S::THREADS;
+#pragma unroll
+    for (int k = 0; k < QL; k++) {
+      const int i = tid + k * S::THREADS, r = i / CH, c = i % CH;
+      if ((BLOCK_M * CH) % S::THREADS == 0 || i < BLOCK_M * CH) {
+        const bool ok = row_valid(r);
+        async_copy16(sQ + r * ROW + c * 8, ok ? q + row_offset(r) * HEAD_DIM + c * 8 : q, ok);
+      }
     }
     async_commit();
   }
@@ -386,7 +405,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         r = (tid + k * S::THREADS) / CH;
         c = (tid + k * S::THREADS) % CH;
       }
-      if (r < BLOCK_N) {
+      /* tid < THREADS: with an exact split every r is in range */
+      if ((BLOCK_N * CH) % S::THREADS == 0 || r < BLOCK_N) {
         const int64_t ok_ = sOff[(slot * BLOCK_N + r) * 2], ov_ = sOff[(slot * BLOCK_N + r) * 2 + 1];
         const bool ok = ok_ >= 0;
         async_copy16(dk + r * ROW + c * 8, kc + (ok ? ok_ + c * 8 : 0), ok);
@@ -416,8 +436,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #pragma unroll
   for (int sl = 0; sl < kFragCSlots; sl++) {
     const int r = wm * 16 + frag_c_row(sl);
-    const int t = min(r / p.gh, w.n_tok - 1);
-    const int h = head0 + min(r % p.gh, heads_here - 1);
+    const int rt = row_tok(r);
+    const int t = min(rt, w.n_tok - 1);
+    const int h = head0 + min(r - rt * p.gh, heads_here - 1);
     pos[sl] = pos_base + t;
     kv_range(p, pos[sl], pos[sl], w.kv_len, jlo[sl], jhi[sl]);
     slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
@@ -558,14 +579,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #pragma unroll
     for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
     const bool any = M != -INFINITY;
-    const int h = head0 + min(r % p.gh, heads_here - 1);
+    const int h = head0 + min(r - row_tok(r) * p.gh, heads_here - 1);
     const bool sink = p.sinks && !split; /* a split's sink enters once, in the reduce */
     if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
     float L = 0.0f;
 #pragma unroll
     for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
     if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
-    f[sl] = any ? fast_exp2(m_run[sl] - M) / L : 0.0f;
+    f[sl] = any ? fast_exp2(m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
     if (wn == 0 && frag_c_row_owner() && row_valid(r)) {
       if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
       else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
@@ -581,9 +602,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   block_sync();
   T *out = static_cast<T *>(p.out);
-  for (int i = tid; i < BLOCK_M * CH; i += S::THREADS) {
-    const int r = i / CH, c = i % CH;
-    if (!row_valid(r)) continue;
+  constexpr int OL = (BLOCK_M * CH + S::THREADS - 1) / S::THREADS;
+#pragma unroll
+  for (int k = 0; k < OL; k++) {
+    const int i = tid + k * S::THREADS, r = i / CH, c = i % CH;
+    if (((BLOCK_M * CH) % S::THREADS != 0 && i >= BLOCK_M * CH) || !row_valid(r)) continue;
     float v[8];
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = 0.0f;
@@ -640,7 +663,8 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
   AA_MARK(0);
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
   const bool live = row < (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads; /* padding rows: untouched */
-  const int h = (int)(row % p.num_q_heads);
+  /* row < num_tokens * num_q_heads < 2^31 (the launcher checks) */
+  const int h = (int)row - fast_div((int)row, p.qh_magic, p.qh_shift) * p.num_q_heads;
   const float sink = (live && p.sinks) ? p.sinks[h] * kLog2e : -INFINITY;
   grid_dependents_launch(); /* a kernel after this one may launch; it waits for our writes */
   grid_dependency_wait();   /* the partials are complete and visible */
@@ -710,7 +734,7 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
     load_batch(s0);
   }
   if (any && sink != -INFINITY) L += fast_exp2(sink - M);
-  const float f = any ? 1.0f / L : 0.0f;
+  const float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
   uint32_t *out = reinterpret_cast<uint32_t *>(static_cast<T *>(p.out) + row * head_dim);
 #pragma unroll
   for (int i = 0; i < PAIRS; i++) {

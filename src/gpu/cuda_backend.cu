@@ -482,6 +482,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
   p.group = plan->group;
   p.block_size = pr->block_size;
   aa_fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
+  aa_fastdiv_init((uint32_t)pr->num_q_heads, &p.qh_magic, &p.qh_shift);
   p.causal = pr->causal;
   p.window_left = pr->window_left;
   p.window_right = pr->window_right;
@@ -522,6 +523,10 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     p.n_hchunks = m.n_hchunks;
     p.num_qblocks = a->num_tokens / m.bq + a->num_seqs;
     p.hprogs = pr->num_kv_heads * m.n_hchunks;
+    aa_fastdiv_init((uint32_t)m.gh, &p.gh_magic, &p.gh_shift);
+    aa_fastdiv_init((uint32_t)m.bq, &p.bq_magic, &p.bq_shift);
+    aa_fastdiv_init((uint32_t)p.hprogs, &p.hp_magic, &p.hp_shift);
+    aa_fastdiv_init((uint32_t)m.n_hchunks, &p.hc_magic, &p.hc_shift);
     const long long programs = (long long)p.num_qblocks * p.hprogs;
     AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
              "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);

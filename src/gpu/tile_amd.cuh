@@ -194,6 +194,15 @@ __device__ __forceinline__ void grid_dependents_launch() {}
 __device__ __forceinline__ void grid_dependency_wait() {}
 
 /* ---- math ------------------------------------------------------------------------ */
+/* 1/x to about 1 ulp in one instruction (v_rcp_f32); x = 0 gives +inf, which
+ * callers select away. tile_nv.cuh has the same name. */
+__device__ __forceinline__ float fast_rcp(float x) {
+#if __has_builtin(__builtin_amdgcn_rcpf)
+  return __builtin_amdgcn_rcpf(x);
+#else
+  return 1.0f / x;
+#endif
+}
 /* 2^x; exp2(-inf) = 0, which masking relies on. v_exp_f32 flushes denormal
  * results, as ex2.approx.ftz does on NVIDIA. */
 __device__ __forceinline__ float fast_exp2(float x) {

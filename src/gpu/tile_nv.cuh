@@ -194,6 +194,13 @@ __device__ __forceinline__ void grid_dependents_launch() {
 }
 
 /* ---- math ------------------------------------------------------------------------ */
+/* 1/x to about 1 ulp in one instruction (MUFU.RCP), for the epilogue's
+ * normalisations; x = 0 gives +inf, which callers select away. */
+__device__ __forceinline__ float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 /* 2^x; exp2(-inf) = 0, which masking relies on. */
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
