@@ -58,6 +58,8 @@ struct anyattn_plan_s {
   int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */
   int forced_splits;        /* GPU: 0 the backend decides; 1 never split; S >= 2 exactly S segments for
                              * decode-like batches (problem->config "NAME-kS") */
+  int cluster_max[16];      /* GPU, per config index: the most split-KV segments that merge inside one
+                             * thread-block cluster (0: never; they merge in the reduce kernel) */
   int cpu_threads;          /* CPU: threads run() uses */
   int cpu_block_q;          /* CPU: query tokens per work item */
   int cpu_block_n;          /* CPU: keys per KV tile */

@@ -91,6 +91,11 @@ struct AttnParams {
    * attn_split_reduce_kernel merges them. Row index of a partial:
    * (segment * num_tokens + token) * num_q_heads + head. */
   int num_splits;
+  /* 1 (sm_90, num_splits <= kClusterMax): the num_splits segments of a
+   * program are one thread-block cluster (launched with cluster dims
+   * (1, num_splits, 1)); they merge through distributed shared memory at the
+   * end and write out/lse themselves: no partials, no reduce kernel. */
+  int cluster;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
 };
@@ -191,8 +196,14 @@ struct TileShape {
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
   static constexpr size_t PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
+  /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
+   * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
+   * after the warp-merge buffers, so writing them never races with reading those. */
+  static constexpr size_t CL_OFF = MERGE_BYTES;
+  static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
+  static constexpr size_t CL_END = CL_ML_OFF + (size_t)BLOCK_M * 8;
   /* 16 bytes at the end: the work search's scratch (find_work) */
-  static constexpr size_t META_OFF = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
+  static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t SMEM_BYTES = META_OFF + 16;
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
@@ -266,6 +277,67 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
+/* Most segments one cluster merges (sm_90 allows 16 blocks per cluster with
+ * the non-portable attribute, 8 without). */
+constexpr int kClusterMax = 16;
+
+/* ---- split-KV merge inside a cluster (sm_90) ---------------------------------------
+ * Every segment of the program has left its merged rows (fp32, normalised by
+ * its own sum) and their (max, sum) in its shared memory; after a cluster
+ * barrier, segment `rank` merges every S-th (row, 8-column chunk) of the
+ * program from all S segments' shared memory, with the reduce kernel's
+ * arithmetic (sinks, lse, rows with no key: 0 / -inf), and writes out and
+ * lse. A second barrier keeps each block's shared memory alive until the
+ * others have read it. Every thread of every segment must call it. */
+template <typename T, int HEAD_DIM, class S, class Valid, class Offset, class Head>
+__device__ __forceinline__ void cluster_merge(const AttnParams &p, unsigned char *smem, int rank, Valid row_valid,
+                                              Offset row_offset, Head row_head) {
+  constexpr int CH = S::CHUNKS, BLOCK_M = S::WM * 16;
+  const int NS = p.num_splits;
+  const float *cO = reinterpret_cast<const float *>(smem + S::CL_OFF);
+  const float2 *cML = reinterpret_cast<const float2 *>(smem + S::CL_ML_OFF);
+  cluster_sync();
+  for (int g = (int)threadIdx.x * NS + rank; g < BLOCK_M * CH; g += S::THREADS * NS) {
+    const int r = g / CH, c = g % CH;
+    if (!row_valid(r)) continue;
+    float m_s[kClusterMax], w_s[kClusterMax];
+    float M = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < kClusterMax; u++) {
+      const float2 ml = u < NS ? cluster_ld2(cluster_map(cML + r, u)) : make_float2(-INFINITY, 0.0f);
+      m_s[u] = ml.x;
+      w_s[u] = ml.y;
+      M = fmaxf(M, ml.x);
+    }
+    const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
+    const float sink = p.sinks ? p.sinks[row_head(r)] * kLog2e : -INFINITY;
+    M = fmaxf(M, sink);
+    float L = 0.0f;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
+    const float *src = cO + r * S::OROW + c * 8;
+#pragma unroll
+    for (int u = 0; u < kClusterMax; u++) {
+      if (u >= NS) break;
+      const float wt = m_s[u] == -INFINITY ? 0.0f : w_s[u] * fast_exp2(m_s[u] - M);
+      L += wt;
+      const uint32_t ad = cluster_map(src, u);
+      const float4 x = cluster_ld4(ad), y = cluster_ld4(ad + 16); /* written by every segment: finite */
+      a.x = fmaf(wt, x.x, a.x), a.y = fmaf(wt, x.y, a.y), a.z = fmaf(wt, x.z, a.z), a.w = fmaf(wt, x.w, a.w);
+      b.x = fmaf(wt, y.x, b.x), b.y = fmaf(wt, y.y, b.y), b.z = fmaf(wt, y.z, b.z), b.w = fmaf(wt, y.w, b.w);
+    }
+    if (any && sink != -INFINITY) L += fast_exp2(sink - M);
+    const float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+    uint4 o;
+    o.x = pack2<T>(a.x * f, a.y * f);
+    o.y = pack2<T>(a.z * f, a.w * f);
+    o.z = pack2<T>(b.x * f, b.y * f);
+    o.w = pack2<T>(b.z * f, b.w * f);
+    const int64_t ro = row_offset(r);
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + ro * HEAD_DIM + c * 8) = o;
+    if (p.lse && c == 0) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+  cluster_sync();
+}
 
 /* ---- the unified tensor-core kernel ----------------------------------------------- */
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
@@ -326,6 +398,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * when lengths change. Tile-aligned cuts give every key to one segment;
    * masks still come from each row's own range. */
   const bool split = p.num_splits > 1;
+  const bool cl = kHasClusters && split && p.cluster; /* merge in the cluster, not the reduce */
   const int seg = (int)blockIdx.y;
   auto part_row = [&](int r) { return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r); };
   if (split) {
@@ -341,7 +414,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     ntiles = t1 - t0;
     lo = max(lo, n_begin);
     hi = min(hi, n_begin + ntiles * BLOCK_N);
-    if (ntiles == 0) { /* nothing here: an empty partial, which the reduce skips */
+    if (ntiles == 0 && !cl) { /* nothing here: an empty partial, which the reduce skips */
       for (int r = tid; r < BLOCK_M; r += S::THREADS)
         if (row_valid(r)) p.part_ml[part_row(r)] = make_float2(-INFINITY, 0.0f);
       return;
@@ -587,8 +660,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
     if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
     f[sl] = any ? fast_exp2(m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-    if (wn == 0 && frag_c_row_owner() && row_valid(r)) {
-      if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+    if (wn == 0 && frag_c_row_owner()) {
+      if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+      else if (!row_valid(r)) {}
+      else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
       else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
     }
   }
@@ -617,6 +692,12 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
       v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
     }
+    if (cl) {
+      float4 *dst = reinterpret_cast<float4 *>(smem + S::CL_OFF) + (r * S::OROW + c * 8) / 4;
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      continue;
+    }
     if (split) {
       float4 *dst = reinterpret_cast<float4 *>(p.part_o + part_row(r) * HEAD_DIM + c * 8);
       dst[0] = make_float4(v[0], v[1], v[2], v[3]);
@@ -629,6 +710,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     o.z = pack2<T>(v[4], v[5]);
     o.w = pack2<T>(v[6], v[7]);
     *reinterpret_cast<uint4 *>(out + row_offset(r) * HEAD_DIM + c * 8) = o;
+  }
+  if constexpr (kHasClusters) {
+    if (cl) cluster_merge<T, HEAD_DIM, S>(p, smem, seg, [&](int r) { return row_valid(r); },
+                                         [&](int r) { return row_offset(r); },
+                                         [&](int r) { return head0 + min(r - row_tok(r) * p.gh, heads_here - 1); });
   }
   AA_TRACE_PRINT("TR");
 }

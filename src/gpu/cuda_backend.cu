@@ -248,31 +248,86 @@ int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
 }
 
 /* One launch, checked; `pdl` adds the programmatic-stream-serialization
- * attribute (sm_90+ CUDA only: the kernels call griddepcontrol.wait first). */
+ * attribute (sm_90+ CUDA only: the kernels call griddepcontrol.wait first);
+ * cluster_y > 0 launches clusters of (1, cluster_y, 1) blocks (sm_90+). */
 template <typename... Args>
 anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
-                      Args... args) {
+                      int cluster_y, Args... args) {
 #if defined(AA_VENDOR_NVIDIA)
-  if (pdl) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (pdl || cluster_y > 0) {
+    cudaLaunchAttribute attr[2];
+    int n = 0;
+    if (pdl) {
+      attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster_y > 0) {
+      attr[n].id = cudaLaunchAttributeClusterDimension;
+      attr[n].val.clusterDim.x = 1;
+      attr[n].val.clusterDim.y = (unsigned)cluster_y;
+      attr[n++].val.clusterDim.z = 1;
+    }
     cudaLaunchConfig_t lc = {};
     lc.gridDim = grid;
     lc.blockDim = block;
     lc.dynamicSmemBytes = smem;
     lc.stream = stream;
     lc.attrs = attr;
-    lc.numAttrs = 1;
+    lc.numAttrs = (unsigned)n;
     AA_CUDA_TRY(cudaLaunchKernelEx(&lc, kernel, args...));
     return ANYATTN_STATUS_OK;
   }
 #else
   (void)pdl;
+  (void)cluster_y;
 #endif
   kernel<<<grid, block, smem, stream>>>(args...);
   AA_CUDA_TRY(cudaGetLastError());
   return ANYATTN_STATUS_OK;
+}
+
+/* The most split-KV segments of config `cfg` that should merge inside one
+ * cluster on this device (0: none, merge in the reduce kernel): the largest
+ * power of two C <= kClusterMax whose clusters the device co-schedules on at
+ * least 7/8 of the multiprocessor slots a split launch aims to fill (a
+ * cluster's blocks must share a GPC, so large clusters can strand SMs).
+ * Asked once, at plan, through cudaOccupancyMaxActiveClusters. */
+int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
+#if defined(AA_VENDOR_NVIDIA)
+  if (plan->ctx->arch < 90) return 0;
+  const char *env = getenv("ANYATTN_CUDA_CLUSTERS"); /* "0": always the reduce kernel (A/B comparisons) */
+  if (env && strcmp(env, "0") == 0) return 0;
+  const void *k = (const void *)tc_kernel(plan->problem.dtype, plan->problem.head_dim, cfg);
+  const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
+  for (int c = aa::kClusterMax; c >= 2; c /= 2) {
+    if (c > 8 && cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = 1;
+    at.val.clusterDim.y = (unsigned)c;
+    at.val.clusterDim.z = 1;
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3(1, (unsigned)c);
+    lc.blockDim = dim3((unsigned)(kConfigs[cfg].warps * AA_WARP_SIZE));
+    lc.dynamicSmemBytes = smem;
+    lc.attrs = &at;
+    lc.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, k, &lc) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if ((long long)n * c * 8 >= (long long)occ * plan->ctx->num_sms * 7) return c;
+  }
+#else
+  (void)plan;
+  (void)cfg;
+  (void)occ;
+#endif
+  return 0;
 }
 
 anyattn_status select_device(int device) {
@@ -387,12 +442,16 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     return ANYATTN_STATUS_OK;
   }
 
-  /* Raise the shared-memory limit of every variant run() may pick. */
+  /* Raise the shared-memory limit of every variant run() may pick; ask how
+   * many split segments each can merge in a cluster. */
+  memset(plan->cluster_max, 0, sizeof plan->cluster_max);
+  static_assert(kNumConfigs <= (int)(sizeof plan->cluster_max / sizeof plan->cluster_max[0]), "cluster_max");
   for (int i = 0; i < kNumConfigs; i++) {
     if (!config_fits(plan, i) || (forced >= 0 && i != forced)) continue;
     const size_t smem = kConfigs[i].smem[hdi];
     AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    plan->cluster_max[i] = cluster_limit(plan, i, split_occupancy(plan, i));
   }
   plan->tree = aa_tree_for(ctx->device_name, ctx->family);
   const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
@@ -427,8 +486,11 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
           split_ml_bytes(plan) + (size_t)plan->split_rows * pr->num_q_heads * pr->head_dim * sizeof(float);
     }
   }
-  char split_txt[64] = "";
-  if (plan->num_splits > 1)
+  char split_txt[96] = "";
+  if (plan->num_splits > 1 && scfg >= 0 && plan->cluster_max[scfg] >= 2)
+    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments (up to %d merged in a cluster)",
+             plan->num_splits, plan->cluster_max[scfg]);
+  else if (plan->num_splits > 1)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", plan->num_splits);
   snprintf(plan->describe, sizeof plan->describe,
            "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s%s", kConfigs[cfg].name, dt,
@@ -511,6 +573,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     }
     if (splits > 1) {
       p.num_splits = splits;
+      p.cluster = splits <= plan->cluster_max[cfg];
       p.part_ml = reinterpret_cast<float2 *>(a->workspace);
       p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + split_ml_bytes(plan));
     } else {
@@ -536,12 +599,13 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
      * launches while the kernel before it drains and waits on the device
      * (griddepcontrol.wait, before reading any input) for its writes. */
     const bool pdl = plan->ctx->arch >= 90;
-    AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, cfg), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl, p));
-    if (p.num_splits > 1) {
+    AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, cfg), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl,
+                  p.cluster ? p.num_splits : 0, p));
+    if (p.num_splits > 1 && !p.cluster) {
       const long long rows = (long long)a->num_tokens * pr->num_q_heads;
       const dim3 rgrid((unsigned)((rows + aa::kReduceWarps - 1) / aa::kReduceWarps));
       aa::KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16();
-      AA_TRY(launch(reduce, rgrid, dim3(aa::kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, p, pr->head_dim));
+      AA_TRY(launch(reduce, rgrid, dim3(aa::kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, 0, p, pr->head_dim));
     }
   }
   AA_CUDA_TRY(cudaGetLastError());

@@ -193,6 +193,16 @@ __device__ __forceinline__ int block_sync_count(int pred) { return __syncthreads
 __device__ __forceinline__ void grid_dependents_launch() {}
 __device__ __forceinline__ void grid_dependency_wait() {}
 
+/* ---- thread-block clusters ------------------------------------------------------
+ * CDNA has none: the split-KV segments always merge in the reduce kernel. The
+ * names exist so the one kernel source compiles; the launcher never enables
+ * the path. */
+constexpr bool kHasClusters = false;
+__device__ __forceinline__ void cluster_sync() { __builtin_trap(); }
+__device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }
+__device__ __forceinline__ float4 cluster_ld4(uint32_t) { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+__device__ __forceinline__ float2 cluster_ld2(uint32_t) { return make_float2(0.0f, 0.0f); }
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (v_rcp_f32); x = 0 gives +inf, which
  * callers select away. tile_nv.cuh has the same name. */

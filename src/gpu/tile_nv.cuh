@@ -193,6 +193,43 @@ __device__ __forceinline__ void grid_dependents_launch() {
 #endif
 }
 
+/* ---- thread-block clusters (sm_90) ---------------------------------------------
+ * The split-KV segments of one program can run as one cluster and merge
+ * through distributed shared memory, with no reduce kernel (the launcher
+ * enables it only on sm_90+; elsewhere these are never reached). */
+constexpr bool kHasClusters = true;
+__device__ __forceinline__ void cluster_sync() { /* every thread of every block of the cluster */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+/* The address of this block's shared object `p` in block `rank` of the cluster. */
+__device__ __forceinline__ uint32_t cluster_map(const void *p, int rank) {
+  uint32_t r = smem_u32(p);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %0, %1;\n" : "+r"(r) : "r"(rank));
+#endif
+  return r;
+}
+__device__ __forceinline__ float4 cluster_ld4(uint32_t addr) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr));
+#endif
+  return v;
+}
+__device__ __forceinline__ float2 cluster_ld2(uint32_t addr) {
+  float2 v = make_float2(0.0f, 0.0f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+#endif
+  return v;
+}
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (MUFU.RCP), for the epilogue's
  * normalisations; x = 0 gives +inf, which callers select away. */
