@@ -22,15 +22,21 @@ typedef struct {
   float softcap;
   int sinks, alibi, lse;
   int max_seqs, max_tokens, max_context; /* the limits; the graph is captured at these sizes */
+  const char *config; /* problem->config, or NULL: the backend chooses */
 } spec;
 
-/* The first and the last split (decode-like capture: mean q_len <= 8 and a
- * long max_context); the second is captured prefill-like and does not split. */
+/* The first and the fourth split (decode-like capture: mean q_len <= 8 and a
+ * long max_context) into more segments than a cluster holds, so the reduce
+ * kernel merges them; the second is captured prefill-like and does not split.
+ * The last two force 8 and 3 segments: on sm_90 those merge inside a
+ * thread-block cluster (ANYATTN_CUDA_CLUSTERS=0: in the reduce kernel). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500},
     {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200},
     {"f32_d128_g2_alibi", ANYATTN_DTYPE_F32, 128, 2, 2, 16, 1, -1, 0.0f, 0, 1, 1, 3, 24, 300},
     {"bf16_d256_g8_bs5_softcap_alibi_split", ANYATTN_DTYPE_BF16, 256, 1, 8, 5, 1, -1, 20.0f, 0, 1, 0, 2, 4, 700},
+    {"bf16_d128_g4_sinks_k8", ANYATTN_DTYPE_BF16, 128, 8, 4, 16, 1, -1, 0.0f, 1, 0, 1, 3, 6, 2100, "m16n128w8s2-k8"},
+    {"f16_d64_g2_window_k3", ANYATTN_DTYPE_F16, 64, 2, 2, 16, 1, 300, 0.0f, 0, 0, 1, 2, 8, 900, "m16n64w4s3-k3"},
 };
 
 enum { KIND_DECODE, KIND_PREFILL, KIND_MIXED };
@@ -106,6 +112,7 @@ static int run_spec(anyattn_context *ctx, const spec *sp, uint64_t seed) {
   anyattn_problem_init(&pr);
   pr.num_q_heads = hq, pr.num_kv_heads = sp->num_kv_heads, pr.head_dim = D, pr.dtype = sp->dtype;
   pr.block_size = bs, pr.causal = sp->causal, pr.window_left = sp->window_left, pr.softcap = sp->softcap;
+  pr.config = sp->config;
   anyattn_limits lim;
   anyattn_limits_init(&lim);
   lim.max_seqs = N, lim.max_tokens = T, lim.max_context = C;
