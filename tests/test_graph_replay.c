@@ -32,9 +32,9 @@ typedef struct {
  * thread-block cluster (ANYATTN_CUDA_CLUSTERS=0: in the reduce kernel). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500},
-    {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200},
-    {"f32_d128_g2_alibi", ANYATTN_DTYPE_F32, 128, 2, 2, 16, 1, -1, 0.0f, 0, 1, 1, 3, 24, 300},
-    {"bf16_d256_g8_bs5_softcap_alibi_split", ANYATTN_DTYPE_BF16, 256, 1, 8, 5, 1, -1, 20.0f, 0, 1, 0, 2, 4, 700},
+    {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200, NULL},
+    {"f32_d128_g2_alibi", ANYATTN_DTYPE_F32, 128, 2, 2, 16, 1, -1, 0.0f, 0, 1, 1, 3, 24, 300, NULL},
+    {"bf16_d256_g8_bs5_softcap_alibi_split", ANYATTN_DTYPE_BF16, 256, 1, 8, 5, 1, -1, 20.0f, 0, 1, 0, 2, 4, 700, NULL},
     {"bf16_d128_g4_sinks_k8", ANYATTN_DTYPE_BF16, 128, 8, 4, 16, 1, -1, 0.0f, 1, 0, 1, 3, 6, 2100, "m16n128w8s2-k8"},
     {"f16_d64_g2_window_k3", ANYATTN_DTYPE_F16, 64, 2, 2, 16, 1, 300, 0.0f, 0, 0, 1, 2, 8, 900, "m16n64w4s3-k3"},
 };
