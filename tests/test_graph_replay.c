@@ -28,10 +28,10 @@ typedef struct {
 /* The first and the fourth split (decode-like capture: mean q_len <= 8 and a
  * long max_context) into more segments than a cluster holds, so the reduce
  * kernel merges them; the second is captured prefill-like and does not split.
- * The last two force 8 and 3 segments: on sm_90 those merge inside a
- * thread-block cluster (ANYATTN_CUDA_CLUSTERS=0: in the reduce kernel). */
+ * The last two force 8 and 3 segments: 8 merge in the reduce kernel, 3 inside
+ * a thread-block cluster on sm_90 (cuda_backend.cu, kClusterMerge). */
 static const spec kSpecs[] = {
-    {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500},
+    {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500, NULL},
     {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200, NULL},
     {"f32_d128_g2_alibi", ANYATTN_DTYPE_F32, 128, 2, 2, 16, 1, -1, 0.0f, 0, 1, 1, 3, 24, 300, NULL},
     {"bf16_d256_g8_bs5_softcap_alibi_split", ANYATTN_DTYPE_BF16, 256, 1, 8, 5, 1, -1, 20.0f, 0, 1, 0, 2, 4, 700, NULL},

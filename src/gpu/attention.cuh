@@ -277,9 +277,9 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
-/* Most segments one cluster merges (sm_90 allows 16 blocks per cluster with
- * the non-portable attribute, 8 without). */
-constexpr int kClusterMax = 16;
+/* Most segments one cluster can merge (the portable cluster size on sm_90);
+ * the launcher uses fewer (cuda_backend.cu, kClusterMerge). */
+constexpr int kClusterMax = 8;
 
 /* ---- split-KV merge inside a cluster (sm_90) ---------------------------------------
  * Every segment of the program has left its merged rows (fp32, normalised by

@@ -286,24 +286,30 @@ anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t sme
   return ANYATTN_STATUS_OK;
 }
 
-/* The most split-KV segments of config `cfg` that should merge inside one
- * cluster on this device (0: none, merge in the reduce kernel): the largest
- * power of two C <= kClusterMax whose clusters the device co-schedules on at
- * least 7/8 of the multiprocessor slots a split launch aims to fill (a
- * cluster's blocks must share a GPC, so large clusters can strand SMs).
- * Asked once, at plan, through cudaOccupancyMaxActiveClusters. */
+/* Split-KV segments merge inside one thread-block cluster (sm_90, through
+ * distributed shared memory, no reduce kernel) only up to this many; more go
+ * to the reduce kernel. Measured on one H200 (graph replay, bf16 32/8 heads
+ * d128, the same build with ANYATTN_CUDA_CLUSTERS=0 alternating, 3 runs each):
+ * 2 segments (1x200) 9.4-9.6 vs 9.9 us, 4 (1x500) 10.0-10.1 vs 10.3-10.4 us,
+ * 8 (1x1000) 11.4-11.6 vs 11.2-11.3 us: the reduce, launched with
+ * programmatic dependent launch, is as cheap as an 8-block cluster's merge. */
+constexpr int kClusterMerge = 4;
+static_assert(kClusterMerge <= aa::kClusterMax, "the kernel's merge holds kClusterMax segments");
+
+/* The most split-KV segments of config `cfg` that merge inside one cluster on
+ * this device (0: none, the reduce kernel merges): the largest power of two
+ * C <= kClusterMerge whose clusters the device co-schedules on at least 7/8
+ * of the multiprocessor slots a split launch aims to fill (a cluster's blocks
+ * share a GPC). Asked once, at plan, through cudaOccupancyMaxActiveClusters.
+ * ANYATTN_CUDA_CLUSTERS=0 turns the cluster merge off (A/B comparisons). */
 int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
 #if defined(AA_VENDOR_NVIDIA)
   if (plan->ctx->arch < 90) return 0;
-  const char *env = getenv("ANYATTN_CUDA_CLUSTERS"); /* "0": always the reduce kernel (A/B comparisons) */
+  const char *env = getenv("ANYATTN_CUDA_CLUSTERS");
   if (env && strcmp(env, "0") == 0) return 0;
   const void *k = (const void *)tc_kernel(plan->problem.dtype, plan->problem.head_dim, cfg);
   const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
-  for (int c = aa::kClusterMax; c >= 2; c /= 2) {
-    if (c > 8 && cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-      (void)cudaGetLastError();
-      continue;
-    }
+  for (int c = kClusterMerge; c >= 2; c /= 2) {
     cudaLaunchAttribute at;
     at.id = cudaLaunchAttributeClusterDimension;
     at.val.clusterDim.x = 1;
