@@ -287,8 +287,8 @@ constexpr int kClusterMax = 8;
  * barrier, segment `rank` merges every S-th (row, 8-column chunk) of the
  * program from all S segments' shared memory, with the reduce kernel's
  * arithmetic (sinks, lse, rows with no key: 0 / -inf), and writes out and
- * lse. A second barrier keeps each block's shared memory alive until the
- * others have read it. Every thread of every segment must call it. */
+ * lse. A second barrier (relaxed) keeps each block's shared memory alive
+ * until the others have read it. Every thread of every segment must call it. */
 template <typename T, int HEAD_DIM, class S, class Valid, class Offset, class Head>
 __device__ __forceinline__ void cluster_merge(const AttnParams &p, unsigned char *smem, int rank, Valid row_valid,
                                               Offset row_offset, Head row_head) {
@@ -336,7 +336,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, unsigned char
     *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + ro * HEAD_DIM + c * 8) = o;
     if (p.lse && c == 0) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
   }
-  cluster_sync();
+  cluster_sync_relaxed(); /* the values loaded above are consumed: no ordering needed */
 }
 
 /* ---- the unified tensor-core kernel ----------------------------------------------- */

@@ -199,6 +199,7 @@ __device__ __forceinline__ void grid_dependency_wait() {}
  * the path. */
 constexpr bool kHasClusters = false;
 __device__ __forceinline__ void cluster_sync() { __builtin_trap(); }
+__device__ __forceinline__ void cluster_sync_relaxed() { __builtin_trap(); }
 __device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }
 __device__ __forceinline__ float4 cluster_ld4(uint32_t) { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
 __device__ __forceinline__ float2 cluster_ld2(uint32_t) { return make_float2(0.0f, 0.0f); }

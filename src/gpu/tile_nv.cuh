@@ -205,6 +205,16 @@ __device__ __forceinline__ void cluster_sync() { /* every thread of every block 
   __trap();
 #endif
 }
+/* The same barrier without memory ordering (no fence before the arrive):
+ * for "nobody leaves while others still read my shared memory", where each
+ * reader has already consumed what it loaded. */
+__device__ __forceinline__ void cluster_sync_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
 /* The address of this block's shared object `p` in block `rank` of the cluster. */
 __device__ __forceinline__ uint32_t cluster_map(const void *p, int rank) {
   uint32_t r = smem_u32(p);
