@@ -71,6 +71,28 @@ int main(void) {
   for (int i = 0; i < t.num_cells; i++) right += tf_pick(nodes, t.features + (size_t)i * AA_F_COUNT) == truth(t.features + (size_t)i * AA_F_COUNT);
   EXPECT(right == t.num_cells, "tree picks the best config on %d of %d cells", right, t.num_cells);
   EXPECT(tf_fit(&t, 4, 1, nodes, 2) == -1, "a node budget too small is reported");
+
+  /* Scoring given picks (anyattn fit --eval): the true best everywhere is 100%
+   * and the oracle itself; a pick the sweep did not time is left out, and said. */
+  EXPECT(tf_find_cand(&t, "small", 0) == 1 && tf_find_cand(&t, "small", 4) == -1 && tf_find_cand(&t, "x", 0) == -1,
+         "tf_find_cand");
+  {
+    int pick[200];
+    for (int i = 0; i < t.num_cells; i++) pick[i] = i == 7 ? -1 : truth(t.features + (size_t)i * AA_F_COUNT);
+    FILE *rf = tmpfile();
+    char buf[1024] = "";
+    if (rf) {
+      tf_report_picks(&t, pick, rf);
+      rewind(rf);
+      size_t got = fread(buf, 1, sizeof buf - 1, rf);
+      buf[got] = '\0';
+      fclose(rf);
+    }
+    EXPECT(strstr(buf, "199 of 199 cells (100.0%)") != NULL, "report of the best picks: %s", buf);
+    EXPECT(strstr(buf, "1 cells pick a candidate this sweep did not time") != NULL, "unpicked cell reported: %s", buf);
+    const char *sp = strstr(buf, "speed-up ("), *orc = strstr(buf, "oracle ");
+    EXPECT(sp && orc && atof(strstr(buf, "): ") + 3) == atof(orc + 7), "tree of best picks equals the oracle: %s", buf);
+  }
   n = tf_fit(&t, 4, 1, nodes, 64);
 
   /* The JSON the tuner writes is what the library loads. */

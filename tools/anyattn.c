@@ -27,6 +27,7 @@ static const char *usage_text =
     "                                         write the raw CSV and fit a decision tree beside it\n"
     "                                         (FILE.json for anyattn_tree_load, FILE.h for src/tuned/)\n"
     "  fit --in FILE.csv [--name ID] [--depth D]  fit the tree of an existing sweep\n"
+    "  fit --in FILE.csv --eval                score the library's tree for the sweep's device on it\n"
     "  help                                   this text\n"
     "backends: auto (default: best found), cpu, cuda, hip\n";
 
@@ -51,7 +52,7 @@ typedef struct {
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context;
+  int depth, no_flush, max_context, eval;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -81,6 +82,10 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
     }
     if (!strcmp(a, "--no-flush")) {
       o->no_flush = 1;
+      continue;
+    }
+    if (!strcmp(a, "--eval")) {
+      o->eval = 1;
       continue;
     }
     if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
@@ -271,9 +276,10 @@ int main(int argc, char **argv) {
     return tune_main(&to);
   }
   if (!strcmp(cmd, "fit")) {
-    int rc = parse_options(argc - 2, argv + 2, "--in --name --depth", &o);
+    int rc = parse_options(argc - 2, argv + 2, "--in --name --depth --eval", &o);
     if (rc) return rc;
     if (!o.in) return usage_error("'fit' needs --in FILE.csv%s", "");
+    if (o.eval) return eval_main(o.in);
     return fit_main(o.in, o.depth, o.name ? o.name : "tuned", NULL);
   }
   return usage_error("unknown command '%s'", cmd);

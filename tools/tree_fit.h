@@ -35,6 +35,11 @@ int tf_pick(const tf_node *nodes, const double *features);
 /* Prints the fit's quality: cells within 5% of their best candidate, and the
  * geometric-mean speed-up over the best single fixed candidate. */
 void tf_report(const tf_table *t, const tf_node *nodes, FILE *out);
+/* The same report for given picks (pick[i]: candidate index of cell i, -1:
+ * a candidate the sweep did not time), with the per-cell oracle's speed-up. */
+void tf_report_picks(const tf_table *t, const int *pick, FILE *out);
+/* Index of candidate (config, splits), or -1. */
+int tf_find_cand(const tf_table *t, const char *config, int splits);
 /* Writes the tree as JSON (anyattn_tree_load reads it) and as a C header for src/tuned/. */
 int tf_write_json(const tf_table *t, const tf_node *nodes, int n, const char *provenance, int tuned,
                   const char *path);

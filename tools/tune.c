@@ -263,3 +263,32 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
   tf_free(&t);
   return rc ? 1 : 0;
 }
+
+/* Scores the tree the library would use for the sweep's device (the
+ * compiled-in one, or the file anyattn_tree_load / ANYATTN_TREE loaded) on
+ * that sweep: how a committed tree fares on cells it was not fitted on. */
+int eval_main(const char *csv_path) {
+  tf_table t;
+  if (tf_read_csv(csv_path, &t)) return 1;
+  const aa_tree *lt = aa_tree_for(t.device, t.family);
+  if (!lt) {
+    fprintf(stderr, "anyattn: no tree serves device '%s' (%s)\n", t.device, t.family);
+    tf_free(&t);
+    return 1;
+  }
+  int *pick = (int *)malloc(sizeof(int) * (size_t)(t.num_cells > 0 ? t.num_cells : 1));
+  if (!pick) {
+    tf_free(&t);
+    return 1;
+  }
+  for (int i = 0; i < t.num_cells; i++) {
+    const aa_tree_node *leaf = aa_tree_eval(lt, t.features + (size_t)i * AA_F_COUNT);
+    pick[i] = leaf ? tf_find_cand(&t, leaf->config, leaf->splits) : -1;
+  }
+  printf("tree for %s (%s): %s\n", t.device, t.family, lt->provenance);
+  printf("sweep: %s (%d cells x %d candidates, %s)\n", csv_path, t.num_cells, t.num_cands, t.date);
+  tf_report_picks(&t, pick, stdout);
+  free(pick);
+  tf_free(&t);
+  return 0;
+}

@@ -18,5 +18,7 @@ typedef struct {
 int tune_main(const tune_options *opt);
 /* Fits the tree of a sweep CSV; provenance NULL: derived from the file. */
 int fit_main(const char *csv_path, int depth, const char *name, const char *provenance);
+/* `anyattn fit --in FILE.csv --eval`: the library's tree for the sweep's device, scored on the sweep. */
+int eval_main(const char *csv_path);
 
 #endif
