@@ -59,39 +59,65 @@ int main(void) {
     f[AA_F_HEAD_DIM] = 128;
     f[AA_F_GROUP] = 4;
     const int best = truth(f);
-    const double base = 10 + 1000 * tl_rng_uniform(&rng);
+    /* cells of similar cost: the total-time criterion then counts misplaced cells */
+    const double base = 100 + 10 * tl_rng_uniform(&rng);
     for (int c = 0; c < 3; c++)
       t.us[(size_t)i * 3 + c] = c == best ? base : base * (1.2 + tl_rng_uniform(&rng));
     if (i % 17 == 5) t.us[(size_t)i * 3 + (best + 1) % 3] = INFINITY; /* a config that failed there */
   }
   tf_node nodes[64];
   int n = tf_fit(&t, 4, 1, nodes, 64);
-  EXPECT(n > 0 && n <= 15, "fit returned %d nodes", n);
-  int right = 0;
-  for (int i = 0; i < t.num_cells; i++) right += tf_pick(nodes, t.features + (size_t)i * AA_F_COUNT) == truth(t.features + (size_t)i * AA_F_COUNT);
-  EXPECT(right == t.num_cells, "tree picks the best config on %d of %d cells", right, t.num_cells);
+  EXPECT(n > 0 && n <= 31, "fit returned %d nodes (depth 4 holds at most 31)", n);
+  /* What the fitter promises: a leaf never takes a candidate that failed on
+   * one of its cells, and the tree's total time stays near the per-cell best. It is greedy and depth-limited, and a failed candidate rules a
+   * leaf out, so it finds the rule on most cells, not all (over 2,000 seeds:
+   * at worst 160 of 200, typically all). */
+  int right = 0, failed_pick = 0;
+  double tree_us = 0, oracle_us = 0;
+  for (int i = 0; i < t.num_cells; i++) {
+    const double *f = t.features + (size_t)i * AA_F_COUNT;
+    const int c = tf_pick(nodes, f);
+    right += c == truth(f);
+    failed_pick += isinf(t.us[(size_t)i * 3 + c]);
+    tree_us += t.us[(size_t)i * 3 + c];
+    oracle_us += t.us[(size_t)i * 3 + truth(f)];
+  }
+  EXPECT(failed_pick == 0, "tree picks a failed candidate on %d cells", failed_pick);
+  EXPECT(tree_us <= 1.2 * oracle_us, "tree total %.0f us, the per-cell best %.0f us", tree_us, oracle_us);
+  EXPECT(right >= t.num_cells * 3 / 4, "tree picks the best config on %d of %d cells", right, t.num_cells);
   EXPECT(tf_fit(&t, 4, 1, nodes, 2) == -1, "a node budget too small is reported");
 
-  /* Scoring given picks (anyattn fit --eval): the true best everywhere is 100%
-   * and the oracle itself; a pick the sweep did not time is left out, and said. */
+  /* Scoring given picks (anyattn fit --eval), on a 4-cell, 2-candidate table
+   * worked by hand: times {10, 20}, {20, 10}, {10, 11}, {30, 10}; the best
+   * fixed candidate is 1 (geometric mean), the oracle gains (20/10 * 11/10)^(1/4). */
   EXPECT(tf_find_cand(&t, "small", 0) == 1 && tf_find_cand(&t, "small", 4) == -1 && tf_find_cand(&t, "x", 0) == -1,
          "tf_find_cand");
   {
-    int pick[200];
-    for (int i = 0; i < t.num_cells; i++) pick[i] = i == 7 ? -1 : truth(t.features + (size_t)i * AA_F_COUNT);
-    FILE *rf = tmpfile();
-    char buf[1024] = "";
-    if (rf) {
-      tf_report_picks(&t, pick, rf);
-      rewind(rf);
-      size_t got = fread(buf, 1, sizeof buf - 1, rf);
-      buf[got] = '\0';
-      fclose(rf);
+    static const double us4[8] = {10, 20, 20, 10, 10, 11, 30, 10};
+    double f4[4 * AA_F_COUNT];
+    char cfg4[2][32] = {"a", "b"};
+    int sp4[2] = {0, 0};
+    memset(f4, 0, sizeof f4);
+    tf_table h;
+    memset(&h, 0, sizeof h);
+    h.num_cells = 4, h.num_cands = 2, h.features = f4, h.us = (double *)us4, h.cand_config = cfg4, h.cand_splits = sp4;
+    static const int picks[3][4] = {{0, 1, 0, 1}, {1, 1, 1, 1}, {0, 1, 0, -1}};
+    static const char *const want[3][2] = {
+        {"4 of 4 cells (100.0%)", "(b/0): 1.218x geometric-mean speed-up (per-cell oracle 1.218x)"},
+        {"2 of 4 cells (50.0%)", "(b/0): 1.000x geometric-mean speed-up (per-cell oracle 1.218x)"},
+        {"3 of 3 cells (100.0%)", "1 cells pick a candidate this sweep did not time"}};
+    for (int k = 0; k < 3; k++) {
+      FILE *rf = tmpfile();
+      char buf[1024] = "";
+      if (rf) {
+        tf_report_picks(&h, picks[k], rf);
+        rewind(rf);
+        buf[fread(buf, 1, sizeof buf - 1, rf)] = '\0';
+        fclose(rf);
+      }
+      EXPECT(strstr(buf, want[k][0]) && strstr(buf, want[k][1]), "report %d: want '%s' and '%s', got: %s", k,
+             want[k][0], want[k][1], buf);
     }
-    EXPECT(strstr(buf, "199 of 199 cells (100.0%)") != NULL, "report of the best picks: %s", buf);
-    EXPECT(strstr(buf, "1 cells pick a candidate this sweep did not time") != NULL, "unpicked cell reported: %s", buf);
-    const char *sp = strstr(buf, "speed-up ("), *orc = strstr(buf, "oracle ");
-    EXPECT(sp && orc && atof(strstr(buf, "): ") + 3) == atof(orc + 7), "tree of best picks equals the oracle: %s", buf);
   }
   n = tf_fit(&t, 4, 1, nodes, 64);
 
@@ -104,8 +130,9 @@ int main(void) {
   for (int i = 0; lt && i < t.num_cells; i++) {
     const double *f = t.features + (size_t)i * AA_F_COUNT;
     const aa_tree_node *leaf = aa_tree_eval(lt, f);
-    EXPECT(leaf && !strcmp(leaf->config, names[truth(f)]), "cell %d: loaded tree picks %s, best %s", i,
-           leaf ? leaf->config : "(none)", names[truth(f)]);
+    const char *fitted = names[tf_pick(nodes, f)];
+    EXPECT(leaf && !strcmp(leaf->config, fitted), "cell %d: loaded tree picks %s, the fitted one %s", i,
+           leaf ? leaf->config : "(none)", fitted);
   }
 
   /* Bad files: a specific status and a message naming the file; the loaded tree stays. */

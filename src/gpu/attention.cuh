@@ -19,15 +19,11 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 /* Stage timestamps for bench/experiments/trace_decode.sh only: built with
- * -DAA_TRACE (NVIDIA), thread 0 of each program prints its stage times
- * (%globaltimer, ns). Off in every normal build: the macros expand to nothing. */
-#if defined(AA_TRACE) && defined(AA_VENDOR_NVIDIA)
+ * -DAA_TRACE, thread 0 of each program prints its stage times (trace_now():
+ * %globaltimer ns on NVIDIA, clock cycles on AMD). Off in every
+ * normal build: the macros expand to nothing. */
+#if defined(AA_TRACE)
 #include <stdio.h>
-__device__ __forceinline__ unsigned long long trace_now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 #define AA_TRACE_DECL unsigned long long aa_tr_[8] = {0, 0, 0, 0, 0, 0, 0, 0}
 #define AA_MARK(i) (aa_tr_[i] = trace_now())
 #define AA_TRACE_PRINT(tag)                                                                                 \

@@ -204,6 +204,10 @@ __device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }
 __device__ __forceinline__ float4 cluster_ld4(uint32_t) { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
 __device__ __forceinline__ float2 cluster_ld2(uint32_t) { return make_float2(0.0f, 0.0f); }
 
+/* A time stamp for -DAA_TRACE experiment builds (attention.cuh): the
+ * compute unit's clock cycles (not ns). */
+__device__ __forceinline__ unsigned long long trace_now() { return (unsigned long long)clock64(); }
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (v_rcp_f32); x = 0 gives +inf, which
  * callers select away. tile_nv.cuh has the same name. */

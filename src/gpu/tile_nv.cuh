@@ -240,6 +240,13 @@ __device__ __forceinline__ float2 cluster_ld2(uint32_t addr) {
   return v;
 }
 
+/* A time stamp for -DAA_TRACE experiment builds (attention.cuh): ns. */
+__device__ __forceinline__ unsigned long long trace_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (MUFU.RCP), for the epilogue's
  * normalisations; x = 0 gives +inf, which callers select away. */
