@@ -403,7 +403,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
      * wide merge of near-empty partials at short ones; the idle segments
      * write empty partials (cheap: a few stores, no K/V). */
     const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
-    /* 32-bit unsigned: ntiles * num_splits < 2^32 for any context under 2^25 tokens */
+    /* 32-bit unsigned: ntiles * (seg + 1) <= (2^31 / BLOCK_N) * 128 segments,
+     * under 2^32 for 64-key tiles; 32-key tiles (AMD's table) would need a
+     * 2^30-token context (a 4 TB cache at Llama-8B shapes) to overflow */
     const int t0 = seg < s_eff ? (int)((unsigned)ntiles * seg / (unsigned)s_eff) : ntiles;
     const int t1 = seg < s_eff ? (int)((unsigned)ntiles * (seg + 1) / (unsigned)s_eff) : ntiles;
     n_begin += t0 * BLOCK_N;
@@ -745,7 +747,8 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
   AA_MARK(0);
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;
   const bool live = row < (int64_t)p.cu_seqlens_q[p.num_seqs] * p.num_q_heads; /* padding rows: untouched */
-  /* row < num_tokens * num_q_heads < 2^31 (the launcher checks) */
+  /* row is small (fast_div needs < 2^31): a split run holds at most
+   * plan->split_rows tokens (kMaxSplits x 8) */
   const int h = (int)row - fast_div((int)row, p.qh_magic, p.qh_shift) * p.num_q_heads;
   const float sink = (live && p.sinks) ? p.sinks[h] * kLog2e : -INFINITY;
   grid_dependents_launch(); /* a kernel after this one may launch; it waits for our writes */
