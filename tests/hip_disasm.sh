@@ -99,6 +99,27 @@ for arch in ${archs//,/ }; do
     fail=1
   fi
 done
+# Every row of the AMD table that fits 64 KB of LDS at a head dim (the
+# formula above, plus the 16 bytes of work-search scratch) must be compiled,
+# for f16 and bf16: a TileShape change that grows LDS drops rows silently.
+want=0
+while read -r bm bn w st; do
+  for hd in 64 96 128 256; do
+    row=$((hd + 8)); wn=$((w / (bm / 16)))
+    pipe=$((bm * row * 2 + 2 * st * bn * row * 2 + 2 * bn * 16))
+    merge=$((wn * bm * (8 + (hd + 4) * 4)))
+    lds=$((pipe > merge ? pipe : merge))
+    [ $((lds + 16)) -le 65536 ] && want=$((want + 2))
+  done
+done < <(sed -nE 's/.*X\(m[0-9a-z]+, *([0-9]+), *([0-9]+), *([0-9]+), *([0-9]+)\).*/\1 \2 \3 \4/p' \
+  "$(dirname "$0")/../src/gpu/configs_amd.h")
+for arch in ${archs//,/ }; do
+  got=$(awk -v a="## $arch" '$0 == a { f = 1; next } /^## / { f = 0 } f && $1 == "tc"' "$report" | wc -l)
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: $arch has $got tensor-core kernels; src/gpu/configs_amd.h has $want that fit 64 KB of LDS" | tee -a "$report"
+    fail=1
+  fi
+done
 cat "$report"
 [ "$fail" -eq 0 ] && echo "PASS: every tensor-core kernel uses v_mfma on ${archs}" || echo "FAIL: see above"
 exit "$fail"

@@ -194,10 +194,12 @@ struct TileShape {
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
-   * after the warp-merge buffers, so writing them never races with reading those. */
+   * after the warp-merge buffers, so writing them never races with reading those.
+   * Only where the tile layer has clusters: on AMD's 64 KB of LDS the region
+   * would push the d128 64-row tile out of the table. */
   static constexpr size_t CL_OFF = MERGE_BYTES;
   static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
-  static constexpr size_t CL_END = CL_ML_OFF + (size_t)BLOCK_M * 8;
+  static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
   /* 16 bytes at the end: the work search's scratch (find_work) */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t SMEM_BYTES = META_OFF + 16;
