@@ -35,5 +35,8 @@ expect_usage_error bench --cases 1x
 expect_usage_error bench --cases 0x512
 expect_usage_error bench --cases 1x512,,p2x64
 expect_usage_error bench --max-context 0
+expect_usage_error fit --eval
+expect_usage_error fit --in
+expect_usage_error fit --in x.csv --eval yes
 rm -f "$tmp.out" "$tmp.err"
 [ "$fails" -eq 0 ]
