@@ -40,13 +40,9 @@ void bench_free_cases(case_list *l) {
 
 /* `batch` sequences each decoding one token at context `ctx`. */
 static void add_decode(case_list *l, int batch, int ctx) {
-  int *q = (int *)malloc((size_t)batch * sizeof(int)), *kv = (int *)malloc((size_t)batch * sizeof(int));
-  for (int i = 0; i < batch; i++) q[i] = 1, kv[i] = ctx;
   char name[64];
   snprintf(name, sizeof name, "decode %dx%d", batch, ctx);
-  bench_add_case(l, name, batch, q, kv);
-  free(q);
-  free(kv);
+  bench_add_mixed(l, name, 0, 0, 0, batch, ctx);
 }
 
 /* `batch` causal prompts of `len` tokens each. */
@@ -61,9 +57,9 @@ static void add_prefill(case_list *l, int batch, int len) {
 }
 
 /* `chunks` prefill chunks of `chunk_len` tokens at context `chunk_ctx`, then
- * `decodes` decodes at context `ctx`. */
-static void add_mixed(case_list *l, const char *name, int chunks, int chunk_len, int chunk_ctx,
-                      int decodes, int ctx) {
+ * `decodes` decodes at context `ctx` (chunks 0: a plain decode batch). */
+void bench_add_mixed(case_list *l, const char *name, int chunks, int chunk_len, int chunk_ctx, int decodes,
+                     int ctx) {
   int n = chunks + decodes;
   int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
   for (int i = 0; i < chunks; i++) q[i] = chunk_len, kv[i] = chunk_ctx;
@@ -156,10 +152,10 @@ static void build_workload(case_list *l, const char *w, int gpu) {
   }
   if (all || strcmp(w, "mixed") == 0) {
     if (gpu) {
-      add_mixed(l, "mixed 1x2048p+63d@2048", 1, 2048, 2048, 63, 2048);
-      add_mixed(l, "mixed 2x512c+126d@4096", 2, 512, 4096, 126, 4096);
+      bench_add_mixed(l, "mixed 1x2048p+63d@2048", 1, 2048, 2048, 63, 2048);
+      bench_add_mixed(l, "mixed 2x512c+126d@4096", 2, 512, 4096, 126, 4096);
     } else {
-      add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
+      bench_add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
     }
   }
   if (strcmp(w, "ibm") == 0) bench_add_ibm(l);

@@ -35,6 +35,10 @@ typedef struct {
 
 void bench_add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv);
 void bench_add_ibm(case_list *l); /* the 60 cells of arXiv 2511.11581's grid */
+/* `chunks` prefill chunks of `chunk_len` tokens at context `chunk_ctx`, then
+ * `decodes` decodes at context `ctx` (chunks 0: a plain decode batch). */
+void bench_add_mixed(case_list *l, const char *name, int chunks, int chunk_len, int chunk_ctx, int decodes,
+                     int ctx);
 void bench_free_cases(case_list *l);
 
 typedef struct {

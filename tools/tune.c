@@ -56,37 +56,23 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
    * (the bench's mixed cases and two more). */
   static const int dec_batches[] = {1, 2, 4, 8, 16, 32, 64, 128};
   static const int dec_lens[] = {512, 2048, 4096, 8192, 16384, 32768};
-  for (size_t b = 0; b < sizeof dec_batches / sizeof dec_batches[0]; b++)
-    for (size_t m = 0; m < sizeof dec_lens / sizeof dec_lens[0]; m++) {
-      const int n = dec_batches[b], len = dec_lens[m];
-      if (4.0 * BENCH_HKV * BENCH_D * len * n > max_kv_bytes) continue;
-      int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
-      for (int i = 0; i < n; i++) q[i] = 1, kv[i] = len;
-      char name[64];
-      snprintf(name, sizeof name, "full dec b%d L%d", n, len);
-      bench_add_case(l, name, n, q, kv);
-      free(q);
-      free(kv);
-    }
   /* {chunks, chunk tokens, chunk context, decodes, decode context} */
   static const int mixes[][5] = {{1, 2048, 2048, 15, 2048}, {1, 2048, 2048, 63, 2048}, {2, 512, 4096, 126, 4096},
                                  {1, 1024, 8192, 31, 8192}};
+  const double row_bytes = 4.0 * BENCH_HKV * BENCH_D; /* K and V of one key */
+  char name[64];
+  for (size_t b = 0; b < sizeof dec_batches / sizeof dec_batches[0]; b++)
+    for (size_t m = 0; m < sizeof dec_lens / sizeof dec_lens[0]; m++) {
+      const int n = dec_batches[b], len = dec_lens[m];
+      if (row_bytes * len * n > max_kv_bytes) continue;
+      snprintf(name, sizeof name, "full dec b%d L%d", n, len);
+      bench_add_mixed(l, name, 0, 0, 0, n, len);
+    }
   for (size_t k = 0; k < sizeof mixes / sizeof mixes[0]; k++) {
-    const int *m = mixes[k], n = m[0] + m[3];
-    int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
-    double bytes = 0;
-    for (int i = 0; i < n; i++) {
-      q[i] = i < m[0] ? m[1] : 1;
-      kv[i] = i < m[0] ? m[2] : m[4];
-      bytes += 4.0 * BENCH_HKV * BENCH_D * kv[i];
-    }
-    if (bytes <= max_kv_bytes) {
-      char name[64];
-      snprintf(name, sizeof name, "full mix %dx%dc@%d+%dd@%d", m[0], m[1], m[2], m[3], m[4]);
-      bench_add_case(l, name, n, q, kv);
-    }
-    free(q);
-    free(kv);
+    const int *m = mixes[k];
+    if (row_bytes * ((double)m[0] * m[2] + (double)m[3] * m[4]) > max_kv_bytes) continue;
+    snprintf(name, sizeof name, "full mix %dx%dc@%d+%dd@%d", m[0], m[1], m[2], m[3], m[4]);
+    bench_add_mixed(l, name, m[0], m[1], m[2], m[3], m[4]);
   }
 }
 
