@@ -250,6 +250,18 @@ int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
 /* One launch, checked; `pdl` adds the programmatic-stream-serialization
  * attribute (sm_90+ CUDA only: the kernels call griddepcontrol.wait first);
  * cluster_y > 0 launches clusters of (1, cluster_y, 1) blocks (sm_90+). */
+#if defined(AA_VENDOR_NVIDIA)
+/* The launch attribute for clusters of (1, y, 1) blocks. */
+cudaLaunchAttribute cluster_attr(int y) {
+  cudaLaunchAttribute a;
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = (unsigned)y;
+  a.val.clusterDim.z = 1;
+  return a;
+}
+#endif
+
 template <typename... Args>
 anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
                       int cluster_y, Args... args) {
@@ -261,12 +273,7 @@ anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t sme
       attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[n++].val.programmaticStreamSerializationAllowed = 1;
     }
-    if (cluster_y > 0) {
-      attr[n].id = cudaLaunchAttributeClusterDimension;
-      attr[n].val.clusterDim.x = 1;
-      attr[n].val.clusterDim.y = (unsigned)cluster_y;
-      attr[n++].val.clusterDim.z = 1;
-    }
+    if (cluster_y > 0) attr[n++] = cluster_attr(cluster_y);
     cudaLaunchConfig_t lc = {};
     lc.gridDim = grid;
     lc.blockDim = block;
@@ -310,11 +317,7 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
   const void *k = (const void *)tc_kernel(plan->problem.dtype, plan->problem.head_dim, cfg);
   const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
   for (int c = kClusterMerge; c >= 2; c /= 2) {
-    cudaLaunchAttribute at;
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = 1;
-    at.val.clusterDim.y = (unsigned)c;
-    at.val.clusterDim.z = 1;
+    cudaLaunchAttribute at = cluster_attr(c);
     cudaLaunchConfig_t lc = {};
     lc.gridDim = dim3(1, (unsigned)c);
     lc.blockDim = dim3((unsigned)(kConfigs[cfg].warps * AA_WARP_SIZE));
