@@ -273,6 +273,12 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
   }
 }
 
+/* Warps per tile from which the epilogue scales late (see the merge in
+ * attn_tc_kernel); a compile-time knob only for A/B builds (99: never). */
+#ifndef AA_LATE_MERGE_WN
+#define AA_LATE_MERGE_WN 8
+#endif
+
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
 /* Most segments one cluster can merge (the portable cluster size on sm_90);
@@ -629,42 +635,57 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   if (split) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
   block_sync();
 
-  /* Merge the WN warps of each row band through shared memory, then write. */
+  /* Merge the WN warps of each row band through shared memory, then write.
+   * Two orders, fixed by the tile shape:
+   * - early scale (WN < AA_LATE_MERGE_WN): a barrier publishes every warp's
+   *   rows' (max, sum); each lane scales its own accumulators by 2^(m - M)/L
+   *   and stores them; after a second barrier, threads sum the WN partials.
+   *   Every lane works, which suits the 4-warp tiles run 2 per SM.
+   * - late scale (WN >= AA_LATE_MERGE_WN: the 8-warp decode tile): warps
+   *   store raw accumulators with their (max, sum); after one barrier, only
+   *   threads owning a valid (row, 8-column) chunk weigh the WN partials and
+   *   normalise. A decode program has 4 valid rows of 16 at GQA 4, and one
+   *   barrier fewer shortens the latency-bound batch-1 epilogue.
+   * Measured: bench/results/h200.md (decode). */
+  constexpr bool LATE = WN >= AA_LATE_MERGE_WN;
   float *sM = reinterpret_cast<float *>(smem);
   float *sL = sM + WN * BLOCK_M;
   float *sO = sL + WN * BLOCK_M;
-  float l_tot[kFragCSlots];
 #pragma unroll
   for (int sl = 0; sl < kFragCSlots; sl++) {
-    l_tot[sl] = row_allreduce_sum(l_run[sl]);
+    const float l_tot = row_allreduce_sum(l_run[sl]);
     if (frag_c_row_owner()) {
       const int r = wm * 16 + frag_c_row(sl);
       sM[wn * BLOCK_M + r] = m_run[sl];
-      sL[wn * BLOCK_M + r] = l_tot[sl];
+      sL[wn * BLOCK_M + r] = l_tot;
     }
   }
-  block_sync();
+  const bool sink = p.sinks && !split; /* a split's sink enters once, in the merge of the segments */
   float f[kFragCSlots];
 #pragma unroll
-  for (int sl = 0; sl < kFragCSlots; sl++) {
-    const int r = wm * 16 + frag_c_row(sl);
-    float M = -INFINITY;
+  for (int sl = 0; sl < kFragCSlots; sl++) f[sl] = 1.0f;
+  if constexpr (!LATE) {
+    block_sync();
 #pragma unroll
-    for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
-    const bool any = M != -INFINITY;
-    const int h = head0 + min(r - row_tok(r) * p.gh, heads_here - 1);
-    const bool sink = p.sinks && !split; /* a split's sink enters once, in the reduce */
-    if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
-    float L = 0.0f;
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const int r = wm * 16 + frag_c_row(sl);
+      float M = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
-    if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
-    f[sl] = any ? fast_exp2(m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-    if (wn == 0 && frag_c_row_owner()) {
-      if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-      else if (!row_valid(r)) {}
-      else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-      else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+      for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
+      const bool any = M != -INFINITY;
+      const int h = head0 + min(r - row_tok(r) * p.gh, heads_here - 1);
+      if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
+      float L = 0.0f;
+#pragma unroll
+      for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
+      if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
+      f[sl] = any ? fast_exp2(m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
+      if (wn == 0 && frag_c_row_owner()) {
+        if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+        else if (!row_valid(r)) {}
+        else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+        else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+      }
     }
   }
   float *sOw = sO + (size_t)wn * BLOCK_M * S::OROW;
@@ -673,7 +694,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #pragma unroll
     for (int e = 0; e < kFragCElems; e++) {
       const int sl = frag_c_slot(e);
-      sOw[(wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = acc[d].x[e] * f[sl];
+      sOw[(wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = LATE ? acc[d].x[e] : acc[d].x[e] * f[sl];
     }
   block_sync();
   T *out = static_cast<T *>(p.out);
@@ -685,12 +706,42 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     float v[8];
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = 0.0f;
+    if constexpr (LATE) {
+      float mu[WN], M = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < WN; u++) {
-      const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
-      const float4 a = src[0], b = src[1];
-      v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
-      v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+      for (int u = 0; u < WN; u++) {
+        mu[u] = sM[u * BLOCK_M + r];
+        M = fmaxf(M, mu[u]);
+      }
+      const bool any = M != -INFINITY;
+      const float sk = sink ? p.sinks[head0 + (r - row_tok(r) * p.gh)] * kLog2e : -INFINITY; /* r is valid */
+      M = fmaxf(M, sk);
+      float L = sink && any ? fast_exp2(sk - M) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < WN; u++) {
+        const float wt = mu[u] == -INFINITY ? 0.0f : fast_exp2(mu[u] - M); /* a warp that saw no key: 0 */
+        L = fmaf(sL[u * BLOCK_M + r], wt, L);
+        const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
+        const float4 a = src[0], b = src[1];
+        v[0] = fmaf(wt, a.x, v[0]), v[1] = fmaf(wt, a.y, v[1]), v[2] = fmaf(wt, a.z, v[2]), v[3] = fmaf(wt, a.w, v[3]);
+        v[4] = fmaf(wt, b.x, v[4]), v[5] = fmaf(wt, b.y, v[5]), v[6] = fmaf(wt, b.z, v[6]), v[7] = fmaf(wt, b.w, v[7]);
+      }
+      const float fr = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+#pragma unroll
+      for (int k = 0; k < 8; k++) v[k] *= fr;
+      if (c == 0) {
+        if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+        else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+        else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < WN; u++) {
+        const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
+        const float4 a = src[0], b = src[1];
+        v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
+        v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+      }
     }
     if (cl) {
       float4 *dst = reinterpret_cast<float4 *>(smem + S::CL_OFF) + (r * S::OROW + c * 8) / 4;
