@@ -60,6 +60,9 @@ struct anyattn_plan_s {
                              * decode-like batches (problem->config "NAME-kS") */
   int cluster_max[16];      /* GPU, per config index: the most split-KV segments that merge inside one
                              * thread-block cluster (0: never; they merge in the reduce kernel) */
+  int cluster_slots[16];    /* GPU, per config index: programs the device co-schedules in clusters of
+                             * cluster_max[i] blocks (a cluster's blocks share a GPC: can be fewer
+                             * than without clusters) */
   int cpu_threads;          /* CPU: threads run() uses */
   int cpu_block_q;          /* CPU: query tokens per work item */
   int cpu_block_n;          /* CPU: keys per KV tile */

@@ -226,16 +226,19 @@ int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
   return (long long)S * a->num_tokens <= plan->split_rows ? S : 1;
 }
 
+/* Q blocks with work: padding sequences (q_len 0) and the grid's slack have none. */
+long long busy_qblocks(const anyattn_args *a, int bq) {
+  const long long qblocks = (a->num_tokens + bq - 1) / bq;
+  const long long busy = a->num_seqs < a->num_tokens ? a->num_seqs : a->num_tokens;
+  return busy > qblocks ? busy : qblocks;
+}
+
 /* Segments for this run, from host scalars only; 1 = no split. */
 int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   if (plan->forced_splits > 0) return fixed_split_count(plan, a, plan->forced_splits);
   if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !decode_like(a)) return 1;
   const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
-  /* Q blocks with work: padding sequences (q_len 0) and the grid's slack have none. */
-  long long qblocks = (a->num_tokens + m.bq - 1) / m.bq;
-  const long long busy = a->num_seqs < a->num_tokens ? a->num_seqs : a->num_tokens;
-  if (busy > qblocks) qblocks = busy;
-  const long long base = qblocks * plan->problem.num_kv_heads * m.n_hchunks;
+  const long long base = busy_qblocks(a, m.bq) * plan->problem.num_kv_heads * m.n_hchunks;
   long long s = plan->num_splits;
   const long long by_rows = plan->split_rows / a->num_tokens;
   const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
@@ -309,7 +312,8 @@ static_assert(kClusterMerge <= aa::kClusterMax, "the kernel's merge holds kClust
  * of the multiprocessor slots a split launch aims to fill (a cluster's blocks
  * share a GPC). Asked once, at plan, through cudaOccupancyMaxActiveClusters.
  * ANYATTN_CUDA_CLUSTERS=0 turns the cluster merge off (A/B comparisons). */
-int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
+int cluster_limit(const anyattn_plan *plan, int cfg, int occ, int *slots) {
+  *slots = 0;
 #if defined(AA_VENDOR_NVIDIA)
   if (plan->ctx->arch < 90) return 0;
   const char *env = getenv("ANYATTN_CUDA_CLUSTERS");
@@ -329,7 +333,10 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
       (void)cudaGetLastError();
       continue;
     }
-    if ((long long)n * c * 8 >= (long long)occ * plan->ctx->num_sms * 7) return c;
+    if ((long long)n * c * 8 >= (long long)occ * plan->ctx->num_sms * 7) {
+      *slots = n * c;
+      return c;
+    }
   }
 #else
   (void)plan;
@@ -337,6 +344,19 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ) {
   (void)occ;
 #endif
   return 0;
+}
+
+/* Clusters pack into GPCs, so fewer programs may be co-resident in clusters
+ * (plan->cluster_slots) than without. Merge in clusters only when that adds
+ * no wave: on this H200, 4x32768 decode with 4 segments of the 148 KB tile
+ * (128 programs) ran in two waves as clusters, 252.7 us against 154.8 us
+ * for 16 segments without (bench/results/h200_tune_2026-11-29d/). */
+bool cluster_adds_no_wave(const anyattn_plan *plan, int cfg, const anyattn_args *a, int splits) {
+  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
+  const long long programs = busy_qblocks(a, m.bq) * plan->problem.num_kv_heads * m.n_hchunks * splits;
+  const long long plain = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms;
+  const long long cl = plan->cluster_slots[cfg];
+  return cl > 0 && (programs + cl - 1) / cl <= (programs + plain - 1) / plain;
 }
 
 anyattn_status select_device(int device) {
@@ -454,13 +474,14 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   /* Raise the shared-memory limit of every variant run() may pick; ask how
    * many split segments each can merge in a cluster. */
   memset(plan->cluster_max, 0, sizeof plan->cluster_max);
+  memset(plan->cluster_slots, 0, sizeof plan->cluster_slots);
   static_assert(kNumConfigs <= (int)(sizeof plan->cluster_max / sizeof plan->cluster_max[0]), "cluster_max");
   for (int i = 0; i < kNumConfigs; i++) {
     if (!config_fits(plan, i) || (forced >= 0 && i != forced)) continue;
     const size_t smem = kConfigs[i].smem[hdi];
     AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    plan->cluster_max[i] = cluster_limit(plan, i, split_occupancy(plan, i));
+    plan->cluster_max[i] = cluster_limit(plan, i, split_occupancy(plan, i), &plan->cluster_slots[i]);
   }
   plan->tree = aa_tree_for(ctx->device_name, ctx->family);
   const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
@@ -582,7 +603,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     }
     if (splits > 1) {
       p.num_splits = splits;
-      p.cluster = splits <= plan->cluster_max[cfg];
+      p.cluster = splits <= plan->cluster_max[cfg] && cluster_adds_no_wave(plan, cfg, a, splits);
       p.part_ml = reinterpret_cast<float2 *>(a->workspace);
       p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + split_ml_bytes(plan));
     } else {
