@@ -172,6 +172,8 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int ma
  * decode-like batches (mean q_len <= 8) with few sequences.
  *   S_max (plan)  = min(kMaxSplits, floor(occ * SMs / (Hkv * head chunks)),
  *                       ceil(max_context / kSplitMinKeys))      (< 2: no split)
+ *                   for the unforced split config (split_config_auto), raised
+ *                   to a forced count "C-kS" when S is larger
  *   rows  (plan)  = S_max * min(max_tokens, kSplitMaxTokens)
  *   workspace     = align256(rows * Hq * 8) + rows * Hq * head_dim * 4 bytes
  *   S (run)       = min(S_max, rows / num_tokens, floor(occ * SMs / programs),
@@ -180,25 +182,30 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int ma
  * occ = programs of the split config one SM holds (shared memory, and the
  * ~170-register cap of 16-row tiles: 12 warps). So the workspace does not grow
  * with big prefill limits: Llama-3-8B (32/8 heads, d128) on 132 SMs has
- * S_max = 33, rows = 264, 4.4 MB. One wave of equal segments is the aim
+ * S_max = 16, rows = 128, 2.1 MB with contexts of 2048 and more (the
+ * 128-key tile, one per SM), S_max = 33, rows = 264, 4.4 MB below. A run
+ * whose S x num_tokens exceeds rows runs unsplit. One wave of equal segments is the aim
  * (bench/results/h200_cuda_notes.md, split-KV section). */
 constexpr int kMaxSplits = aa::kReduceMaxSplits; /* the reduce kernel holds at most this many */
 constexpr int kSplitMinKeys = 64;
 constexpr int kSplitMaxTokens = 8;
 
-/* The segments' config: 16-row decode programs. For long contexts
- * (limits.max_context >= 2048) the 128-key tile keeps more bytes in flight
- * per program; forced on one H200 (bench --workload decode --graph --config C,
- * bench/results/h200.md): 1x8192 27.4 vs 30.9 us, 1x32768 56.6 vs 60.8 us,
- * e2e-llama8b 7.87 vs 8.90 s; at 1x500 the 64-key tile wins, 12.3 vs 13.4 us.
- * Fixed at plan from the limits, so plan and run agree on the workspace. */
-int split_config(const anyattn_plan *plan) {
+/* The segments' config when nothing is forced: 16-row decode programs. For
+ * long contexts (limits.max_context >= 2048) the 128-key tile keeps more
+ * bytes in flight per program; forced on one H200 (bench --workload decode
+ * --graph --config C, bench/results/h200.md): 1x8192 27.4 vs 30.9 us,
+ * 1x32768 56.6 vs 60.8 us, e2e-llama8b 7.87 vs 8.90 s; at 1x500 the 64-key
+ * tile wins, 12.3 vs 13.4 us. Fixed at plan from the limits, so plan and run
+ * agree on the workspace. */
+int split_config_auto(const anyattn_plan *plan) {
   static const int decode = config_index("m16n64w4s3");
   static const int decode_long = config_index("m16n128w8s2");
-  if (plan->config_forced) return plan->config;
   if (plan->limits.max_context >= 2048 && decode_long >= 0 && config_fits(plan, decode_long)) return decode_long;
   return decode >= 0 && config_fits(plan, decode) ? decode : -1;
 }
+
+/* The config that runs the segments: the forced one, else the above. */
+int split_config(const anyattn_plan *plan) { return plan->config_forced ? plan->config : split_config_auto(plan); }
 
 int split_occupancy(const anyattn_plan *plan, int cfg) {
   const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
@@ -497,17 +504,26 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   plan->config = cfg;
   plan->config_forced = forced >= 0;
 
-  /* Split-KV limits and workspace (formula at split_count). */
-  const int scfg = split_config(plan);
-  if (scfg >= 0) {
-    const RowMap ms = row_map(plan->group, kConfigs[scfg].block_m);
+  /* Split-KV limits and workspace (formula at split_count). A forced config
+   * or split count changes what runs, not the plan's limits: they come from
+   * the config an unforced plan would split with, raised to a forced count
+   * when that is larger. So `tune`, which times forced candidates, times
+   * what the library's own choice of that config and count runs. Before,
+   * "m16n128w8s2-k4" sized the workspace for 4 segments x 8 tokens, so at
+   * 32x8192 run fell back to one segment (278 us on one H200), while the
+   * tree's leaf m16n128w8s2/4, in a plan sized for 16, ran 4 segments
+   * (296 us; bench/results/h200_2026-11-29_session4/). */
+  int lcfg = split_config_auto(plan);
+  if (lcfg < 0 && plan->config_forced) lcfg = plan->config; /* no decode tile fits: the forced one may */
+  if (lcfg >= 0) {
+    const RowMap ms = row_map(plan->group, kConfigs[lcfg].block_m);
     long long smax = kMaxSplits;
     const long long by_fill =
-        (long long)split_occupancy(plan, scfg) * ctx->num_sms / ((long long)pr->num_kv_heads * ms.n_hchunks);
+        (long long)split_occupancy(plan, lcfg) * ctx->num_sms / ((long long)pr->num_kv_heads * ms.n_hchunks);
     const long long by_keys = ((long long)plan->limits.max_context + kSplitMinKeys - 1) / kSplitMinKeys;
     if (by_fill < smax) smax = by_fill;
     if (by_keys < smax) smax = by_keys;
-    if (plan->forced_splits > 0) smax = plan->forced_splits;
+    if (plan->forced_splits > smax) smax = plan->forced_splits;
     if (smax >= 2) {
       plan->num_splits = (int)smax;
       plan->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens
@@ -517,6 +533,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     }
   }
   char split_txt[96] = "";
+  const int scfg = split_config(plan);
   if (plan->num_splits > 1 && scfg >= 0 && plan->cluster_max[scfg] >= 2)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments (up to %d merged in a cluster)",
              plan->num_splits, plan->cluster_max[scfg]);
