@@ -121,7 +121,9 @@ typedef struct {
   float softcap;        /* 0: none; else finite and > 0 */
   const char *config;   /* NULL: the library chooses; else a config name to force, GPU
                          * optionally suffixed "-kS" (1 <= S <= 128) to force S KV segments
-                         * for decode-like batches (mean q_len <= 8; -k1 never splits) */
+                         * for decode-like batches (mean q_len <= 8; -k1 never splits) where
+                         * the workspace holds S x num_tokens partial rows, else one segment;
+                         * forcing changes what runs, not the plan's limits or workspace */
 } anyattn_problem;
 
 ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);

@@ -355,9 +355,10 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ, int *slots) {
 
 /* Clusters pack into GPCs, so fewer programs may be co-resident in clusters
  * (plan->cluster_slots) than without. Merge in clusters only when that adds
- * no wave: on this H200, 4x32768 decode with 4 segments of the 148 KB tile
- * (128 programs) ran in two waves as clusters, 252.7 us against 154.8 us
- * for 16 segments without (bench/results/h200_tune_2026-11-29d/). */
+ * no wave: on one H200, 4x32768 decode with 4 segments of the 148 KB tile
+ * (128 programs) ran in two waves as clusters, 252.7 us, against 154.8 us
+ * for 16 segments (bench/results/h200_tune_2026-11-29d/); merged by the
+ * reduce instead, 148.4 us (h200_2026-11-29_session4/wave_fix/wave.txt). */
 bool cluster_adds_no_wave(const anyattn_plan *plan, int cfg, const anyattn_args *a, int splits) {
   const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
   const long long programs = busy_qblocks(a, m.bq) * plan->problem.num_kv_heads * m.n_hchunks * splits;
