@@ -233,19 +233,22 @@ int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
   return (long long)S * a->num_tokens <= plan->split_rows ? S : 1;
 }
 
-/* Q blocks with work: padding sequences (q_len 0) and the grid's slack have none. */
-long long busy_qblocks(const anyattn_args *a, int bq) {
-  const long long qblocks = (a->num_tokens + bq - 1) / bq;
+/* Programs of config cfg with work, before any split: Q blocks with work
+ * (padding sequences, q_len 0, and the grid's slack have none) x kv heads x
+ * head chunks (programs_for counts the whole grid, slack included). */
+long long busy_programs(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
+  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
+  long long qblocks = (a->num_tokens + m.bq - 1) / m.bq;
   const long long busy = a->num_seqs < a->num_tokens ? a->num_seqs : a->num_tokens;
-  return busy > qblocks ? busy : qblocks;
+  if (busy > qblocks) qblocks = busy;
+  return qblocks * plan->problem.num_kv_heads * m.n_hchunks;
 }
 
 /* Segments for this run, from host scalars only; 1 = no split. */
 int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   if (plan->forced_splits > 0) return fixed_split_count(plan, a, plan->forced_splits);
   if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !decode_like(a)) return 1;
-  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
-  const long long base = busy_qblocks(a, m.bq) * plan->problem.num_kv_heads * m.n_hchunks;
+  const long long base = busy_programs(plan, cfg, a);
   long long s = plan->num_splits;
   const long long by_rows = plan->split_rows / a->num_tokens;
   const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
@@ -360,8 +363,7 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ, int *slots) {
  * for 16 segments (bench/results/h200_tune_2026-11-29d/); merged by the
  * reduce instead, 148.4 us (h200_2026-11-29_session4/wave_fix/wave.txt). */
 bool cluster_adds_no_wave(const anyattn_plan *plan, int cfg, const anyattn_args *a, int splits) {
-  const RowMap m = row_map(plan->group, kConfigs[cfg].block_m);
-  const long long programs = busy_qblocks(a, m.bq) * plan->problem.num_kv_heads * m.n_hchunks * splits;
+  const long long programs = busy_programs(plan, cfg, a) * splits;
   const long long plain = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms;
   const long long cl = plan->cluster_slots[cfg];
   return cl > 0 && (programs + cl - 1) / cl <= (programs + plain - 1) / plain;
