@@ -4,9 +4,11 @@
 # build-ab/ with extra CUDA flags (AB_FLAGS, e.g. -DAA_LATE_MERGE_WN=99 to turn
 # a compile-time knob back). The two alternate ROUNDS times over the same
 # decode cases under graph replay, then over e2e-llama8b, so drift hits both.
-# Logs in $OUT/ab_*.txt; a table of medians per round last.
+# AB_WORKLOADS="prefill mixed" times those bench workloads (stream launches)
+# instead. Logs in $OUT/ab_*.txt; a table of medians per round last.
 #
 #   OUT=dir AB_FLAGS=-DAA_LATE_MERGE_WN=99 bash bench/experiments/ab_build.sh
+#   OUT=dir AB_FLAGS=-DAA_WGMMA=0 AB_WORKLOADS="prefill mixed" AB_E2E=0 bash bench/experiments/ab_build.sh
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/ab-out}
@@ -23,15 +25,22 @@ for r in $(seq 1 "$ROUNDS"); do
   for side in A B; do
     cli=build/anyattn
     [ $side = B ] && cli=build-ab/anyattn
-    $cli bench --backend cuda --cases "$CASES" --graph >"$OUT/ab_${side}_$r.txt" 2>&1 || echo "ab_build: $side round $r failed"
+    if [ -n "${AB_WORKLOADS:-}" ]; then
+      : >"$OUT/ab_${side}_$r.txt"
+      for w in $AB_WORKLOADS; do
+        $cli bench --backend cuda --workload "$w" >>"$OUT/ab_${side}_$r.txt" 2>&1 || echo "ab_build: $side $w round $r failed"
+      done
+    else
+      $cli bench --backend cuda --cases "$CASES" --graph >"$OUT/ab_${side}_$r.txt" 2>&1 || echo "ab_build: $side round $r failed"
+    fi
     if [ "${AB_E2E:-1}" = 1 ]; then
       $cli bench --backend cuda --workload e2e-llama8b >>"$OUT/ab_${side}_$r.txt" 2>&1 || echo "ab_build: $side e2e failed"
     fi
   done
 done
-echo "== A: build/ (as committed); B: build-ab/ ($AB_FLAGS); graph replay us per call"
+echo "== A: build/ (as committed); B: build-ab/ ($AB_FLAGS); us per call (graph replay unless AB_WORKLOADS)"
 for f in "$OUT"/ab_[AB]_*.txt; do
   printf "%-10s" "$(basename "$f" .txt | sed 's/^ab_//')"
-  awk '/^decode /{printf " %s=%s", $2, $3} /^e2e-llama8b:/{for (i = 1; i <= NF; i++) if ($i == "decode") {printf " e2e=%ss", $(i+6)}}' "$f"
+  awk '/^(decode|prefill|mixed) /{printf " %s:%s=%s", substr($1, 1, 1), $2, $3} /^e2e-llama8b:/{for (i = 1; i <= NF; i++) if ($i == "decode") {printf " e2e=%ss", $(i+6)}}' "$f"
   echo
 done

@@ -172,6 +172,12 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
   }
 }
 
+/* Warpgroup MMA for the tiles that can use it (TileShape::WG); a compile-time
+ * knob only for A/B builds (0: every tile on the 16x16 mma.sync path). */
+#ifndef AA_WGMMA
+#define AA_WGMMA 1
+#endif
+
 /* ---- compile-time shape of a tensor-core program -------------------------------- */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
 struct TileShape {
@@ -183,6 +189,17 @@ struct TileShape {
   static constexpr int ROW = HEAD_DIM + 8;      /* smem row, padded by 16 bytes: ldmatrix without bank conflicts */
   static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
+  static constexpr int BN = BLOCK_N, HD = HEAD_DIM;
+  /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
+   * built for sm_90a): a tile whose warps each own 16 rows against all its
+   * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
+   * Q K^T and P V as whole-warpgroup products reading K and V from shared
+   * memory once per warpgroup instead of once per warp. Its K/V tiles are
+   * then stored 128-byte swizzled (kv_smem_offset) from a 1024-byte aligned
+   * base, hence WG_ALIGN bytes of slack. */
+  static constexpr bool WG = AA_WGMMA && kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
+                             (BLOCK_N == 64 || BLOCK_N == 128);
+  static constexpr size_t WG_ALIGN = WG ? 1024 : 0;
   /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
   static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
@@ -190,7 +207,7 @@ struct TileShape {
   static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
-  static constexpr size_t PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
+  static constexpr size_t PIPE_BYTES = WG_ALIGN + Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -209,7 +226,48 @@ struct TileShape {
   static_assert(BLOCK_M % 16 == 0 && WM >= 1 && WM * WN == WARPS, "warps must tile BLOCK_M x BLOCK_N");
   static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
+  static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
 };
+
+/* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
+ * the head dim in panels of 64 elements (128 bytes), each panel BN rows of
+ * 128 bytes, chunk c's slot XORed with r % 8 (the 128-byte swizzle pattern,
+ * which repeats every 8 rows = 1024 bytes). wgmma reads such a tile as K
+ * (K-major: rows are keys, 8-row groups 1024 bytes apart) or as V (N-major:
+ * panels BN * 128 bytes apart). Copies into it hit 8 distinct bank groups
+ * per 8 rows, like the padded rows of the other tiles. */
+template <int BN>
+__device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
+  return (uint32_t)((c >> 3) * (BN * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+#if defined(AA_HAS_WGMMA)
+/* S = Q K^T of one tile for the warpgroup's 64 rows (warp w: rows 16w..,
+ * the FragC layout): DK k16 steps along the head dim, K from the swizzled
+ * tile at shared address k_tile. Waits for the result. */
+template <typename T, class S>
+__device__ __forceinline__ void wg_scores(FragC *s, const FragA *qf, uint32_t k_tile) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < S::DK; kk++) /* 64 head-dim elements per panel, 32 bytes per k16 step */
+    wg_mma<T, S::BN, 0>(&s[0].x[0], qf[kk], wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024),
+                        kk > 0);
+  wg_commit();
+  wg_wait_all();
+}
+/* O += P V for the warpgroup's rows: NK k16 steps along the keys (16 rows =
+ * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
+ * N-major (head-dim panels BN * 128 bytes apart). Waits, so the stage can be
+ * refilled after the next barrier. */
+template <typename T, class S>
+__device__ __forceinline__ void wg_pv(FragC *acc, const FragA *pa, uint32_t v_tile) {
+  wg_fence();
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+  wg_commit();
+  wg_wait_all();
+}
+#endif
 
 /* Where a program's work lies: sequence, its query tokens and lengths. */
 struct Work {
@@ -351,7 +409,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>;
   constexpr int ROW = S::ROW, CH = S::CHUNKS, NK = S::NK, DK = S::DK, WN = S::WN;
   extern __shared__ __align__(16) unsigned char smem[];
-  T *sQ = reinterpret_cast<T *>(smem);
+#if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool WG = S::WG;
+#else
+  constexpr bool WG = false;
+#endif
+  /* The pipeline from a 1024-byte boundary when its tiles are swizzled. */
+#if defined(AA_HAS_WGMMA)
+  unsigned char *pipe = smem + (S::WG ? ((1024u - (smem_u32(smem) & 1023u)) & 1023u) : 0u);
+#else
+  unsigned char *pipe = smem;
+#endif
+  T *sQ = reinterpret_cast<T *>(pipe);
   T *sK = sQ + BLOCK_M * ROW;
   T *sV = sK + STAGES * BLOCK_N * ROW;
   int64_t *sOff = reinterpret_cast<int64_t *>(sV + STAGES * BLOCK_N * ROW); /* [2][BLOCK_N][K, V] */
@@ -488,8 +557,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       if ((BLOCK_N * CH) % S::THREADS == 0 || r < BLOCK_N) {
         const int64_t ok_ = sOff[(slot * BLOCK_N + r) * 2], ov_ = sOff[(slot * BLOCK_N + r) * 2 + 1];
         const bool ok = ok_ >= 0;
-        async_copy16(dk + r * ROW + c * 8, kc + (ok ? ok_ + c * 8 : 0), ok);
-        async_copy16(dv + r * ROW + c * 8, vc + (ok ? ov_ + c * 8 : 0), ok);
+        const uint32_t so = WG ? kv_smem_offset<BLOCK_N>(r, c) : (uint32_t)((r * ROW + c * 8) * sizeof(T));
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + so, kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dv) + so, vc + (ok ? ov_ + c * 8 : 0), ok);
       }
     }
   };
@@ -551,6 +621,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
     async_commit();
     async_wait<STAGES - 1>();
+#if defined(AA_HAS_WGMMA)
+    if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+#endif
     block_sync();
     if (it == 0) AA_MARK(5);
 
@@ -560,6 +633,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 
     /* S = Q K^T for this warp's 16 rows x KW keys. */
     FragC s[NK];
+#if defined(AA_HAS_WGMMA)
+    if constexpr (WG) wg_scores<T, S>(s, qf, smem_u32(tk));
+    else
+#endif
+    {
 #pragma unroll
     for (int n = 0; n < NK; n++) zero(s[n]);
 #pragma unroll
@@ -573,6 +651,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
         mma<T>(s[n], a, b);
       }
+    }
     }
 
     /* Scores, masks (only on tiles that cross a boundary), online softmax. */
@@ -618,6 +697,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
 
     /* O += P V */
+#if defined(AA_HAS_WGMMA)
+    if constexpr (WG) wg_pv<T, S>(acc, pa, smem_u32(tv));
+    else
+#endif
+    {
 #pragma unroll
     for (int n = 0; n < NK; n++) {
 #pragma unroll
@@ -626,6 +710,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
         mma<T>(acc[d], pa[n], b);
       }
+    }
     }
     store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
     block_sync(); /* the stage is refilled next iteration */
