@@ -2,8 +2,10 @@
 // against a host reference, apart from everything else the kernel does:
 // S = Q K^T (wg_scores, K from the 128-byte-swizzled tile) and O = P V
 // (wg_pv, V from the same layout read N-major), one warpgroup, 64 rows,
-// 128 keys, head dim 128, bf16. A failure in `anyattn check` for the wgmma
-// tiles can be narrowed with it. sm_90a only:
+// bf16, for the kernel's (head dim, keys) shapes (128, 128), (128, 64) and
+// (64, 64), the K/V tiles written with st.shared or cp.async at the second
+// stage's offset. A failure in `anyattn check` for the wgmma tiles can be
+// narrowed with it. sm_90a only:
 //   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -Isrc/configs \
 //        bench/experiments/wgmma_probe.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe
 #include <cstdio>
@@ -13,8 +15,7 @@
 #include "gpu/attention.cuh"
 
 using namespace aa;
-using Shape = TileShape<128, 64, 128, 4, 2>; // 64 rows, 128 keys, d128, one warpgroup
-constexpr int M = 64, N = 128, D = 128, ROW = Shape::ROW;
+constexpr int M = 64;
 
 #define CK(x)                                                                                   \
   do {                                                                                          \
@@ -25,21 +26,32 @@ constexpr int M = 64, N = 128, D = 128, ROW = Shape::ROW;
     }                                                                                           \
   } while (0)
 
+template <int D, int N, bool CPASYNC>
 __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, const aa_bf16 *pm, float *s_out,
                       float *o_out) {
 #if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Shape = TileShape<D, M, N, 4, 2>;
+  constexpr int ROW = Shape::ROW, PROW = N + 8;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *base = smem + ((1024u - (smem_u32(smem) & 1023u)) & 1023u);
-  unsigned char *sk = base, *sv = base + N * D * 2;
-  aa_bf16 *sq = reinterpret_cast<aa_bf16 *>(base + 2 * N * D * 2), *sp = sq + M * ROW;
+  // the second stage of each, as in the kernel: tiles of KV_TILE_BYTES (padded rows)
+  unsigned char *sk = base + Shape::KV_TILE_BYTES, *sv = base + 3 * Shape::KV_TILE_BYTES;
+  aa_bf16 *sq = reinterpret_cast<aa_bf16 *>(base + 4 * Shape::KV_TILE_BYTES), *sp = sq + M * ROW;
   const int tid = threadIdx.x;
   for (int i = tid; i < N * (D / 8); i += 128) { // 16-byte chunks, swizzled
     const int r = i / (D / 8), c = i % (D / 8);
-    *reinterpret_cast<uint4 *>(sk + kv_smem_offset<N>(r, c)) = reinterpret_cast<const uint4 *>(k)[i];
-    *reinterpret_cast<uint4 *>(sv + kv_smem_offset<N>(r, c)) = reinterpret_cast<const uint4 *>(v)[i];
+    if (CPASYNC) {
+      async_copy16(sk + kv_smem_offset<N>(r, c), reinterpret_cast<const uint4 *>(k) + i, true);
+      async_copy16(sv + kv_smem_offset<N>(r, c), reinterpret_cast<const uint4 *>(v) + i, true);
+    } else {
+      *reinterpret_cast<uint4 *>(sk + kv_smem_offset<N>(r, c)) = reinterpret_cast<const uint4 *>(k)[i];
+      *reinterpret_cast<uint4 *>(sv + kv_smem_offset<N>(r, c)) = reinterpret_cast<const uint4 *>(v)[i];
+    }
   }
+  async_commit();
   for (int i = tid; i < M * D; i += 128) sq[(i / D) * ROW + i % D] = q[i];
-  for (int i = tid; i < M * N; i += 128) sp[(i / N) * ROW + i % N] = pm[i]; // P: 64 x 128, ROW >= 128 + 8
+  for (int i = tid; i < M * N; i += 128) sp[(i / N) * PROW + i % N] = pm[i];
+  async_wait<0>();
   fence_proxy_async_smem();
   __syncthreads();
   const int warp = tid / 32;
@@ -47,7 +59,7 @@ __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, cons
   for (int kk = 0; kk < Shape::DK; kk++)
     load_a(qf[kk], [&](int r, int c) { return sq + (warp * 16 + r) * ROW + kk * 16 + c; });
   for (int n = 0; n < Shape::NK; n++)
-    load_a(pa[n], [&](int r, int c) { return sp + (warp * 16 + r) * ROW + n * 16 + c; });
+    load_a(pa[n], [&](int r, int c) { return sp + (warp * 16 + r) * PROW + n * 16 + c; });
   FragC s[Shape::NK], o[Shape::DK];
   wg_scores<aa_bf16, Shape>(s, qf, smem_u32(sk));
   for (int d = 0; d < Shape::DK; d++) zero(o[d]);
@@ -67,7 +79,8 @@ __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, cons
 
 static float bf(aa_bf16 x) { return __bfloat162float(x); }
 
-int main() {
+template <int D, int N, bool CPASYNC>
+static int run_probe() {
   const size_t nq = M * D, nk = N * D, np = M * N;
   aa_bf16 *hq = new aa_bf16[nq], *hk = new aa_bf16[nk], *hv = new aa_bf16[nk], *hp = new aa_bf16[np];
   unsigned seed = 12345u;
@@ -89,9 +102,10 @@ int main() {
   CK(cudaMemcpy(dp, hp, np * 2, cudaMemcpyHostToDevice));
   CK(cudaMemset(ds, 0xff, np * 4)); // poisoned: NaN where nothing is written
   CK(cudaMemset(dout, 0xff, nq * 4));
-  const size_t smem = 1024 + 2 * N * D * 2 + 2 * M * ROW * 2;
-  CK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  probe<<<1, 128, smem>>>(dq, dk, dv, dp, ds, dout);
+  using Shape = TileShape<D, M, N, 4, 2>;
+  const size_t smem = 1024 + 4 * Shape::KV_TILE_BYTES + M * Shape::ROW * 2 + M * (N + 8) * 2;
+  CK(cudaFuncSetAttribute(probe<D, N, CPASYNC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  probe<D, N, CPASYNC><<<1, 128, smem>>>(dq, dk, dv, dp, ds, dout);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   float *hs = new float[np], *ho = new float[nq];
@@ -115,8 +129,8 @@ int main() {
       if (!(e <= 1e-2)) bad_o++;
       eo = fmax(eo, std::isnan(e) ? INFINITY : e);
     }
-  printf("wgmma_probe (seed 12345): S = Q K^T max err %.3g, %d of %d wrong; O = P V max err %.3g, %d of %d wrong\n", es,
-         bad_s, M * N, eo, bad_o, M * D);
+  printf("wgmma_probe d%d n%d %s (seed 12345): S = Q K^T max err %.3g, %d of %d wrong; O = P V max err %.3g, %d of %d wrong\n",
+         D, N, CPASYNC ? "cp.async" : "st.shared", es, bad_s, M * N, eo, bad_o, M * D);
   if (bad_s || bad_o) { // where the first wrong elements sit, for the layout
     for (int i = 0, shown = 0; i < M * N && shown < 4; i++) {
       double ref = 0;
@@ -124,5 +138,22 @@ int main() {
       if (!(fabs(hs[i] - ref) <= 1e-2)) printf("  S[%d][%d] = %g, want %g\n", i / N, i % N, hs[i], ref), shown++;
     }
   }
+  delete[] hq, delete[] hk, delete[] hv, delete[] hp, delete[] hs, delete[] ho;
+  CK(cudaFree(dq));
+  CK(cudaFree(dk));
+  CK(cudaFree(dv));
+  CK(cudaFree(dp));
+  CK(cudaFree(ds));
+  CK(cudaFree(dout));
   return bad_s || bad_o;
+}
+
+int main() {
+  int bad = 0;
+  bad += run_probe<128, 128, false>();
+  bad += run_probe<128, 128, true>();
+  bad += run_probe<128, 64, true>();
+  bad += run_probe<64, 64, false>();
+  bad += run_probe<64, 64, true>();
+  return bad != 0;
 }

@@ -172,10 +172,11 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
   }
 }
 
-/* Warpgroup MMA for the tiles that can use it (TileShape::WG); a compile-time
- * knob only for A/B builds (0: every tile on the 16x16 mma.sync path). */
+/* Warpgroup MMA for the tiles that can use it (TileShape::WG): bit 0 for
+ * Q K^T, bit 1 for P V. A compile-time knob only for A/B and bisection
+ * builds (0: every tile on the 16x16 mma.sync path). */
 #ifndef AA_WGMMA
-#define AA_WGMMA 1
+#define AA_WGMMA 3
 #endif
 
 /* ---- compile-time shape of a tensor-core program -------------------------------- */
@@ -254,18 +255,40 @@ __device__ __forceinline__ void wg_scores(FragC *s, const FragA *qf, uint32_t k_
                         kk > 0);
   wg_commit();
   wg_wait_all();
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) /* nothing reads the scores before the wait */
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) wg_keep(s[n].x[e]);
 }
 /* O += P V for the warpgroup's rows: NK k16 steps along the keys (16 rows =
  * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
  * N-major (head-dim panels BN * 128 bytes apart). Waits, so the stage can be
  * refilled after the next barrier. */
 template <typename T, class S>
-__device__ __forceinline__ void wg_pv(FragC *acc, const FragA *pa, uint32_t v_tile) {
+__device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
+  /* The rescaled accumulators and P are written before the fence; P's
+   * registers, read by the MMA until the wait, stay allocated until then. */
+#pragma unroll
+  for (int d = 0; d < S::DK; d++)
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) wg_keep(acc[d].x[e]);
+#pragma unroll
+  for (int n = 0; n < S::NK; n++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) wg_keep(pa[n].x[i]);
   wg_fence();
 #pragma unroll
   for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
   wg_commit();
   wg_wait_all();
+#pragma unroll
+  for (int d = 0; d < S::DK; d++)
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) wg_keep(acc[d].x[e]);
+#pragma unroll
+  for (int n = 0; n < S::NK; n++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) wg_keep(pa[n].x[i]);
 }
 #endif
 
@@ -410,9 +433,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   constexpr int ROW = S::ROW, CH = S::CHUNKS, NK = S::NK, DK = S::DK, WN = S::WN;
   extern __shared__ __align__(16) unsigned char smem[];
 #if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool WG = S::WG;
+  constexpr bool WG = S::WG, WG_QK = WG && (AA_WGMMA & 1), WG_PV = WG && (AA_WGMMA & 2);
 #else
-  constexpr bool WG = false;
+  constexpr bool WG = false, WG_QK = false, WG_PV = false;
 #endif
   /* The pipeline from a 1024-byte boundary when its tiles are swizzled. */
 #if defined(AA_HAS_WGMMA)
@@ -557,9 +580,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       if ((BLOCK_N * CH) % S::THREADS == 0 || r < BLOCK_N) {
         const int64_t ok_ = sOff[(slot * BLOCK_N + r) * 2], ov_ = sOff[(slot * BLOCK_N + r) * 2 + 1];
         const bool ok = ok_ >= 0;
-        const uint32_t so = WG ? kv_smem_offset<BLOCK_N>(r, c) : (uint32_t)((r * ROW + c * 8) * sizeof(T));
-        async_copy16(reinterpret_cast<unsigned char *>(dk) + so, kc + (ok ? ok_ + c * 8 : 0), ok);
-        async_copy16(reinterpret_cast<unsigned char *>(dv) + so, vc + (ok ? ov_ + c * 8 : 0), ok);
+        const uint32_t pad = (uint32_t)((r * ROW + c * 8) * sizeof(T)), sw = kv_smem_offset<BLOCK_N>(r, c);
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG_QK ? sw : pad), kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dv) + (WG_PV ? sw : pad), vc + (ok ? ov_ + c * 8 : 0), ok);
       }
     }
   };
@@ -634,7 +657,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     /* S = Q K^T for this warp's 16 rows x KW keys. */
     FragC s[NK];
 #if defined(AA_HAS_WGMMA)
-    if constexpr (WG) wg_scores<T, S>(s, qf, smem_u32(tk));
+    if constexpr (WG_QK) wg_scores<T, S>(s, qf, smem_u32(tk));
     else
 #endif
     {
@@ -698,7 +721,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 
     /* O += P V */
 #if defined(AA_HAS_WGMMA)
-    if constexpr (WG) wg_pv<T, S>(acc, pa, smem_u32(tv));
+    if constexpr (WG_PV) wg_pv<T, S>(acc, pa, smem_u32(tv));
     else
 #endif
     {

@@ -264,6 +264,13 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 /* Waits for every wgmma this warpgroup committed: results readable, shared memory free. */
 __device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Pins a register operand of an in-flight wgmma at this point of the
+ * program: the compiler sees it read and written here, so it neither
+ * schedules other reads or writes of it across a wg_fence / wg_wait_all
+ * placed next to this, nor reuses the register for other values before. */
+__device__ __forceinline__ void wg_keep(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+__device__ __forceinline__ void wg_keep(uint32_t &x) { asm volatile("" : "+r"(x)::"memory"); }
+
 /* Shared memory written through the generic proxy (cp.async, stores) that a
  * wgmma reads next: each writing thread fences before the barrier. */
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
