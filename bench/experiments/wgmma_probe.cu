@@ -1,6 +1,6 @@
 // wgmma_probe.cu: the attention body's two warpgroup products on one tile,
 // against a host reference, apart from everything else the kernel does:
-// S = Q K^T (wg_scores, K from the 128-byte-swizzled tile) and O = P V
+// S = Q K^T (wg_scores, Q and K from 128-byte-swizzled tiles) and O = P V
 // (wg_pv, V from the same layout read N-major), one warpgroup, 64 rows,
 // bf16, for the kernel's (head dim, keys) shapes (128, 128), (128, 64) and
 // (64, 64), the K/V tiles written with st.shared or cp.async at the second
@@ -49,19 +49,19 @@ __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, cons
     }
   }
   async_commit();
-  for (int i = tid; i < M * D; i += 128) sq[(i / D) * ROW + i % D] = q[i];
+  for (int i = tid; i < M * (D / 8); i += 128) // Q swizzled like K: the A operand in shared memory
+    *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sq) + kv_smem_offset<M>(i / (D / 8), i % (D / 8))) =
+        reinterpret_cast<const uint4 *>(q)[i];
   for (int i = tid; i < M * N; i += 128) sp[(i / N) * PROW + i % N] = pm[i];
   async_wait<0>();
   fence_proxy_async_smem();
   __syncthreads();
   const int warp = tid / 32;
-  FragA qf[Shape::DK], pa[Shape::NK];
-  for (int kk = 0; kk < Shape::DK; kk++)
-    load_a(qf[kk], [&](int r, int c) { return sq + (warp * 16 + r) * ROW + kk * 16 + c; });
+  FragA pa[Shape::NK];
   for (int n = 0; n < Shape::NK; n++)
     load_a(pa[n], [&](int r, int c) { return sp + (warp * 16 + r) * PROW + n * 16 + c; });
   FragC s[Shape::NK], o[Shape::DK];
-  wg_scores<aa_bf16, Shape>(s, qf, smem_u32(sk));
+  wg_scores<aa_bf16, Shape>(s, smem_u32(sq), 0, smem_u32(sk));
   for (int d = 0; d < Shape::DK; d++) zero(o[d]);
   wg_pv<aa_bf16, Shape>(o, pa, smem_u32(sv));
   for (int n = 0; n < Shape::NK; n++)

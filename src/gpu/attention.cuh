@@ -244,15 +244,17 @@ __device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
 
 #if defined(AA_HAS_WGMMA)
 /* S = Q K^T of one tile for the warpgroup's 64 rows (warp w: rows 16w..,
- * the FragC layout): DK k16 steps along the head dim, K from the swizzled
- * tile at shared address k_tile. Waits for the result. */
+ * the FragC layout): DK k16 steps along the head dim, Q (the program's
+ * BLOCK_M rows, this warpgroup's 64 from q_rows) and K from swizzled tiles at
+ * shared addresses q_tile and k_tile. Waits for the result. */
 template <typename T, class S>
-__device__ __forceinline__ void wg_scores(FragC *s, const FragA *qf, uint32_t k_tile) {
+__device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
+  constexpr int QPANEL = S::WM * 16 * 128; /* BLOCK_M rows of 128 bytes */
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < S::DK; kk++) /* 64 head-dim elements per panel, 32 bytes per k16 step */
-    wg_mma<T, S::BN, 0>(&s[0].x[0], qf[kk], wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024),
-                        kk > 0);
+    wg_mma_ss<T, S::BN>(&s[0].x[0], wg_desc(q_tile + (kk >> 2) * QPANEL + q_rows * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024), kk > 0);
   wg_commit();
   wg_wait_all();
 #pragma unroll
@@ -528,7 +530,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       const int i = tid + k * S::THREADS, r = i / CH, c = i % CH;
       if ((BLOCK_M * CH) % S::THREADS == 0 || i < BLOCK_M * CH) {
         const bool ok = row_valid(r);
-        async_copy16(sQ + r * ROW + c * 8, ok ? q + row_offset(r) * HEAD_DIM + c * 8 : q, ok);
+        /* swizzled like K when Q K^T runs on wgmma (Q is its A operand in shared memory) */
+        unsigned char *dq = reinterpret_cast<unsigned char *>(sQ) +
+                            (WG_QK ? kv_smem_offset<BLOCK_M>(r, c) : (uint32_t)((r * ROW + c * 8) * sizeof(T)));
+        async_copy16(dq, ok ? q + row_offset(r) * HEAD_DIM + c * 8 : q, ok);
       }
     }
     async_commit();
@@ -621,8 +626,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   block_sync();
   AA_MARK(4);
   const T *sQw = sQ + wm * 16 * ROW;
-  FragA qf[S::Q_IN_REGS ? DK : 1];
-  if constexpr (S::Q_IN_REGS) {
+  constexpr bool QREG = S::Q_IN_REGS && !WG_QK;
+  FragA qf[QREG ? DK : 1];
+  if constexpr (QREG) {
 #pragma unroll
     for (int kk = 0; kk < DK; kk++)
       load_a(qf[kk], [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
@@ -657,7 +663,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     /* S = Q K^T for this warp's 16 rows x KW keys. */
     FragC s[NK];
 #if defined(AA_HAS_WGMMA)
-    if constexpr (WG_QK) wg_scores<T, S>(s, qf, smem_u32(tk));
+    if constexpr (WG_QK) wg_scores<T, S>(s, smem_u32(sQ), (warp >> 2) * 64, smem_u32(tk));
     else
 #endif
     {
@@ -666,7 +672,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #pragma unroll
     for (int kk = 0; kk < DK; kk++) {
       FragA a;
-      if constexpr (S::Q_IN_REGS) a = qf[kk];
+      if constexpr (QREG) a = qf[kk];
       else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
 #pragma unroll
       for (int n = 0; n < NK; n++) {
