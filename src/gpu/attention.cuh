@@ -435,9 +435,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   constexpr int ROW = S::ROW, CH = S::CHUNKS, NK = S::NK, DK = S::DK, WN = S::WN;
   extern __shared__ __align__(16) unsigned char smem[];
 #if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool WG = S::WG, WG_QK = WG && (AA_WGMMA & 1), WG_PV = WG && (AA_WGMMA & 2);
+  constexpr bool WG_QK = S::WG && (AA_WGMMA & 1), WG_PV = S::WG && (AA_WGMMA & 2);
 #else
-  constexpr bool WG = false, WG_QK = false, WG_PV = false;
+  constexpr bool WG_QK = false, WG_PV = false;
 #endif
   /* The pipeline from a 1024-byte boundary when its tiles are swizzled. */
 #if defined(AA_HAS_WGMMA)
