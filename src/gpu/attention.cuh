@@ -651,7 +651,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     async_commit();
     async_wait<STAGES - 1>();
 #if defined(AA_HAS_WGMMA)
-    if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+    if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
 #endif
     block_sync();
     if (it == 0) AA_MARK(5);
