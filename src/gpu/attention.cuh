@@ -194,10 +194,13 @@ struct TileShape {
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
    * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
-   * Q K^T and P V as whole-warpgroup products reading K and V from shared
-   * memory once per warpgroup instead of once per warp. Its K/V tiles are
-   * then stored 128-byte swizzled (kv_smem_offset) from a 1024-byte aligned
-   * base, hence WG_ALIGN bytes of slack. */
+   * Q K^T and P V as whole-warpgroup products that read Q, K and V from
+   * shared memory once per warpgroup, not once per warp (P stays in
+   * registers). Its Q, K and V tiles are then stored 128-byte swizzled
+   * (kv_smem_offset) from a 1024-byte aligned base, hence WG_ALIGN bytes of
+   * slack (also reserved, unused, in the sm_80 build of the same shape).
+   * On one H200 the two tiles it covers, m64n64w4s2 and m128n128w8s2, run
+   * causal prefill 1.24-1.29x faster than on mma.sync (bench/results/h200.md). */
   static constexpr bool WG = AA_WGMMA && kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
                              (BLOCK_N == 64 || BLOCK_N == 128);
   static constexpr size_t WG_ALIGN = WG ? 1024 : 0;
@@ -668,19 +671,19 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #endif
     {
 #pragma unroll
-    for (int n = 0; n < NK; n++) zero(s[n]);
+      for (int n = 0; n < NK; n++) zero(s[n]);
 #pragma unroll
-    for (int kk = 0; kk < DK; kk++) {
-      FragA a;
-      if constexpr (QREG) a = qf[kk];
-      else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
+      for (int kk = 0; kk < DK; kk++) {
+        FragA a;
+        if constexpr (QREG) a = qf[kk];
+        else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
 #pragma unroll
-      for (int n = 0; n < NK; n++) {
-        FragB b;
-        load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
-        mma<T>(s[n], a, b);
+        for (int n = 0; n < NK; n++) {
+          FragB b;
+          load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
+          mma<T>(s[n], a, b);
+        }
       }
-    }
     }
 
     /* Scores, masks (only on tiles that cross a boundary), online softmax. */
@@ -732,14 +735,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #endif
     {
 #pragma unroll
-    for (int n = 0; n < NK; n++) {
+      for (int n = 0; n < NK; n++) {
 #pragma unroll
-      for (int d = 0; d < DK; d++) {
-        FragB b;
-        load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
-        mma<T>(acc[d], pa[n], b);
+        for (int d = 0; d < DK; d++) {
+          FragB b;
+          load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
+          mma<T>(acc[d], pa[n], b);
+        }
       }
-    }
     }
     store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
     block_sync(); /* the stage is refilled next iteration */

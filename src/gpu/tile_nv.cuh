@@ -1,6 +1,7 @@
 /* tile_nv.cuh: NVIDIA tile primitives for the attention body (inline PTX):
  * 16x16x16 tensor-core tiles built from mma.sync m16n8k16 (fp32 accumulate),
- * ldmatrix loads from shared memory, cp.async 16-byte copies, warp reductions.
+ * ldmatrix loads from shared memory, cp.async 16-byte copies, warp reductions;
+ * on sm_90a also warpgroup MMA (wgmma) on swizzled shared-memory tiles.
  * The AMD (MFMA) layer implements the same names; attention.cuh sees only these. */
 #ifndef ANYATTN_GPU_TILE_NV_CUH
 #define ANYATTN_GPU_TILE_NV_CUH
@@ -383,10 +384,11 @@ __device__ __forceinline__ void wg_mma(float *d, const FragA &a, uint64_t desc, 
 }
 
 /* The same product with A also from shared memory (a K-major tile through
- * its own descriptor, like B's without transpose): for Q, whose fragments
- * would otherwise stay in registers across the KV loop (ptxas 13.0 reused
- * the registers of a loop-invariant register A operand after the first
- * product; bench/results/h200.md, wgmma). */
+ * its own descriptor, like B's without transpose). Q K^T uses it: with Q as
+ * a register A operand loaded once before the KV loop, ptxas 13.0 packed P
+ * into Q's registers for the P V product and never reloaded Q, so every tile
+ * after the first was wrong (SASS and bisection:
+ * bench/results/h200_2026-11-29_session5/wgmma_bisect/). */
 template <typename T, int N>
 struct WgOpSS;
 template <>
