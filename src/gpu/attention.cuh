@@ -75,11 +75,6 @@ struct AttnParams {
   uint32_t hp_magic, hp_shift; /* blockIdx.x / hprogs */
   uint32_t hc_magic, hc_shift; /* hprog / n_hchunks */
   uint32_t qh_magic, qh_shift; /* row / num_q_heads (the reduce) */
-  uint32_t bq1_magic, bq1_shift; /* qblock / (bq + 1): the sequence guess of spec_pages */
-  /* 1: every sequence has one query token (num_tokens == num_seqs) and there
-   * is no left window: a decode program guesses its sequence from its Q
-   * block and reads its first page ids with the work search (see the kernel). */
-  int spec_pages;
   int causal;
   int window_left;
   int window_right;
@@ -176,12 +171,6 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
     }
   }
 }
-
-/* The decode read-ahead of the first page ids with the work search (see
- * spec_pages); a compile-time knob only for A/B builds (0: off). */
-#ifndef AA_SPEC_PAGES
-#define AA_SPEC_PAGES 1
-#endif
 
 /* Warpgroup MMA for the tiles that can use it (TileShape::WG): bit 0 for
  * Q K^T, bit 1 for P V. A compile-time knob only for A/B and bisection
@@ -376,6 +365,8 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 #define AA_LATE_MERGE_WN 8
 #endif
 
+/* Fewest KV tiles a split-KV segment takes before another segment is used. */
+constexpr int kSplitMinTiles = 1;
 /* Most segments one cluster can merge (the portable cluster size on sm_90);
  * the launcher uses fewer (cuda_backend.cu, kClusterMerge). */
 constexpr int kClusterMax = 8;
@@ -475,37 +466,6 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * here, before any input is read, for it to finish (a no-op otherwise). */
   grid_dependency_wait();
   AA_MARK(1);
-  /* Pure decode batches (p.spec_pages): when every sequence has one token,
-   * Q block b belongs to sequence (b / (bq + 1)) * bq + b % (bq + 1) (b % (bq
-   * + 1) == bq: a spare block), and a segment's first tiles do not depend on
-   * the sequence's length (segments take every S-th tile, below). So the
-   * page ids of the first tile of the guessed sequence are read here, in the
-   * same memory round trip as the work search, and used when the search
-   * agrees; otherwise (a padding sequence with no token, say) they are read
-   * again after it. Rows of the block table are block_table_stride wide, so
-   * the guessed reads stay inside it; ids past the sequence's end are masked
-   * once its length is known. The next tiles' ids are read after the search,
-   * while the first tile's copies are in flight (holding them across the
-   * search too made the 3-stage decode tile spill). */
-  constexpr int ROWS_PT = (BLOCK_N + S::THREADS - 1) / S::THREADS; /* page-id rows per thread */
-  constexpr int SPEC = 1;
-  int pg_spec[SPEC][ROWS_PT];
-  int s_guess = -1;
-  if (AA_SPEC_PAGES && p.spec_pages) {
-    const int k = fast_div(qblock, p.bq1_magic, p.bq1_shift), rb = qblock - k * (p.bq + 1);
-    if (rb < p.bq && k * p.bq + rb < p.num_seqs) s_guess = k * p.bq + rb;
-  }
-#pragma unroll
-  for (int st = 0; st < SPEC; st++)
-#pragma unroll
-    for (int q = 0; q < ROWS_PT; q++) {
-      const int r = (int)threadIdx.x + q * S::THREADS;
-      const int pi = fast_div(((p.num_splits > 1 ? (int)blockIdx.y : 0) + st * p.num_splits) * BLOCK_N + r,
-                              p.bs_magic, p.bs_shift);
-      pg_spec[st][q] = s_guess >= 0 && r < BLOCK_N && pi < p.bt_stride
-                           ? p.block_table[(int64_t)s_guess * p.bt_stride + pi]
-                           : -1;
-    }
   if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
   AA_MARK(2);
   const int kvh = fast_div(hprog, p.hc_magic, p.hc_shift);
@@ -534,21 +494,29 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   int n_begin = (lo / BLOCK_N) * BLOCK_N;
   int ntiles = hi > lo ? (hi - n_begin + BLOCK_N - 1) / BLOCK_N : 0;
 
-  /* Split-KV: segment blockIdx.y = s of S takes tiles s, s + S, s + 2S, ...
-   * of the program's range, cut on the device from the lengths read above,
-   * so a graph captured once stays right when lengths change. A segment's
-   * first tile does not depend on the length (the decode read-ahead above
-   * relies on it). Every key goes to one segment; masks come from each row's
-   * own range. Short ranges leave the last segments without a tile: they
-   * write empty partials (a few stores, no K/V), which the merge skips. */
+  /* Split-KV: segment blockIdx.y takes its even share of the tiles, from the
+   * lengths read above on the device, so a graph captured once stays right
+   * when lengths change. Tile-aligned cuts give every key to one segment;
+   * masks still come from each row's own range. */
   const bool split = p.num_splits > 1;
   const bool cl = kHasClusters && split && p.cluster; /* merge in the cluster, not the reduce */
   const int seg = (int)blockIdx.y;
-  const int tfirst = split ? seg : 0, tstep = split ? p.num_splits : 1;
-  auto tile_n0 = [&](int t) { return n_begin + (tfirst + t * tstep) * BLOCK_N; }; /* first key of tile t */
   auto part_row = [&](int r) { return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r); };
   if (split) {
-    ntiles = ntiles > seg ? (ntiles - seg + tstep - 1) / tstep : 0;
+    /* Short ranges use fewer segments, each at least kSplitMinTiles tiles, so
+     * a graph captured with many segments for long contexts does not pay a
+     * wide merge of near-empty partials at short ones; the idle segments
+     * write empty partials (cheap: a few stores, no K/V). */
+    const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
+    /* 32-bit unsigned: ntiles * (seg + 1) <= (2^31 / BLOCK_N) * 128 segments,
+     * under 2^32 for 64-key tiles; 32-key tiles (AMD's table) would need a
+     * 2^30-token context (a 4 TB cache at Llama-8B shapes) to overflow */
+    const int t0 = seg < s_eff ? (int)((unsigned)ntiles * seg / (unsigned)s_eff) : ntiles;
+    const int t1 = seg < s_eff ? (int)((unsigned)ntiles * (seg + 1) / (unsigned)s_eff) : ntiles;
+    n_begin += t0 * BLOCK_N;
+    ntiles = t1 - t0;
+    lo = max(lo, n_begin);
+    hi = min(hi, n_begin + ntiles * BLOCK_N);
     if (ntiles == 0 && !cl) { /* nothing here: an empty partial, which the reduce skips */
       for (int r = tid; r < BLOCK_M; r += S::THREADS)
         if (row_valid(r)) p.part_ml[part_row(r)] = make_float2(-INFINITY, 0.0f);
@@ -582,6 +550,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * then store the row's K and V offsets in a shared slot. Step 2: every
    * thread issues its 16-byte copies from those offsets. Keys outside
    * [lo, hi) are masked anyway: offset -1, the copy zero-fills. */
+  constexpr int ROWS_PT = (BLOCK_N + S::THREADS - 1) / S::THREADS;
   constexpr int LOADS = (BLOCK_N * CH + S::THREADS - 1) / S::THREADS; /* 16-byte chunks per thread */
   auto lookup_pages = [&](int n0, int(&pg)[ROWS_PT]) {
 #pragma unroll
@@ -626,31 +595,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   };
 
-  /* The first STAGES tiles' page ids: the first one read with the work
-   * search when its guess held (n_begin is 0 then: no left window), the rest
-   * now, at once; their reads overlap the first tile's copies. */
+  /* The first STAGES tiles' page ids are read at once: one round trip. */
   int pg_first[STAGES][ROWS_PT];
-  const bool spec_ok = s_guess == w.seq;
 #pragma unroll
-  for (int st = 0; st < STAGES; st++) {
-    if (st < SPEC && spec_ok) {
-#pragma unroll
-      for (int q = 0; q < ROWS_PT; q++) {
-        const int r = tid + q * S::THREADS, j = tile_n0(st) + r;
-        pg_first[st][q] = (r < BLOCK_N && j >= lo && j < hi) ? pg_spec[st < SPEC ? st : 0][q] : -1;
-      }
-    } else {
-      lookup_pages(tile_n0(st), pg_first[st]);
-    }
-  }
+  for (int st = 0; st < STAGES; st++) lookup_pages(n_begin + st * BLOCK_N, pg_first[st]);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; st++) {
-    store_offsets(st & 1, tile_n0(st), pg_first[st]);
+    store_offsets(st & 1, n_begin + st * BLOCK_N, pg_first[st]);
     block_sync();
     if (st < ntiles) issue_tile(st, st & 1);
     async_commit();
   }
-  store_offsets((STAGES - 1) & 1, tile_n0(STAGES - 1), pg_first[STAGES - 1]);
+  store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_first[STAGES - 1]);
   int pg_next[ROWS_PT];
   AA_MARK(3);
 
@@ -694,7 +650,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   for (int it = 0; it < ntiles; it++) {
     const int nx = it + STAGES - 1; /* the tile whose copies start now */
     if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
-    lookup_pages(tile_n0(nx + 1), pg_next); /* stored after this tile's math */
+    lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
     async_commit();
     async_wait<STAGES - 1>();
 #if defined(AA_HAS_WGMMA)
@@ -703,7 +659,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     block_sync();
     if (it == 0) AA_MARK(5);
 
-    const int n0 = tile_n0(it);
+    const int n0 = n_begin + it * BLOCK_N;
     const T *tk = sK + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
     const T *tv = sV + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
 
@@ -788,7 +744,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         }
       }
     }
-    store_offsets((nx + 1) & 1, tile_n0(nx + 1), pg_next);
+    store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
     block_sync(); /* the stage is refilled next iteration */
   }
   async_wait<0>();

@@ -638,12 +638,6 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     p.hprogs = pr->num_kv_heads * m.n_hchunks;
     aa_fastdiv_init((uint32_t)m.gh, &p.gh_magic, &p.gh_shift);
     aa_fastdiv_init((uint32_t)m.bq, &p.bq_magic, &p.bq_shift);
-    aa_fastdiv_init((uint32_t)m.bq + 1u, &p.bq1_magic, &p.bq1_shift);
-    /* One token per sequence and no left window: decode programs read their
-     * first page ids with the work search (attention.cuh, spec_pages). A
-     * host scalar, so a graph captured for a decode batch keeps it; the
-     * kernel checks the guess it implies against the search. */
-    p.spec_pages = a->num_tokens == a->num_seqs && pr->window_left < 0;
     aa_fastdiv_init((uint32_t)p.hprogs, &p.hp_magic, &p.hp_shift);
     aa_fastdiv_init((uint32_t)m.n_hchunks, &p.hc_magic, &p.hc_shift);
     const long long programs = (long long)p.num_qblocks * p.hprogs;
