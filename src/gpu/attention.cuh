@@ -261,9 +261,7 @@ __device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows,
   wg_commit();
   wg_wait_all();
 #pragma unroll
-  for (int n = 0; n < S::NK; n++) /* nothing reads the scores before the wait */
-#pragma unroll
-    for (int e = 0; e < kFragCElems; e++) wg_keep(s[n].x[e]);
+  for (int n = 0; n < S::NK; n++) wg_keep(s[n]); /* nothing reads the scores before the wait */
 }
 /* O += P V for the warpgroup's rows: NK k16 steps along the keys (16 rows =
  * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
@@ -273,27 +271,19 @@ template <typename T, class S>
 __device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
   /* The rescaled accumulators and P are written before the fence; P's
    * registers, read by the MMA until the wait, stay allocated until then. */
+  auto keep = [&] {
 #pragma unroll
-  for (int d = 0; d < S::DK; d++)
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
 #pragma unroll
-    for (int e = 0; e < kFragCElems; e++) wg_keep(acc[d].x[e]);
-#pragma unroll
-  for (int n = 0; n < S::NK; n++)
-#pragma unroll
-    for (int i = 0; i < 4; i++) wg_keep(pa[n].x[i]);
+    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+  };
+  keep();
   wg_fence();
 #pragma unroll
   for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
   wg_commit();
   wg_wait_all();
-#pragma unroll
-  for (int d = 0; d < S::DK; d++)
-#pragma unroll
-    for (int e = 0; e < kFragCElems; e++) wg_keep(acc[d].x[e]);
-#pragma unroll
-  for (int n = 0; n < S::NK; n++)
-#pragma unroll
-    for (int i = 0; i < 4; i++) wg_keep(pa[n].x[i]);
+  keep();
 }
 #endif
 
