@@ -178,6 +178,11 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
 #ifndef AA_WGMMA
 #define AA_WGMMA 3
 #endif
+/* The 128-row wgmma tile's two warpgroups half a tile apart (1) or in step
+ * (0: the loop every other tile runs); a knob for A/B builds only. */
+#ifndef AA_PINGPONG
+#define AA_PINGPONG 1
+#endif
 
 /* ---- compile-time shape of a tensor-core program -------------------------------- */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
@@ -221,9 +226,14 @@ struct TileShape {
   static constexpr size_t CL_OFF = MERGE_BYTES;
   static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
   static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
-  /* 16 bytes at the end: the work search's scratch (find_work) */
+  /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
+   * apart (see the pipelined loop in attn_tc_kernel), which needs four
+   * mbarriers (K and V of each of the two stages) after the scratch. */
+  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && AA_PINGPONG;
+  /* 16 bytes at the end: the work search's scratch (find_work); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
-  static constexpr size_t SMEM_BYTES = META_OFF + 16;
+  static constexpr size_t BAR_OFF = META_OFF + 16;
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -251,13 +261,17 @@ __device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
  * BLOCK_M rows, this warpgroup's 64 from q_rows) and K from swizzled tiles at
  * shared addresses q_tile and k_tile. Waits for the result. */
 template <typename T, class S>
-__device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
+__device__ __forceinline__ void wg_issue_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
   constexpr int QPANEL = S::WM * 16 * 128; /* BLOCK_M rows of 128 bytes */
-  wg_fence();
 #pragma unroll
   for (int kk = 0; kk < S::DK; kk++) /* 64 head-dim elements per panel, 32 bytes per k16 step */
     wg_mma_ss<T, S::BN>(&s[0].x[0], wg_desc(q_tile + (kk >> 2) * QPANEL + q_rows * 128 + (kk & 3) * 32, 16, 1024),
                         wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024), kk > 0);
+}
+template <typename T, class S>
+__device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
+  wg_fence();
+  wg_issue_scores<T, S>(s, q_tile, q_rows, k_tile);
   wg_commit();
   wg_wait_all();
 #pragma unroll
@@ -267,6 +281,11 @@ __device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows,
  * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
  * N-major (head-dim panels BN * 128 bytes apart). Waits, so the stage can be
  * refilled after the next barrier. */
+template <typename T, class S>
+__device__ __forceinline__ void wg_issue_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+}
 template <typename T, class S>
 __device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
   /* The rescaled accumulators and P are written before the fence; P's
@@ -279,8 +298,7 @@ __device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
   };
   keep();
   wg_fence();
-#pragma unroll
-  for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+  wg_issue_pv<T, S>(acc, pa, v_tile);
   wg_commit();
   wg_wait_all();
   keep();
@@ -357,6 +375,10 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
+/* Named barriers of the pipelined 128-row tile (0 is the block barrier):
+ * whose turn it is to issue products (one per warpgroup), K and V stages
+ * free for refilling, and one per warpgroup for its copy offsets. */
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5;
 /* Most segments one cluster can merge (the portable cluster size on sm_90);
  * the launcher uses fewer (cuda_backend.cu, kClusterMerge). */
 constexpr int kClusterMax = 8;
@@ -456,6 +478,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * here, before any input is read, for it to finish (a no-op otherwise). */
   grid_dependency_wait();
   AA_MARK(1);
+#if defined(AA_HAS_WGMMA)
+  /* The pipelined 128-row tile's mbarriers: full K and full V of each stage,
+   * one arrival per copying thread of a warpgroup (128); the work search's
+   * barrier publishes the init. */
+  uint64_t *kv_full = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF); /* [K stage 0, 1, V stage 0, 1] */
+  if constexpr (S::PP && WG_QK && WG_PV) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < 4; i++) mbar_init(kv_full + i, 128);
+      mbar_init_fence();
+    }
+  }
+#endif
   if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
   AA_MARK(2);
   const int kvh = fast_div(hprog, p.hc_magic, p.hc_shift);
@@ -585,19 +619,78 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   };
 
-  /* The first STAGES tiles' page ids are read at once: one round trip. */
-  int pg_first[STAGES][ROWS_PT];
+#if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool PP = S::PP && WG_QK && WG_PV;
+#else
+  constexpr bool PP = false;
+#endif
+  /* The pipelined 128-row tile (PP) splits the copies by warpgroup: the
+   * first (g 0) copies K tiles, the second V tiles, each thread of a
+   * warpgroup owning row lt of a tile for its page id. Offsets go to
+   * sOff[slot][row][g]; a warpgroup's named barrier publishes them. */
+  const int g = tid >> 7, lt = tid & 127;
+  auto wg_lookup = [&](int n0) {
+    const int j = n0 + lt;
+    return (lt < BLOCK_N && j >= lo && j < hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
+  };
+  auto wg_store = [&](int slot, int n0, int pg) {
+    if (lt < BLOCK_N) {
+      const int j = n0 + lt;
+      const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
+      sOff[(slot * BLOCK_N + lt) * 2 + g] =
+          pg >= 0 ? (int64_t)pg * (g ? p.v_sb : p.k_sb) + (int64_t)jr * (g ? p.v_st : p.k_st) : -1;
+    }
+  };
+  /* This warpgroup's half of tile (stage, slot): K or V; its arrival on the
+   * stage's mbarrier comes when the copies have landed. Not committed as a
+   * cp.async group: only the mbarrier tracks them. */
+  auto wg_issue = [&](int stage, int slot) {
+#if defined(AA_HAS_WGMMA)
+    constexpr int WG_LOADS = BLOCK_N * CH / 128;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(g ? sV : sK) + (size_t)stage * BLOCK_N * ROW * sizeof(T);
+    const T *src = g ? vc : kc;
 #pragma unroll
-  for (int st = 0; st < STAGES; st++) lookup_pages(n_begin + st * BLOCK_N, pg_first[st]);
-#pragma unroll
-  for (int st = 0; st < STAGES - 1; st++) {
-    store_offsets(st & 1, n_begin + st * BLOCK_N, pg_first[st]);
-    block_sync();
-    if (st < ntiles) issue_tile(st, st & 1);
-    async_commit();
-  }
-  store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_first[STAGES - 1]);
+    for (int k = 0; k < WG_LOADS; k++) {
+      const int r = lt / CH + k * (128 / CH), c = lt % CH;
+      const int64_t o = sOff[(slot * BLOCK_N + r) * 2 + g];
+      async_copy16(dst + kv_smem_offset<BLOCK_N>(r, c), src + (o >= 0 ? o + c * 8 : 0), o >= 0);
+    }
+    mbar_arrive_copies(kv_full + 2 * g + stage);
+#else
+    (void)stage, (void)slot;
+#endif
+  };
   int pg_next[ROWS_PT];
+  if constexpr (PP) {
+#if defined(AA_HAS_WGMMA)
+    /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and
+     * K(2) follow inside the loop. One round trip for the page ids. */
+    const int pa0 = wg_lookup(n_begin), pa1 = wg_lookup(n_begin + BLOCK_N);
+    const int pa2 = g == 0 ? wg_lookup(n_begin + 2 * BLOCK_N) : 0;
+    wg_store(0, n_begin, pa0);
+    named_sync(kBarWg0 + g, 128);
+    if (ntiles > 0) wg_issue(0, 0);
+    if (g == 0) {
+      wg_store(1, n_begin + BLOCK_N, pa1);
+      named_sync(kBarWg0, 128);
+      if (ntiles > 1) wg_issue(1, 1);
+    }
+    pg_next[0] = g == 0 ? pa2 : pa1;
+#endif
+  } else {
+    /* The first STAGES tiles' page ids are read at once: one round trip. */
+    int pg_first[STAGES][ROWS_PT];
+#pragma unroll
+    for (int st = 0; st < STAGES; st++) lookup_pages(n_begin + st * BLOCK_N, pg_first[st]);
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+      store_offsets(st & 1, n_begin + st * BLOCK_N, pg_first[st]);
+      block_sync();
+      if (st < ntiles) issue_tile(st, st & 1);
+      async_commit();
+    }
+    store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pg_first[STAGES - 1]);
+  }
   AA_MARK(3);
 
   /* Per-lane rows: position, ALiBi slope, for each accumulator row slot. */
@@ -615,7 +708,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   }
   const bool plain = p.alibi == nullptr && !(p.softcap > 0.0f);
 
-  async_wait<STAGES - 1>(); /* the Q group is the oldest */
+  if constexpr (PP) { /* Q is the only committed group; wgmma reads it next */
+    async_wait<0>();
+#if defined(AA_HAS_WGMMA)
+    fence_proxy_async_smem();
+#endif
+  } else {
+    async_wait<STAGES - 1>(); /* the Q group is the oldest */
+  }
   block_sync();
   AA_MARK(4);
   const T *sQw = sQ + wm * 16 * ROW;
@@ -637,46 +737,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     l_run[sl] = 0.0f;
   }
 
-  for (int it = 0; it < ntiles; it++) {
-    const int nx = it + STAGES - 1; /* the tile whose copies start now */
-    if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
-    lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
-    async_commit();
-    async_wait<STAGES - 1>();
-#if defined(AA_HAS_WGMMA)
-    if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
-#endif
-    block_sync();
-    if (it == 0) AA_MARK(5);
-
-    const int n0 = n_begin + it * BLOCK_N;
-    const T *tk = sK + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
-    const T *tv = sV + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
-
-    /* S = Q K^T for this warp's 16 rows x KW keys. */
-    FragC s[NK];
-#if defined(AA_HAS_WGMMA)
-    if constexpr (WG_QK) wg_scores<T, S>(s, smem_u32(sQ), (warp >> 2) * 64, smem_u32(tk));
-    else
-#endif
-    {
-#pragma unroll
-      for (int n = 0; n < NK; n++) zero(s[n]);
-#pragma unroll
-      for (int kk = 0; kk < DK; kk++) {
-        FragA a;
-        if constexpr (QREG) a = qf[kk];
-        else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
-#pragma unroll
-        for (int n = 0; n < NK; n++) {
-          FragB b;
-          load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
-          mma<T>(s[n], a, b);
-        }
-      }
-    }
-
-    /* Scores, masks (only on tiles that cross a boundary), online softmax. */
+  /* Scores of tile n0 in s -> P in pa (masks only on tiles that cross a
+   * boundary, online softmax), and the output rescaled to the new maxima. */
+  auto softmax_tile = [&](int n0, FragC(&s)[NK], FragA(&pa)[NK]) {
     const int nw0 = n0 + wn * S::KW;
     const bool full = nw0 >= lo && nw0 + S::KW <= w.kv_len &&
                       (p.causal ? nw0 + S::KW - 1 <= pos_min
@@ -701,7 +764,6 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       m_run[sl] = m_new;
       l_run[sl] *= alpha[sl];
     }
-    FragA pa[NK];
 #pragma unroll
     for (int n = 0; n < NK; n++) {
 #pragma unroll
@@ -717,25 +779,141 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     for (int d = 0; d < DK; d++)
 #pragma unroll
       for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+  };
 
-    /* O += P V */
 #if defined(AA_HAS_WGMMA)
-    if constexpr (WG_PV) wg_pv<T, S>(acc, pa, smem_u32(tv));
-    else
-#endif
-    {
+  if constexpr (PP) {
+    /* The two warpgroups half a tile apart. Each iteration is one product
+     * phase, O += P(it-1) V(it-1) and S = Q K(it)^T issued together, then the
+     * softmax of S. A warpgroup issues its products only in its turn
+     * (kBarSched0 + g, handed over right after issuing), so one warpgroup's
+     * softmax runs while the other's products keep the tensor cores busy.
+     * Stages: K(it) and V(it) land in stage it % 2, each half tracked by its
+     * own mbarrier (phase it / 2). Refills: the first warpgroup copies
+     * K(it+2) once the second is done with K(it) (kBarKFree), after its own
+     * softmax; the second copies V(it+1) once the first is done with V(it-1)
+     * (kBarVFree), right after its products. The second takes kBarVFree
+     * before handing the turn back, and the first takes kBarKFree before
+     * its next turn, so neither named barrier is passed twice by the same
+     * side before the other side took it. */
+    FragA pa[NK];
+    if (g == 1 && ntiles > 0) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
+    for (int it = 0; ntiles > 0 && it <= ntiles; it++) {
+      const bool qk = it < ntiles, pv = it > 0;
+      if (qk) mbar_wait(kv_full + (it & 1), (uint32_t)(it >> 1) & 1u);
+      if (pv) mbar_wait(kv_full + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+      fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+      if (it == 0) AA_MARK(5);
+      FragC s[NK];
+      named_sync(kBarSched0 + g, 256);
+#pragma unroll
+      for (int d = 0; d < DK; d++) wg_keep(acc[d]);
+#pragma unroll
+      for (int n = 0; n < NK; n++) wg_keep(pa[n]);
+      wg_fence();
+      if (pv) wg_issue_pv<T, S>(acc, pa, smem_u32(sV + ((it - 1) & 1) * BLOCK_N * ROW));
+      if (qk) wg_issue_scores<T, S>(s, smem_u32(sQ), g * 64, smem_u32(sK + (it & 1) * BLOCK_N * ROW));
+      wg_commit();
+      const bool vissue = it + 1 < ntiles, vfree = pv && vissue; /* V(it+1) refills V(it-1)'s stage */
+      if (g == 1 && vfree) named_sync(kBarVFree, 256);
+      named_arrive(kBarSched0 + (g ^ 1), 256);
+      wg_wait_all();
+#pragma unroll
+      for (int d = 0; d < DK; d++) wg_keep(acc[d]);
 #pragma unroll
       for (int n = 0; n < NK; n++) {
-#pragma unroll
-        for (int d = 0; d < DK; d++) {
-          FragB b;
-          load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
-          mma<T>(acc[d], pa[n], b);
-        }
+        wg_keep(pa[n]);
+        wg_keep(s[n]);
+      }
+      const bool kfree = it + 2 < ntiles; /* K(it+2) refills K(it)'s stage */
+      if (g == 0 && vfree) {
+        fence_proxy_async_smem();
+        named_arrive(kBarVFree, 256);
+      }
+      if (g == 1 && kfree) {
+        fence_proxy_async_smem();
+        named_arrive(kBarKFree, 256);
+      }
+      if (g == 1 && vissue) {
+        wg_store((it + 1) & 1, n_begin + (it + 1) * BLOCK_N, pg_next[0]);
+        named_sync(kBarWg0 + 1, 128);
+        wg_issue((it + 1) & 1, (it + 1) & 1);
+        pg_next[0] = wg_lookup(n_begin + (it + 2) * BLOCK_N);
+      }
+      if (!qk) break;
+      softmax_tile(n_begin + it * BLOCK_N, s, pa);
+      if (g == 0 && kfree) {
+        named_sync(kBarKFree, 256);
+        wg_store(it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
+        named_sync(kBarWg0, 128);
+        wg_issue(it & 1, it & 1);
+        pg_next[0] = wg_lookup(n_begin + (it + 3) * BLOCK_N);
       }
     }
-    store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
-    block_sync(); /* the stage is refilled next iteration */
+  } else
+#endif
+  {
+    for (int it = 0; it < ntiles; it++) {
+      const int nx = it + STAGES - 1; /* the tile whose copies start now */
+      if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
+      lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
+      async_commit();
+      async_wait<STAGES - 1>();
+  #if defined(AA_HAS_WGMMA)
+      if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+  #endif
+      block_sync();
+      if (it == 0) AA_MARK(5);
+
+      const int n0 = n_begin + it * BLOCK_N;
+      const T *tk = sK + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
+      const T *tv = sV + (it % STAGES) * BLOCK_N * ROW + wn * S::KW * ROW;
+
+      /* S = Q K^T for this warp's 16 rows x KW keys. */
+      FragC s[NK];
+  #if defined(AA_HAS_WGMMA)
+      if constexpr (WG_QK) wg_scores<T, S>(s, smem_u32(sQ), (warp >> 2) * 64, smem_u32(tk));
+      else
+  #endif
+      {
+  #pragma unroll
+        for (int n = 0; n < NK; n++) zero(s[n]);
+  #pragma unroll
+        for (int kk = 0; kk < DK; kk++) {
+          FragA a;
+          if constexpr (QREG) a = qf[kk];
+          else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
+  #pragma unroll
+          for (int n = 0; n < NK; n++) {
+            FragB b;
+            load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
+            mma<T>(s[n], a, b);
+          }
+        }
+      }
+
+      FragA pa[NK];
+      softmax_tile(n0, s, pa);
+
+      /* O += P V */
+  #if defined(AA_HAS_WGMMA)
+      if constexpr (WG_PV) wg_pv<T, S>(acc, pa, smem_u32(tv));
+      else
+  #endif
+      {
+  #pragma unroll
+        for (int n = 0; n < NK; n++) {
+  #pragma unroll
+          for (int d = 0; d < DK; d++) {
+            FragB b;
+            load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
+            mma<T>(acc[d], pa[n], b);
+          }
+        }
+      }
+      store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
+      block_sync(); /* the stage is refilled next iteration */
+    }
   }
   async_wait<0>();
   AA_MARK(6);

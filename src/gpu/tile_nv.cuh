@@ -284,6 +284,39 @@ __device__ __forceinline__ void wg_keep(FragA &f) {
  * wgmma reads next: each writing thread fences before the barrier. */
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* ---- the two-warpgroup pipeline of the 128-row wgmma tile --------------------------
+ * Shared-memory barriers (mbarrier) that count arrivals per phase, and named
+ * barriers (ids 1..15) over a subset of the block's threads: they let the
+ * two warpgroups of a program run half a KV tile apart (attention.cuh). */
+__device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+/* Makes barrier inits visible before other threads arrive (with a block barrier after). */
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+/* One arrival on `bar` once every cp.async this thread issued so far has
+ * landed; noinc: the arrival is one of the count given at init. */
+__device__ __forceinline__ void mbar_arrive_copies(uint64_t *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+/* Waits until the phase of `bar` with this parity has completed. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+  const uint32_t a = smem_u32(bar);
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(a), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+/* Named barrier `id` over `count` threads: sync waits, arrive does not. */
+__device__ __forceinline__ void named_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 /* The m64nNk16 products, D in registers (N/2 fp32 per thread, "+f" operands
  * %0..), for N = 64 and 128. AA_WG_D<R>: D's operand list in the PTX text,
  * AA_WG_O<R>(d): its constraints; the operands after D are numbered from R. */
