@@ -305,6 +305,12 @@ __device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
 }
 #endif
 
+/* A compile-time bool as a value, for generic lambdas' phase variants. */
+template <bool B>
+struct BoolC {
+  static constexpr bool value = B;
+};
+
 /* Where a program's work lies: sequence, its query tokens and lengths. */
 struct Work {
   int seq, q_len, kv_len;
@@ -797,13 +803,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
      * its next turn, so neither named barrier is passed twice by the same
      * side before the other side took it. */
     FragA pa[NK];
-    if (g == 1 && ntiles > 0) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
-    for (int it = 0; ntiles > 0 && it <= ntiles; it++) {
-      const bool qk = it < ntiles, pv = it > 0;
-      if (qk) mbar_wait(kv_full + (it & 1), (uint32_t)(it >> 1) & 1u);
-      if (pv) mbar_wait(kv_full + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+    /* One phase: products of P(it-1) V(it-1) (PVd) and Q K(it)^T (QKd),
+     * fixed per instantiation: ptxas serialises every wgmma of a kernel that
+     * issues one on a path it cannot prove uniform. */
+    auto phase = [&](auto pv_c, auto qk_c, int it) {
+      constexpr bool PVd = decltype(pv_c)::value, QKd = decltype(qk_c)::value;
+      if constexpr (QKd) mbar_wait(kv_full + (it & 1), (uint32_t)(it >> 1) & 1u);
+      if constexpr (PVd) mbar_wait(kv_full + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
       fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
-      if (it == 0) AA_MARK(5);
       FragC s[NK];
       named_sync(kBarSched0 + g, 256);
 #pragma unroll
@@ -811,10 +818,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #pragma unroll
       for (int n = 0; n < NK; n++) wg_keep(pa[n]);
       wg_fence();
-      if (pv) wg_issue_pv<T, S>(acc, pa, smem_u32(sV + ((it - 1) & 1) * BLOCK_N * ROW));
-      if (qk) wg_issue_scores<T, S>(s, smem_u32(sQ), g * 64, smem_u32(sK + (it & 1) * BLOCK_N * ROW));
+      if constexpr (PVd) wg_issue_pv<T, S>(acc, pa, smem_u32(sV + ((it - 1) & 1) * BLOCK_N * ROW));
+      if constexpr (QKd) wg_issue_scores<T, S>(s, smem_u32(sQ), g * 64, smem_u32(sK + (it & 1) * BLOCK_N * ROW));
       wg_commit();
-      const bool vissue = it + 1 < ntiles, vfree = pv && vissue; /* V(it+1) refills V(it-1)'s stage */
+      const bool vissue = it + 1 < ntiles, vfree = PVd && vissue; /* V(it+1) refills V(it-1)'s stage */
       if (g == 1 && vfree) named_sync(kBarVFree, 256);
       named_arrive(kBarSched0 + (g ^ 1), 256);
       wg_wait_all();
@@ -840,15 +847,23 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         wg_issue((it + 1) & 1, (it + 1) & 1);
         pg_next[0] = wg_lookup(n_begin + (it + 2) * BLOCK_N);
       }
-      if (!qk) break;
-      softmax_tile(n_begin + it * BLOCK_N, s, pa);
-      if (g == 0 && kfree) {
-        named_sync(kBarKFree, 256);
-        wg_store(it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
-        named_sync(kBarWg0, 128);
-        wg_issue(it & 1, it & 1);
-        pg_next[0] = wg_lookup(n_begin + (it + 3) * BLOCK_N);
+      if constexpr (QKd) {
+        softmax_tile(n_begin + it * BLOCK_N, s, pa);
+        if (g == 0 && kfree) {
+          named_sync(kBarKFree, 256);
+          wg_store(it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
+          named_sync(kBarWg0, 128);
+          wg_issue(it & 1, it & 1);
+          pg_next[0] = wg_lookup(n_begin + (it + 3) * BLOCK_N);
+        }
       }
+    };
+    if (ntiles > 0) {
+      if (g == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
+      AA_MARK(5);
+      phase(BoolC<false>(), BoolC<true>(), 0);
+      for (int it = 1; it < ntiles; it++) phase(BoolC<true>(), BoolC<true>(), it);
+      phase(BoolC<true>(), BoolC<false>(), ntiles);
     }
   } else
 #endif
