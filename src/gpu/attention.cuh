@@ -228,13 +228,12 @@ struct TileShape {
   static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
   /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
    * apart (see the pipelined loop in attn_tc_kernel), which needs four
-   * mbarriers (landed and read, for K and V of each of the two stages)
-   * after the scratch. */
+   * mbarriers (K and V of each of the two stages) after the scratch. */
   static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && AA_PINGPONG;
   /* 16 bytes at the end: the work search's scratch (find_work); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 64 : 0);
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -383,9 +382,9 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
 /* Named barriers of the pipelined 128-row tile (0 is the block barrier):
- * whose turn it is to issue products (kBarSched0 + warpgroup), and one per
- * warpgroup for its copy offsets (kBarWg0 + warpgroup). */
-constexpr int kBarSched0 = 1, kBarWg0 = 3;
+ * whose turn it is to issue products (one per warpgroup), K and V stages
+ * free for refilling, and one per warpgroup for its copy offsets. */
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5;
 /* Most segments one cluster can merge (the portable cluster size on sm_90);
  * the launcher uses fewer (cuda_backend.cu, kClusterMerge). */
 constexpr int kClusterMax = 8;
@@ -486,15 +485,13 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   grid_dependency_wait();
   AA_MARK(1);
 #if defined(AA_HAS_WGMMA)
-  /* The pipelined 128-row tile's mbarriers, 128 arrivals per phase (the
-   * threads of one warpgroup), each indexed by stage: [0, 2) K landed,
-   * [2, 4) V landed (arrivals of the copying threads), [4, 6) K read by the
-   * second warpgroup, [6, 8) V read by the first (so the stage may be
-   * refilled). The work search's barrier publishes the init. */
-  uint64_t *kv_bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
+  /* The pipelined 128-row tile's mbarriers: full K and full V of each stage,
+   * one arrival per copying thread of a warpgroup (128); the work search's
+   * barrier publishes the init. */
+  uint64_t *kv_full = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF); /* [K stage 0, 1, V stage 0, 1] */
   if constexpr (S::PP && WG_QK && WG_PV) {
     if (threadIdx.x == 0) {
-      for (int i = 0; i < 8; i++) mbar_init(kv_bar + i, 128);
+      for (int i = 0; i < 4; i++) mbar_init(kv_full + i, 128);
       mbar_init_fence();
     }
   }
@@ -664,7 +661,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       const int64_t o = sOff[(slot * BLOCK_N + r) * 2 + g];
       async_copy16(dst + kv_smem_offset<BLOCK_N>(r, c), src + (o >= 0 ? o + c * 8 : 0), o >= 0);
     }
-    mbar_arrive_copies(kv_bar + 2 * g + stage);
+    mbar_arrive_copies(kv_full + 2 * g + stage);
 #else
     (void)stage, (void)slot;
 #endif
@@ -746,11 +743,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     l_run[sl] = 0.0f;
   }
 
-  /* Softmax of one tile, in two steps. softmax_p: scores of tile n0 in s ->
-   * P (fp32, in place; masks only on tiles that cross a boundary), running
-   * max and sum, and each row's output scale in alpha. softmax_o: the
-   * output rescaled by alpha, P packed into pa (the A operand of P V). */
-  auto softmax_p = [&](int n0, FragC(&s)[NK], float(&alpha)[kFragCSlots]) {
+  /* Scores of tile n0 in s -> P in pa (masks only on tiles that cross a
+   * boundary, online softmax), and the output rescaled to the new maxima. */
+  auto softmax_tile = [&](int n0, FragC(&s)[NK], FragA(&pa)[NK]) {
     const int nw0 = n0 + wn * S::KW;
     const bool full = nw0 >= lo && nw0 + S::KW <= w.kv_len &&
                       (p.causal ? nw0 + S::KW - 1 <= pos_min
@@ -766,7 +761,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
       score_tile<false, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
     }
-    float m_use[kFragCSlots];
+    float alpha[kFragCSlots], m_use[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) {
       const float m_new = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
@@ -784,11 +779,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         s[n].x[e] = pe;
         l_run[sl] += pe;
       }
+      acc_to_a<T>(pa[n], s[n]);
     }
-  };
-  auto softmax_o = [&](FragC(&s)[NK], FragA(&pa)[NK], const float(&alpha)[kFragCSlots]) {
-#pragma unroll
-    for (int n = 0; n < NK; n++) acc_to_a<T>(pa[n], s[n]);
 #pragma unroll
     for (int d = 0; d < DK; d++)
 #pragma unroll
@@ -798,75 +790,67 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #if defined(AA_HAS_WGMMA)
   if constexpr (PP) {
     /* The two warpgroups half a tile apart. Each iteration is one product
-     * phase, S = Q K(it)^T and O += P(it-1) V(it-1) issued together, with
-     * the softmax of S overlapping the second product. A warpgroup issues
-     * its products only in its turn (kBarSched0 + g, handed over right
-     * after issuing), so one warpgroup's softmax runs while the other's
-     * products keep the tensor cores busy. K(it) and V(it) land in stage
-     * it % 2, each half tracked by mbarriers (phase it / 2). Refills: the
-     * first warpgroup copies K(it+2) after its softmax, once the second has
-     * read K(it); the second copies V(it+1) after its products, once the
-     * first has read V(it-1). Each barrier's next phase needs the refill
-     * its waiter does, so no side runs two phases ahead of a waiter. */
+     * phase, O += P(it-1) V(it-1) and S = Q K(it)^T issued together, then the
+     * softmax of S. A warpgroup issues its products only in its turn
+     * (kBarSched0 + g, handed over right after issuing), so one warpgroup's
+     * softmax runs while the other's products keep the tensor cores busy.
+     * Stages: K(it) and V(it) land in stage it % 2, each half tracked by its
+     * own mbarrier (phase it / 2). Refills: the first warpgroup copies
+     * K(it+2) once the second is done with K(it) (kBarKFree), after its own
+     * softmax; the second copies V(it+1) once the first is done with V(it-1)
+     * (kBarVFree), right after its products. The second takes kBarVFree
+     * before handing the turn back, and the first takes kBarKFree before
+     * its next turn, so neither named barrier is passed twice by the same
+     * side before the other side took it. */
     FragA pa[NK];
     /* One phase: products of P(it-1) V(it-1) (PVd) and Q K(it)^T (QKd),
      * fixed per instantiation: ptxas serialises every wgmma of a kernel that
      * issues one on a path it cannot prove uniform. */
     auto phase = [&](auto pv_c, auto qk_c, int it) {
       constexpr bool PVd = decltype(pv_c)::value, QKd = decltype(qk_c)::value;
-      if constexpr (QKd) mbar_wait(kv_bar + (it & 1), (uint32_t)(it >> 1) & 1u);
-      if constexpr (PVd) mbar_wait(kv_bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+      if constexpr (QKd) mbar_wait(kv_full + (it & 1), (uint32_t)(it >> 1) & 1u);
+      if constexpr (PVd) mbar_wait(kv_full + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
       fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
       FragC s[NK];
-      float alpha[kFragCSlots];
       named_sync(kBarSched0 + g, 256);
 #pragma unroll
       for (int d = 0; d < DK; d++) wg_keep(acc[d]);
 #pragma unroll
       for (int n = 0; n < NK; n++) wg_keep(pa[n]);
       wg_fence();
-      if constexpr (QKd) {
-        wg_issue_scores<T, S>(s, smem_u32(sQ), g * 64, smem_u32(sK + (it & 1) * BLOCK_N * ROW));
-        wg_commit();
-      }
-      if constexpr (PVd) {
-        wg_issue_pv<T, S>(acc, pa, smem_u32(sV + ((it - 1) & 1) * BLOCK_N * ROW));
-        wg_commit();
-      }
+      if constexpr (PVd) wg_issue_pv<T, S>(acc, pa, smem_u32(sV + ((it - 1) & 1) * BLOCK_N * ROW));
+      if constexpr (QKd) wg_issue_scores<T, S>(s, smem_u32(sQ), g * 64, smem_u32(sK + (it & 1) * BLOCK_N * ROW));
+      wg_commit();
+      const bool vissue = it + 1 < ntiles, vfree = PVd && vissue; /* V(it+1) refills V(it-1)'s stage */
+      if (g == 1 && vfree) named_sync(kBarVFree, 256);
       named_arrive(kBarSched0 + (g ^ 1), 256);
-      if constexpr (QKd) { /* the scores' softmax overlaps P(it-1) V(it-1) */
-        if constexpr (PVd) wg_wait_but_last();
-        else wg_wait_all();
+      wg_wait_all();
 #pragma unroll
-        for (int n = 0; n < NK; n++) wg_keep(s[n]);
-        if (g == 1) { /* K(it) read by both warpgroups: its stage may be refilled */
-          fence_proxy_async_smem();
-          mbar_arrive(kv_bar + 4 + (it & 1));
-        }
-        softmax_p(n_begin + it * BLOCK_N, s, alpha);
+      for (int d = 0; d < DK; d++) wg_keep(acc[d]);
+#pragma unroll
+      for (int n = 0; n < NK; n++) {
+        wg_keep(pa[n]);
+        wg_keep(s[n]);
       }
-      if constexpr (PVd) {
-        wg_wait_all();
-#pragma unroll
-        for (int d = 0; d < DK; d++) wg_keep(acc[d]);
-#pragma unroll
-        for (int n = 0; n < NK; n++) wg_keep(pa[n]);
-        if (g == 0) { /* V(it-1) read by both */
-          fence_proxy_async_smem();
-          mbar_arrive(kv_bar + 6 + ((it - 1) & 1));
-        }
+      const bool kfree = it + 2 < ntiles; /* K(it+2) refills K(it)'s stage */
+      if (g == 0 && vfree) {
+        fence_proxy_async_smem();
+        named_arrive(kBarVFree, 256);
       }
-      if (g == 1 && it + 1 < ntiles) { /* V(it+1) into the stage of V(it-1) */
-        if (it >= 1) mbar_wait(kv_bar + 6 + ((it + 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+      if (g == 1 && kfree) {
+        fence_proxy_async_smem();
+        named_arrive(kBarKFree, 256);
+      }
+      if (g == 1 && vissue) {
         wg_store((it + 1) & 1, n_begin + (it + 1) * BLOCK_N, pg_next[0]);
         named_sync(kBarWg0 + 1, 128);
         wg_issue((it + 1) & 1, (it + 1) & 1);
         pg_next[0] = wg_lookup(n_begin + (it + 2) * BLOCK_N);
       }
       if constexpr (QKd) {
-        softmax_o(s, pa, alpha);
-        if (g == 0 && it + 2 < ntiles) { /* K(it+2) into the stage of K(it) */
-          mbar_wait(kv_bar + 4 + (it & 1), (uint32_t)(it >> 1) & 1u);
+        softmax_tile(n_begin + it * BLOCK_N, s, pa);
+        if (g == 0 && kfree) {
+          named_sync(kBarKFree, 256);
           wg_store(it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
           named_sync(kBarWg0, 128);
           wg_issue(it & 1, it & 1);
@@ -924,9 +908,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       }
 
       FragA pa[NK];
-      float alpha[kFragCSlots];
-      softmax_p(n0, s, alpha);
-      softmax_o(s, pa, alpha);
+      softmax_tile(n0, s, pa);
 
       /* O += P V */
   #if defined(AA_HAS_WGMMA)

@@ -265,8 +265,6 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 /* Waits for every wgmma this warpgroup committed: results readable, shared memory free. */
 __device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-/* Waits until at most the last committed group is still running. */
-__device__ __forceinline__ void wg_wait_but_last() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 /* Pins a register operand of an in-flight wgmma at this point of the
  * program: the compiler sees it read and written here, so it neither
  * schedules other reads or writes of it across a wg_fence / wg_wait_all
@@ -295,10 +293,6 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
 }
 /* Makes barrier inits visible before other threads arrive (with a block barrier after). */
 __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-/* One arrival on `bar` (its pending count was set at init). */
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(smem_u32(bar)) : "memory");
-}
 /* One arrival on `bar` once every cp.async this thread issued so far has
  * landed; noinc: the arrival is one of the count given at init. */
 __device__ __forceinline__ void mbar_arrive_copies(uint64_t *bar) {
