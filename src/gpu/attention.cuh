@@ -178,12 +178,6 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
 #ifndef AA_WGMMA
 #define AA_WGMMA 3
 #endif
-/* How far (log2 units) a row's maximum may rise above the reference its P
- * and output are kept against before they are rescaled (the softmax in
- * attn_tc_kernel); 0 rescales on every rise (a knob for A/B builds). */
-#ifndef AA_RESCALE_SLACK
-#define AA_RESCALE_SLACK 8.0f
-#endif
 /* The 128-row wgmma tile's two warpgroups half a tile apart (1) or in step
  * (0: the loop every other tile runs); a knob for A/B builds only. */
 #ifndef AA_PINGPONG
@@ -767,27 +761,13 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
       score_tile<false, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
     }
-    /* Lazy rescale: a row's reference maximum m_run moves only when the
-     * tile's maximum exceeds it by more than AA_RESCALE_SLACK (log2 units),
-     * and then for every row of the warp at once; otherwise P stays <= 2^slack
-     * (exact in fp32 sums, and bf16/f16 P keep their relative precision) and
-     * the output is not rescaled. The final normalisation divides by the sum
-     * taken against the same reference, so the result does not change. */
-    float m_new[kFragCSlots], m_use[kFragCSlots];
-    bool grow = false;
+    float alpha[kFragCSlots], m_use[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) {
-      m_new[sl] = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
-      grow = grow || m_new[sl] > m_run[sl] + AA_RESCALE_SLACK;
-    }
-    const bool rescale = warp_any(grow);
-    float alpha[kFragCSlots];
-#pragma unroll
-    for (int sl = 0; sl < kFragCSlots; sl++) {
-      const float m_ref = rescale ? m_new[sl] : m_run[sl];
-      m_use[sl] = m_ref == -INFINITY ? 0.0f : m_ref; /* a row with nothing visible yet stays at 0 */
-      alpha[sl] = rescale ? fast_exp2(m_run[sl] - m_use[sl]) : 1.0f;
-      m_run[sl] = m_ref;
+      const float m_new = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
+      m_use[sl] = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
+      alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
+      m_run[sl] = m_new;
       l_run[sl] *= alpha[sl];
     }
 #pragma unroll
@@ -801,12 +781,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       }
       acc_to_a<T>(pa[n], s[n]);
     }
-    if (rescale) {
 #pragma unroll
-      for (int d = 0; d < DK; d++)
+    for (int d = 0; d < DK; d++)
 #pragma unroll
-        for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
-    }
+      for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
   };
 
 #if defined(AA_HAS_WGMMA)

@@ -142,8 +142,6 @@ __device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
 }
 
 /* ---- reductions --------------------------------------------------------------- */
-/* True on every lane when p is true on some lane of the warp (wavefront). */
-__device__ __forceinline__ bool warp_any(bool p) { return __any(p) != 0; }
 /* A row lives in lanes L, L^16, L^32, L^48. */
 __device__ __forceinline__ float row_allreduce_max(float v) {
   v = fmaxf(v, __shfl_xor(v, 16, AA_WARP_SIZE));

@@ -135,8 +135,6 @@ __device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
 }
 
 /* ---- reductions --------------------------------------------------------------- */
-/* True on every lane when p is true on some lane of the warp (wavefront). */
-__device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 __device__ __forceinline__ float row_allreduce_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
