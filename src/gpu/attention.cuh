@@ -648,8 +648,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   };
   /* This warpgroup's half of tile (stage, slot): K or V; its arrival on the
-   * stage's mbarrier comes when the copies have landed. Not committed as a
-   * cp.async group: only the mbarrier tracks them. */
+   * stage's mbarrier comes when the copies have landed. Committed as a group
+   * of their own (nobody waits on the group: the mbarrier tracks them; the
+   * kernel's last wait_group covers them before shared memory is reused). */
   auto wg_issue = [&](int stage, int slot) {
 #if defined(AA_HAS_WGMMA)
     constexpr int WG_LOADS = BLOCK_N * CH / 128;
@@ -662,6 +663,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       async_copy16(dst + kv_smem_offset<BLOCK_N>(r, c), src + (o >= 0 ? o + c * 8 : 0), o >= 0);
     }
     mbar_arrive_copies(kv_full + 2 * g + stage);
+    async_commit();
 #else
     (void)stage, (void)slot;
 #endif
@@ -676,11 +678,13 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     wg_store(0, n_begin, pa0);
     named_sync(kBarWg0 + g, 128);
     if (ntiles > 0) wg_issue(0, 0);
+    else async_commit();
     if (g == 0) {
       wg_store(1, n_begin + BLOCK_N, pa1);
       named_sync(kBarWg0, 128);
-      if (ntiles > 1) wg_issue(1, 1);
     }
+    if (g == 0 && ntiles > 1) wg_issue(1, 1);
+    else async_commit(); /* two groups after Q's on every thread */
     pg_next[0] = g == 0 ? pa2 : pa1;
 #endif
   } else {
@@ -714,8 +718,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   }
   const bool plain = p.alibi == nullptr && !(p.softcap > 0.0f);
 
-  if constexpr (PP) { /* Q is the only committed group; wgmma reads it next */
-    async_wait<0>();
+  if constexpr (PP) { /* Q's group, before the two of the first K/V copies; wgmma reads Q next */
+    async_wait<2>();
 #if defined(AA_HAS_WGMMA)
     fence_proxy_async_smem();
 #endif
