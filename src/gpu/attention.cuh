@@ -868,6 +868,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       phase(BoolC<false>(), BoolC<true>(), 0);
       for (int it = 1; it < ntiles; it++) phase(BoolC<true>(), BoolC<true>(), it);
       phase(BoolC<true>(), BoolC<false>(), ntiles);
+      /* The second warpgroup handed the turn over once more than the first
+       * took it (its arrival before the loop): take it, so no named barrier
+       * is left with arrivals pending when the program goes on or exits. */
+      if (g == 0) named_sync(kBarSched0, 256);
     }
   } else
 #endif
