@@ -668,6 +668,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     (void)stage, (void)slot;
 #endif
   };
+  (void)wg_lookup, (void)wg_store, (void)wg_issue; /* used by PP programs only */
   int pg_next[ROWS_PT];
   if constexpr (PP) {
 #if defined(AA_HAS_WGMMA)
