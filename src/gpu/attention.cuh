@@ -674,19 +674,19 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #if defined(AA_HAS_WGMMA)
     /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and
      * K(2) follow inside the loop. One round trip for the page ids. */
-    const int pa0 = wg_lookup(n_begin), pa1 = wg_lookup(n_begin + BLOCK_N);
-    const int pa2 = g == 0 ? wg_lookup(n_begin + 2 * BLOCK_N) : 0;
-    wg_store(0, n_begin, pa0);
+    const int pg0 = wg_lookup(n_begin), pg1 = wg_lookup(n_begin + BLOCK_N);
+    const int pg2 = g == 0 ? wg_lookup(n_begin + 2 * BLOCK_N) : 0;
+    wg_store(0, n_begin, pg0);
     named_sync(kBarWg0 + g, 128);
     if (ntiles > 0) wg_issue(0, 0);
     else async_commit();
     if (g == 0) {
-      wg_store(1, n_begin + BLOCK_N, pa1);
+      wg_store(1, n_begin + BLOCK_N, pg1);
       named_sync(kBarWg0, 128);
     }
     if (g == 0 && ntiles > 1) wg_issue(1, 1);
     else async_commit(); /* two groups after Q's on every thread */
-    pg_next[0] = g == 0 ? pa2 : pa1;
+    pg_next[0] = g == 0 ? pg2 : pg1;
 #endif
   } else {
     /* The first STAGES tiles' page ids are read at once: one round trip. */
@@ -883,9 +883,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
       async_commit();
       async_wait<STAGES - 1>();
-  #if defined(AA_HAS_WGMMA)
+#if defined(AA_HAS_WGMMA)
       if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
-  #endif
+#endif
       block_sync();
       if (it == 0) AA_MARK(5);
 
@@ -895,19 +895,19 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 
       /* S = Q K^T for this warp's 16 rows x KW keys. */
       FragC s[NK];
-  #if defined(AA_HAS_WGMMA)
+#if defined(AA_HAS_WGMMA)
       if constexpr (WG_QK) wg_scores<T, S>(s, smem_u32(sQ), (warp >> 2) * 64, smem_u32(tk));
       else
-  #endif
+#endif
       {
-  #pragma unroll
+#pragma unroll
         for (int n = 0; n < NK; n++) zero(s[n]);
-  #pragma unroll
+#pragma unroll
         for (int kk = 0; kk < DK; kk++) {
           FragA a;
           if constexpr (QREG) a = qf[kk];
           else load_a(a, [&](int r, int c) { return sQw + r * ROW + kk * 16 + c; });
-  #pragma unroll
+#pragma unroll
           for (int n = 0; n < NK; n++) {
             FragB b;
             load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * ROW + kk * 16 + c; });
@@ -920,14 +920,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       softmax_tile(n0, s, pa);
 
       /* O += P V */
-  #if defined(AA_HAS_WGMMA)
+#if defined(AA_HAS_WGMMA)
       if constexpr (WG_PV) wg_pv<T, S>(acc, pa, smem_u32(tv));
       else
-  #endif
+#endif
       {
-  #pragma unroll
+#pragma unroll
         for (int n = 0; n < NK; n++) {
-  #pragma unroll
+#pragma unroll
           for (int d = 0; d < DK; d++) {
             FragB b;
             load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * ROW + d * 16 + c; });
