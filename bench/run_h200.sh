@@ -38,6 +38,9 @@ if has build; then
   if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" >>"$LOG" 2>&1 &&
     cmake --build build -j16 >>"$LOG" 2>&1; then
     note "build: ok in $(($(date +%s) - t0)) s"
+    # ptxas C7520: every wgmma of a kernel serialised (one issued under a run-time branch)
+    n=$(grep -c "C7520" "$LOG")
+    [ "$n" -gt 0 ] && note "build: $n ptxas C7520 warnings (wgmma serialised; see log.txt)"
   else
     note "build: FAILED (see log.txt)"
     tail -30 "$LOG"
