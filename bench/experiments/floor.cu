@@ -9,8 +9,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+#include "ck.h"
 
 __global__ void empty_kernel(int *sink) { if (sink && threadIdx.x == 1000) *sink = 1; }
 __global__ void pdl_primary(int *sink) {

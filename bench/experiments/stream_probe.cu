@@ -22,14 +22,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                                         \
-  do {                                                                                                \
-    cudaError_t e_ = (x);                                                                             \
-    if (e_ != cudaSuccess) {                                                                          \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));              \
-      exit(1);                                                                                        \
-    }                                                                                                 \
-  } while (0)
+#include "ck.h"
 
 constexpr int HKV = 8, D = 128, BS = 16;
 constexpr int ROW_BYTES = D * 2;                        // one K (or V) row of one head

@@ -17,14 +17,7 @@
 using namespace aa;
 constexpr int M = 64;
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "ck.h"
 
 template <int D, int N, bool CPASYNC>
 __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, const aa_bf16 *pm, float *s_out,
