@@ -582,22 +582,28 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * [lo, hi) are masked anyway: offset -1, the copy zero-fills. */
   constexpr int ROWS_PT = (BLOCK_N + S::THREADS - 1) / S::THREADS;
   constexpr int LOADS = (BLOCK_N * CH + S::THREADS - 1) / S::THREADS; /* 16-byte chunks per thread */
+  /* Page id of row r of the tile at n0 (-1 outside [lo, hi)), and a row's
+   * element offset in a cache of block/token strides sb, st (-1: no row). */
+  auto page_id = [&](int r, int n0) {
+    const int j = n0 + r;
+    return (r < BLOCK_N && j >= lo && j < hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
+  };
+  auto row_elems = [&](int pg, int j, int64_t sb, int64_t st) {
+    const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
+    return pg >= 0 ? (int64_t)pg * sb + (int64_t)jr * st : (int64_t)-1;
+  };
   auto lookup_pages = [&](int n0, int(&pg)[ROWS_PT]) {
 #pragma unroll
-    for (int q = 0; q < ROWS_PT; q++) {
-      const int r = tid + q * S::THREADS, j = n0 + r;
-      pg[q] = (r < BLOCK_N && j >= lo && j < hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
-    }
+    for (int q = 0; q < ROWS_PT; q++) pg[q] = page_id(tid + q * S::THREADS, n0);
   };
   auto store_offsets = [&](int slot, int n0, const int(&pg)[ROWS_PT]) {
 #pragma unroll
     for (int q = 0; q < ROWS_PT; q++) {
-      const int r = tid + q * S::THREADS, j = n0 + r;
+      const int r = tid + q * S::THREADS;
       if (r < BLOCK_N) {
-        const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
         int64_t *o = sOff + (slot * BLOCK_N + r) * 2;
-        o[0] = pg[q] >= 0 ? (int64_t)pg[q] * p.k_sb + (int64_t)jr * p.k_st : -1;
-        o[1] = pg[q] >= 0 ? (int64_t)pg[q] * p.v_sb + (int64_t)jr * p.v_st : -1;
+        o[0] = row_elems(pg[q], n0 + r, p.k_sb, p.k_st);
+        o[1] = row_elems(pg[q], n0 + r, p.v_sb, p.v_st);
       }
     }
   };
@@ -635,17 +641,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * warpgroup owning row lt of a tile for its page id. Offsets go to
    * sOff[slot][row][g]; a warpgroup's named barrier publishes them. */
   const int g = tid >> 7, lt = tid & 127;
-  auto wg_lookup = [&](int n0) {
-    const int j = n0 + lt;
-    return (lt < BLOCK_N && j >= lo && j < hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
-  };
+  auto wg_lookup = [&](int n0) { return page_id(lt, n0); };
   auto wg_store = [&](int slot, int n0, int pg) {
-    if (lt < BLOCK_N) {
-      const int j = n0 + lt;
-      const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
-      sOff[(slot * BLOCK_N + lt) * 2 + g] =
-          pg >= 0 ? (int64_t)pg * (g ? p.v_sb : p.k_sb) + (int64_t)jr * (g ? p.v_st : p.k_st) : -1;
-    }
+    if (lt < BLOCK_N)
+      sOff[(slot * BLOCK_N + lt) * 2 + g] = row_elems(pg, n0 + lt, g ? p.v_sb : p.k_sb, g ? p.v_st : p.k_st);
   };
   /* This warpgroup's half of tile (stage, slot): K or V; its arrival on the
    * stage's mbarrier comes when the copies have landed. Committed as a group
