@@ -42,6 +42,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 #endif
 
 /* Everything a launch needs; filled by the launcher from the plan and args. */
+/* A CUtensorMap's 128 opaque bytes: the host encodes it with the driver's
+ * cuTensorMapEncodeTiled (cuda_backend.cu); kernels pass its address to
+ * TMA copies. */
+struct alignas(64) TmaMap {
+  unsigned long long w[16];
+};
+
 struct AttnParams {
   const void *q;
   const void *k;
@@ -94,6 +101,13 @@ struct AttnParams {
   int cluster;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
+  /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
+   * boxes of this many cache rows (min(block_size, BLOCK_N)) through k_map
+   * and v_map, 4-d views (head_dim, kv head, row in page, page) of the
+   * caches whose rows are HEAD_DIM + 8 elements wide, the last 8 outside
+   * the tensor and so zeros: the padded shared-memory rows. 0: cp.async. */
+  int tma_rows;
+  TmaMap k_map, v_map;
 };
 
 /* ---- pieces shared by the tensor-core and the fp32 kernels ------------------- */
@@ -184,6 +198,12 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
 #define AA_PINGPONG 1
 #endif
 
+/* TMA boxes for the padded K/V tiles on sm_90+ (1), or 16-byte cp.async
+ * everywhere (0); a knob for A/B builds only. */
+#ifndef AA_TMA
+#define AA_TMA 1
+#endif
+
 /* ---- compile-time shape of a tensor-core program -------------------------------- */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
 struct TileShape {
@@ -208,7 +228,15 @@ struct TileShape {
    * causal prefill 1.24-1.29x faster than on mma.sync (bench/results/h200.md). */
   static constexpr bool WG = AA_WGMMA && kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
                              (BLOCK_N == 64 || BLOCK_N == 128);
-  static constexpr size_t WG_ALIGN = WG ? 1024 : 0;
+  /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
+   * the tile layer has them (sm_90+, kTileTma) and run says so
+   * (AttnParams::tma_rows): one mbarrier per stage counts the bytes, and the
+   * pipeline starts 128-byte aligned. A box row is one padded smem row
+   * (ROW elements, at most 256: not d256). The mbarriers and the alignment
+   * slack are reserved on every build of the shape, so host and device agree
+   * on the size. */
+  static constexpr bool TMA = kTileTma && !WG && AA_TMA && ROW <= 256;
+  static constexpr size_t WG_ALIGN = WG ? 1024 : TMA ? 128 : 0;
   /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
   static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
@@ -233,7 +261,7 @@ struct TileShape {
   /* 16 bytes at the end: the work search's scratch (find_work); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : 0);
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -451,7 +479,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, unsigned char
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
                                   (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>::MIN_BLOCKS))
-    attn_tc_kernel(const AttnParams p) {
+    attn_tc_kernel(const AA_GRID_CONSTANT AttnParams p) {
   using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>;
   constexpr int ROW = S::ROW, CH = S::CHUNKS, NK = S::NK, DK = S::DK, WN = S::WN;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -460,9 +488,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #else
   constexpr bool WG_QK = false, WG_PV = false;
 #endif
-  /* The pipeline from a 1024-byte boundary when its tiles are swizzled. */
-#if defined(AA_HAS_WGMMA)
-  unsigned char *pipe = smem + (S::WG ? ((1024u - (smem_u32(smem) & 1023u)) & 1023u) : 0u);
+#if defined(AA_HAS_TMA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool TMA_OK = S::TMA;
+#else
+  constexpr bool TMA_OK = false;
+#endif
+  /* K/V tiles as TMA boxes (run encoded the tensor maps), else cp.async */
+  const bool tma = TMA_OK && p.tma_rows > 0;
+  /* The pipeline from a 1024-byte boundary when its tiles are swizzled, a
+   * 128-byte one for TMA boxes. */
+#if defined(AA_HAS_WGMMA) || defined(AA_HAS_TMA)
+  constexpr uint32_t AL = (uint32_t)S::WG_ALIGN;
+  unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
 #else
   unsigned char *pipe = smem;
 #endif
@@ -492,6 +529,17 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   if constexpr (S::PP && WG_QK && WG_PV) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < 4; i++) mbar_init(kv_full + i, 128);
+      mbar_init_fence();
+    }
+  }
+#endif
+#if defined(AA_HAS_TMA)
+  /* TMA: one mbarrier per stage, one arrival (thread 0's, with the stage's
+   * byte count) per fill; published by the work search's barrier. */
+  uint64_t *kv_bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF); /* [STAGES] */
+  if constexpr (TMA_OK) {
+    if (tma && threadIdx.x == 0) {
+      for (int i = 0; i < STAGES; i++) mbar_init(kv_bar + i, 1);
       mbar_init_fence();
     }
   }
@@ -631,6 +679,43 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   };
 
+  /* TMA (tma): lane b of warp 0 owns box b of a tile, the R = p.tma_rows
+   * cache rows from key n0 + b R, all in one page (R is the block size, or
+   * BLOCK_N when pages are larger). It reads the box's page id a tile ahead
+   * into registers (tpg, trow) and issues the box of K and of V; lane 0
+   * announces the stage's bytes. A box wholly outside [lo, hi) reads the
+   * nearest box inside instead: finite cache data whose keys are masked (V
+   * rows outside [lo, hi) are zeroed after landing, as they may hold a
+   * page's unwritten tail). */
+  const int lane = lane_id();
+  const bool tma_lane = tma && warp == 0 && lane * p.tma_rows < BLOCK_N;
+  auto tma_lookup = [&](int n0, int &pg, int &row) {
+    const int R = p.tma_rows;
+    auto box_of = [&](int j) { /* first key of the box holding key j */
+      return R == BLOCK_N ? (j & ~(BLOCK_N - 1)) : fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
+    };
+    const int jb = min(max(n0 + lane * R, box_of(lo)), box_of(hi - 1));
+    const int pi = fast_div(jb, p.bs_magic, p.bs_shift);
+    row = jb - pi * p.block_size;
+    pg = bt_row[pi];
+  };
+  auto tma_issue = [&](int stage, int pg, int row) {
+#if defined(AA_HAS_TMA)
+    if (warp == 0) {
+      if (lane == 0) mbar_arrive_expect_tx(kv_bar + stage, (uint32_t)(2 * BLOCK_N * ROW * sizeof(T)));
+      if (tma_lane) {
+        const int r0 = (stage * BLOCK_N + lane * p.tma_rows) * ROW;
+        tma_load_4d(sK + r0, &p.k_map, 0, kvh, row, pg, kv_bar + stage);
+        tma_load_4d(sV + r0, &p.v_map, 0, kvh, row, pg, kv_bar + stage);
+      }
+    }
+#else
+    (void)stage, (void)pg, (void)row;
+#endif
+  };
+  (void)tma_lookup, (void)tma_issue; /* used by TMA programs only */
+  int tpg = 0, trow = 0; /* the next tile's box (TMA) */
+
 #if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool PP = S::PP && WG_QK && WG_PV;
 #else
@@ -687,6 +772,21 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     else async_commit(); /* two groups after Q's on every thread */
     pg_next[0] = g == 0 ? pg2 : pg1;
 #endif
+  } else if (TMA_OK && tma) {
+    /* The first STAGES tiles' boxes at once (one round trip for their page
+     * ids), the first STAGES - 1 issued with no barrier between; empty
+     * cp.async groups keep Q's group where the wait below expects it. */
+    int pg_first[STAGES] = {}, row_first[STAGES] = {};
+    if (ntiles > 0 && tma_lane) {
+#pragma unroll
+      for (int st = 0; st < STAGES; st++) tma_lookup(n_begin + st * BLOCK_N, pg_first[st], row_first[st]);
+    }
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+      if (st < ntiles) tma_issue(st, pg_first[st], row_first[st]);
+      async_commit();
+    }
+    tpg = pg_first[STAGES - 1], trow = row_first[STAGES - 1];
   } else {
     /* The first STAGES tiles' page ids are read at once: one round trip. */
     int pg_first[STAGES][ROWS_PT];
@@ -878,14 +978,42 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   {
     for (int it = 0; it < ntiles; it++) {
       const int nx = it + STAGES - 1; /* the tile whose copies start now */
-      if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
-      lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
-      async_commit();
-      async_wait<STAGES - 1>();
-#if defined(AA_HAS_WGMMA)
-      if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+      if (TMA_OK && tma) {
+#if defined(AA_HAS_TMA)
+        if (nx < ntiles) tma_issue(nx % STAGES, tpg, trow);
+        if (tma_lane) tma_lookup(n_begin + (nx + 1) * BLOCK_N, tpg, trow); /* used next iteration */
+        mbar_wait(kv_bar + it % STAGES, (uint32_t)(it / STAGES) & 1u); /* every box of the tile has landed */
+        const int n0 = n_begin + it * BLOCK_N;
+        if (n0 < lo || n0 + BLOCK_N > hi) { /* V rows outside [lo, hi) -> 0: P is 0 there, V must be finite */
+          T *tv0 = sV + (it % STAGES) * BLOCK_N * ROW;
+          const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+          if constexpr (S::WM == 1) { /* each warp reads only its own keys' rows */
+            for (int i = lane; i < S::KW * CH; i += AA_WARP_SIZE) {
+              const int r = wn * S::KW + i / CH, j = n0 + r;
+              if (j < lo || j >= hi) *reinterpret_cast<uint4 *>(tv0 + r * ROW + (i % CH) * 8) = z;
+            }
+            fence_proxy_async_smem(); /* before the stage's next box lands over these */
+            warp_sync();
+          } else {
+            for (int i = tid; i < BLOCK_N * CH; i += S::THREADS) {
+              const int r = i / CH, j = n0 + r;
+              if (j < lo || j >= hi) *reinterpret_cast<uint4 *>(tv0 + r * ROW + (i % CH) * 8) = z;
+            }
+            fence_proxy_async_smem();
+            block_sync();
+          }
+        }
 #endif
-      block_sync();
+      } else {
+        if (nx < ntiles) issue_tile(nx % STAGES, nx & 1);
+        lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
+        async_commit();
+        async_wait<STAGES - 1>();
+#if defined(AA_HAS_WGMMA)
+        if constexpr (WG_QK || WG_PV) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+#endif
+        block_sync();
+      }
       if (it == 0) AA_MARK(5);
 
       const int n0 = n_begin + it * BLOCK_N;
@@ -934,7 +1062,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
           }
         }
       }
-      store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
+      if (!(TMA_OK && tma)) store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
       block_sync(); /* the stage is refilled next iteration */
     }
   }

@@ -7,6 +7,9 @@
 
 #include "attention.cuh"
 #include "configs.h"
+#if defined(AA_VENDOR_NVIDIA)
+#include <cudaTypedefs.h> /* the driver's tensor-map types and encoder signature (header only) */
+#endif
 #include "internal.h"
 #include "kernels.cuh"
 #include "select.h"
@@ -38,11 +41,14 @@ struct ConfigRow {
   const char *name;
   int block_m, block_n, warps, stages;
   size_t smem[4]; /* dynamic shared memory per head dim 64, 96, 128, 256 */
+  bool tma[4];    /* the kernel can take K/V tiles as TMA boxes (TileShape::TMA), same order */
 };
 
 #define AA_SMEM_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::SMEM_BYTES
+#define AA_TMA_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::TMA
 #define AA_CONFIG_ROW_(name, bm, bn, w, s) \
-  {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s), AA_SMEM_(256, bm, bn, w, s)}},
+  {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s), AA_SMEM_(256, bm, bn, w, s)}, \
+   {AA_TMA_(64, bm, bn, w, s), AA_TMA_(96, bm, bn, w, s), AA_TMA_(128, bm, bn, w, s), AA_TMA_(256, bm, bn, w, s)}},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
@@ -549,6 +555,95 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   return ANYATTN_STATUS_OK;
 }
 
+#if defined(AA_VENDOR_NVIDIA)
+/* ---- TMA tensor maps of the K/V caches (sm_90+) ------------------------------------
+ * The padded tiles take K/V tiles as boxes of R cache rows (one page's rows of
+ * one kv head) through a 4-d view of each cache: (head_dim, kv head, row in
+ * page, page), strides from the call, the page count unbounded (2^31: the
+ * block table only names pages that exist). Each box row is head_dim + 8
+ * elements wide; the last 8 fall outside the tensor, so TMA writes them as
+ * zeros: exactly the padded shared-memory row of the tile. The driver's
+ * encoder comes through the runtime (no link to libcuda); encoding fails, and
+ * run keeps cp.async, where the view breaks a TMA rule (strides, sizes). */
+/* ANYATTN_CUDA_TMA=0 keeps every tile on cp.async (A/B comparisons in one
+ * build); =log prints each new encoding's outcome to stderr. */
+const char *tma_env() {
+  static const char *const env = getenv("ANYATTN_CUDA_TMA");
+  return env ? env : "";
+}
+bool tma_disabled() { return strcmp(tma_env(), "0") == 0; }
+
+PFN_cuTensorMapEncodeTiled_v12000 tma_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void *f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    cudaGetLastError(); /* a failed lookup leaves nothing behind */
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+bool tma_encode(aa::TmaMap *out, const void *base, anyattn_dtype dt, int head_dim, int kv_heads, int block_size,
+                const int64_t st[3] /* block, token, head, elements */, int box_rows) {
+  static_assert(sizeof(CUtensorMap) == sizeof(aa::TmaMap), "a tensor map is 128 bytes");
+  const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
+  if (!enc) return false;
+  const cuuint64_t es = 2;
+  const cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)block_size, (cuuint64_t)1 << 31};
+  const cuuint64_t strides[3] = {(cuuint64_t)st[2] * es, (cuuint64_t)st[1] * es, (cuuint64_t)st[0] * es};
+  const cuuint32_t box[4] = {(cuuint32_t)head_dim + 8, 1, (cuuint32_t)box_rows, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  CUtensorMap m;
+  const CUresult r = enc(&m, dt == ANYATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                         const_cast<void *>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return false;
+  memcpy(out, &m, sizeof m);
+  return true;
+}
+
+/* The tensor maps of a call, p->tma_rows > 0 when both encode. The last
+ * call's maps are kept per thread: a decode loop passes the same caches and
+ * strides every step and pays a comparison, not two encodes. */
+void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *a, const ConfigRow &c) {
+  const anyattn_problem *pr = &plan->problem;
+  p->tma_rows = 0;
+  if (plan->ctx->arch < 90 || !c.tma[head_dim_index(pr->head_dim)] || tma_disabled()) return;
+  const int bs = pr->block_size, bn = c.block_n;
+  const int rows = bs >= bn ? bn : bs;
+  /* a box is one page's rows, 128-byte aligned in shared memory (8 padded rows) */
+  if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0) return;
+  struct Key {
+    const void *k, *v;
+    int64_t ks[3], vs[3];
+    int dtype, head_dim, kv_heads, bs, rows;
+  };
+  Key key;
+  memset(&key, 0, sizeof key);
+  key.k = a->k_cache, key.v = a->v_cache;
+  key.ks[0] = a->k_stride_block, key.ks[1] = a->k_stride_token, key.ks[2] = a->k_stride_head;
+  key.vs[0] = a->v_stride_block, key.vs[1] = a->v_stride_token, key.vs[2] = a->v_stride_head;
+  key.dtype = (int)pr->dtype, key.head_dim = pr->head_dim, key.kv_heads = pr->num_kv_heads, key.bs = bs, key.rows = rows;
+  static thread_local Key last_key;
+  static thread_local aa::TmaMap last_k, last_v;
+  static thread_local bool last_ok = false, have = false;
+  if (!have || memcmp(&key, &last_key, sizeof key) != 0) {
+    last_ok = tma_encode(&last_k, key.k, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.ks, rows) &&
+              tma_encode(&last_v, key.v, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.vs, rows);
+    last_key = key, have = true;
+    if (strcmp(tma_env(), "log") == 0)
+      fprintf(stderr, "anyattn: cuda: TMA boxes of %d rows (block size %d, %d keys per tile, d%d): %s\n", rows, bs,
+              bn, pr->head_dim, last_ok ? "on" : "the driver rejected the cache view; cp.async");
+  }
+  if (!last_ok) return;
+  p->k_map = last_k, p->v_map = last_v;
+  p->tma_rows = rows;
+}
+#endif
+
 extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
@@ -645,6 +740,9 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
              "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
     const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
     const size_t smem = c.smem[head_dim_index(pr->head_dim)];
+#if defined(AA_VENDOR_NVIDIA)
+    tma_setup(&p, plan, a, c);
+#endif
     /* On sm_90 both kernels go out with programmatic dependent launch: each
      * launches while the kernel before it drains and waits on the device
      * (griddepcontrol.wait, before reading any input) for its writes. */

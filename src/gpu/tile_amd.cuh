@@ -200,6 +200,8 @@ __device__ __forceinline__ void grid_dependency_wait() {}
 constexpr bool kHasClusters = false;
 /* No warpgroup MMA on CDNA: the body keeps its 16x16 tiles (tile_nv.cuh has wgmma). */
 constexpr bool kTileWgmma = false;
+/* No tensor copies either (tile_nv.cuh's TMA): K/V tiles take 16-byte copies. */
+constexpr bool kTileTma = false;
 __device__ __forceinline__ void cluster_sync() { __builtin_trap(); }
 __device__ __forceinline__ void cluster_sync_relaxed() { __builtin_trap(); }
 __device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }

@@ -309,6 +309,42 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
                  : "memory");
   } while (!done);
 }
+/* ---- tensor copies (TMA, sm_90+) -----------------------------------------------
+ * cp.async.bulk.tensor moves one box of a 4-d tensor described by a tensor
+ * map (CUtensorMap, encoded on the host, passed in the kernel's
+ * __grid_constant__ parameters) into shared memory through the copy engine,
+ * and counts its bytes off the transaction count of `bar`; a phase of `bar`
+ * completes once its arrivals are in and every expected byte has landed.
+ * Elements outside the tensor are written as zeros. The padded K/V tiles
+ * take one box per cache page and head this way, issued by a few lanes of
+ * one warp, instead of ~20 instructions per 16 bytes on every thread.
+ * Only reached where kTileTma and __CUDA_ARCH__ >= 900. */
+#define AA_HAS_TMA 1
+constexpr bool kTileTma = true;
+/* This thread's arrival on `bar`, announcing `bytes` more to land this phase. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+#else
+  (void)bar, (void)bytes;
+  __trap();
+#endif
+}
+/* Box at coordinates (c0, c1, c2, c3), innermost first, of tensor map `map`
+ * (a generic address of a __grid_constant__ parameter) -> dst (128-byte aligned). */
+__device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2, int c3, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+      : "memory");
+#else
+  (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
+  __trap();
+#endif
+}
+
 /* Named barrier `id` over `count` threads: sync waits, arrive does not. */
 __device__ __forceinline__ void named_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");

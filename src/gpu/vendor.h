@@ -116,6 +116,8 @@ typedef aa_bf16_bits aa_bf16;
  * family name decision trees are keyed by ("gfx942" from "gfx942:sramecc+:xnack-"). */
 #define AA_MIN_ARCH 90
 #define AA_DEVICE_FAMILY(prop, buf, size) snprintf((buf), (size), "%.*s", (int)strcspn((prop).gcnArchName, ":"), (prop).gcnArchName)
+/* Kernel parameters whose address device code takes (tensor maps): plain on AMD. */
+#define AA_GRID_CONSTANT
 
 #else
 #define AA_VENDOR_NVIDIA 1
@@ -131,6 +133,9 @@ typedef __nv_bfloat16 aa_bf16;
 /* Oldest architecture served (sm_80) and the family name decision trees are keyed by ("sm_90"). */
 #define AA_MIN_ARCH 80
 #define AA_DEVICE_FAMILY(prop, buf, size) snprintf((buf), (size), "sm_%d%d", (prop).major, (prop).minor)
+/* Kernel parameters whose address device code takes (TMA copies read their
+ * tensor maps from the parameter space). */
+#define AA_GRID_CONSTANT __grid_constant__
 #endif
 
 #endif /* ANYATTN_GPU_VENDOR_H */
