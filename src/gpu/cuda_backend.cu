@@ -565,8 +565,9 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
  * zeros: exactly the padded shared-memory row of the tile. The driver's
  * encoder comes through the runtime (no link to libcuda); encoding fails, and
  * run keeps cp.async, where the view breaks a TMA rule (strides, sizes). */
-/* ANYATTN_CUDA_TMA=0 keeps every tile on cp.async (A/B comparisons in one
- * build); =log prints each new encoding's outcome to stderr. */
+/* ANYATTN_CUDA_TMA=0 keeps every tile on cp.async, =all takes TMA boxes in
+ * every launch that can (A/B comparisons in one build); =log prints each new
+ * encoding's outcome to stderr. */
 const char *tma_env() {
   static const char *const env = getenv("ANYATTN_CUDA_TMA");
   return env ? env : "";
@@ -605,13 +606,20 @@ bool tma_encode(aa::TmaMap *out, const void *base, anyattn_dtype dt, int head_di
   return true;
 }
 
-/* The tensor maps of a call, p->tma_rows > 0 when both encode. The last
- * call's maps are kept per thread: a decode loop passes the same caches and
- * strides every step and pays a comparison, not two encodes. */
-void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *a, const ConfigRow &c) {
+/* The tensor maps of a call, p->tma_rows > 0 when both encode. Only for
+ * launches of one wave (`programs` blocks of config `cfg` all resident at
+ * once): there a program's time is its own chain of instructions and round
+ * trips, which the boxes shorten (one H200, graph replay: e2e-llama8b 5.91 ->
+ * 5.61 s, 1x8192 23.3 -> 22.8 us); over several waves bandwidth decides,
+ * and the boxes were slower (128x2048, 3 waves of m16n64w4s3: 279 -> 293 us).
+ * The last call's maps are kept per thread: a decode loop passes the same
+ * caches and strides every step and pays a comparison, not two encodes. */
+void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *a, int cfg, long long programs) {
   const anyattn_problem *pr = &plan->problem;
+  const ConfigRow &c = kConfigs[cfg];
   p->tma_rows = 0;
   if (plan->ctx->arch < 90 || !c.tma[head_dim_index(pr->head_dim)] || tma_disabled()) return;
+  if (strcmp(tma_env(), "all") != 0 && programs > (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms) return;
   const int bs = pr->block_size, bn = c.block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded rows) */
@@ -741,7 +749,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
     const size_t smem = c.smem[head_dim_index(pr->head_dim)];
 #if defined(AA_VENDOR_NVIDIA)
-    tma_setup(&p, plan, a, c);
+    tma_setup(&p, plan, a, cfg, programs * p.num_splits);
 #endif
     /* On sm_90 both kernels go out with programmatic dependent launch: each
      * launches while the kernel before it drains and waits on the device
