@@ -519,6 +519,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   const int qblock = p.num_qblocks - 1 - bxq;
   /* Launched with programmatic dependent launch after another kernel: wait
    * here, before any input is read, for it to finish (a no-op otherwise). */
+#if defined(AA_HAS_TMA)
+  /* The tensor maps are parameters, not outputs of the kernel before: fetch
+   * them while it drains (its first box would wait for them otherwise). */
+  if (TMA_OK && tma && threadIdx.x == 0) {
+    tma_prefetch_map(&p.k_map);
+    tma_prefetch_map(&p.v_map);
+  }
+#endif
   grid_dependency_wait();
   AA_MARK(1);
 #if defined(AA_HAS_WGMMA)

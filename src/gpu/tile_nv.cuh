@@ -330,6 +330,16 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t by
   __trap();
 #endif
 }
+/* Brings tensor map `map` (a generic address of a __grid_constant__
+ * parameter) into the TMA unit's cache ahead of its first copy, which would
+ * otherwise wait one more memory round trip for it. */
+__device__ __forceinline__ void tma_prefetch_map(const void *map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+#else
+  (void)map;
+#endif
+}
 /* Box at coordinates (c0, c1, c2, c3), innermost first, of tensor map `map`
  * (a generic address of a __grid_constant__ parameter) -> dst (128-byte aligned). */
 __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2, int c3, uint64_t *bar) {
