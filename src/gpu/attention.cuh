@@ -493,8 +493,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #else
   constexpr bool TMA_OK = false;
 #endif
-  /* K/V tiles as TMA boxes (run encoded the tensor maps), else cp.async */
-  const bool tma = TMA_OK && p.tma_rows > 0;
+  /* run encoded the tensor maps: K/V tiles may come as TMA boxes (see tma) */
+  const bool tma_maps = TMA_OK && p.tma_rows > 0;
   /* The pipeline from a 1024-byte boundary when its tiles are swizzled, a
    * 128-byte one for TMA boxes. */
 #if defined(AA_HAS_WGMMA) || defined(AA_HAS_TMA)
@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #if defined(AA_HAS_TMA)
   /* The tensor maps are parameters, not outputs of the kernel before: fetch
    * them while it drains (its first box would wait for them otherwise). */
-  if (TMA_OK && tma && threadIdx.x == 0) {
+  if (tma_maps && threadIdx.x == 0) {
     tma_prefetch_map(&p.k_map);
     tma_prefetch_map(&p.v_map);
   }
@@ -546,7 +546,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * byte count) per fill; published by the work search's barrier. */
   uint64_t *kv_bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF); /* [STAGES] */
   if constexpr (TMA_OK) {
-    if (tma && threadIdx.x == 0) {
+    if (tma_maps && threadIdx.x == 0) {
       for (int i = 0; i < STAGES; i++) mbar_init(kv_bar + i, 1);
       mbar_init_fence();
     }
@@ -695,6 +695,13 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * nearest box inside instead: finite cache data whose keys are masked (V
    * rows outside [lo, hi) are zeroed after landing, as they may hold a
    * page's unwritten tail). */
+  /* Boxes only for programs of kTmaMinTiles tiles or more: on one H200 the
+   * first box landed ~0.3 us later than the first 16-byte copies (1x500,
+   * one tile per program: 9.6 vs 9.4-9.5 us), and the boxes pay off in the
+   * tiles after it (1x8192, 8 tiles: 22.8-23.1 vs 23.3 us). A choice per
+   * program, from its own tile count. */
+  constexpr int kTmaMinTiles = 3;
+  const bool tma = tma_maps && ntiles >= kTmaMinTiles;
   const int lane = lane_id();
   const bool tma_lane = tma && warp == 0 && lane * p.tma_rows < BLOCK_N;
   auto tma_lookup = [&](int n0, int &pg, int &row) {
