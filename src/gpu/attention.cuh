@@ -543,14 +543,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #endif
 #if defined(AA_HAS_TMA)
   /* TMA: one mbarrier per stage, one arrival (thread 0's, with the stage's
-   * byte count) per fill; published by the work search's barrier. */
+   * byte count) per fill; set up by thread 0 just before its first boxes
+   * (the prologue), only in programs that take them. */
   uint64_t *kv_bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF); /* [STAGES] */
-  if constexpr (TMA_OK) {
-    if (tma_maps && threadIdx.x == 0) {
-      for (int i = 0; i < STAGES; i++) mbar_init(kv_bar + i, 1);
-      mbar_init_fence();
-    }
-  }
 #endif
   if (!find_work<S::THREADS>(p, qblock, w, reinterpret_cast<int *>(smem + S::META_OFF))) return;
   AA_MARK(2);
@@ -792,10 +787,22 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
      * ids), the first STAGES - 1 issued with no barrier between; empty
      * cp.async groups keep Q's group where the wait below expects it. */
     int pg_first[STAGES] = {}, row_first[STAGES] = {};
-    if (ntiles > 0 && tma_lane) {
+    if (tma_lane) {
 #pragma unroll
       for (int st = 0; st < STAGES; st++) tma_lookup(n_begin + st * BLOCK_N, pg_first[st], row_first[st]);
     }
+#if defined(AA_HAS_TMA)
+    /* The mbarriers, while the page ids are on their way: visible to the
+     * copy engine (the fence) and to warp 0's lanes before any box names
+     * them; the other warps wait on them only after the block barrier below. */
+    if (warp == 0) {
+      if (lane == 0) {
+        for (int i = 0; i < STAGES; i++) mbar_init(kv_bar + i, 1);
+        mbar_init_fence();
+      }
+      warp_sync();
+    }
+#endif
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
       if (st < ntiles) tma_issue(st, pg_first[st], row_first[st]);
