@@ -258,6 +258,11 @@ struct TileShape {
    * apart (see the pipelined loop in attn_tc_kernel), which needs four
    * mbarriers (K and V of each of the two stages) after the scratch. */
   static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && AA_PINGPONG;
+  /* The pipelined tile can take its K/V halves as 128-byte-swizzled TMA
+   * boxes (64 columns each), which land in exactly its wgmma layout. */
+  static constexpr bool TMA_PP = kTileTma && PP && AA_TMA;
+  /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled panels. */
+  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
@@ -522,7 +527,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #if defined(AA_HAS_TMA)
   /* The tensor maps are parameters, not outputs of the kernel before: fetch
    * them while it drains (its first box would wait for them otherwise). */
-  if (tma_maps && threadIdx.x == 0) {
+  if ((tma_maps || (S::TMA_PP && p.tma_rows > 0)) && threadIdx.x == 0) {
     tma_prefetch_map(&p.k_map);
     tma_prefetch_map(&p.v_map);
   }
@@ -736,7 +741,29 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * warpgroup owning row lt of a tile for its page id. Offsets go to
    * sOff[slot][row][g]; a warpgroup's named barrier publishes them. */
   const int g = tid >> 7, lt = tid & 127;
-  auto wg_lookup = [&](int n0) { return page_id(lt, n0); };
+  /* TMA in the pipelined tile (tma_pp): a half is boxes when it is K, or V
+   * of a tile wholly inside [lo, hi) (a boundary V tile keeps the 16-byte
+   * copies, which zero-fill rows past the range: those may hold a page's
+   * unwritten tail, and P = 0 times NaN is NaN). Box b of a tile is issued
+   * by thread lt = b R of the warpgroup, which reads its page id a tile
+   * ahead (pg_next) instead of its row's. All 128 threads arrive on the
+   * half's mbarrier either way (thread 0 with the byte count). */
+#if defined(AA_HAS_TMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const bool tma_pp = S::TMA_PP && p.tma_rows > 0 && ntiles > 0;
+#else
+  const bool tma_pp = false;
+#endif
+  auto wg_box = [&](int n0) { return tma_pp && (g == 0 || (n0 >= lo && n0 + BLOCK_N <= hi)); };
+  auto box_key = [&](int n0) { /* first key of thread lt's box, moved inside [lo, hi) */
+    const int R = p.tma_rows;
+    auto box_of = [&](int j) { return j & ~(R - 1); }; /* R is a power of two here (run checks) */
+    return min(max(n0 + lt, box_of(lo)), box_of(hi - 1));
+  };
+  auto box_owner = [&]() { return lt < BLOCK_N && (lt & (p.tma_rows - 1)) == 0; };
+  auto wg_lookup = [&](int n0) {
+    if (wg_box(n0)) return box_owner() ? bt_row[fast_div(box_key(n0), p.bs_magic, p.bs_shift)] : 0;
+    return page_id(lt, n0);
+  };
   auto wg_store = [&](int slot, int n0, int pg) {
     if (lt < BLOCK_N)
       sOff[(slot * BLOCK_N + lt) * 2 + g] = row_elems(pg, n0 + lt, g ? p.v_sb : p.k_sb, g ? p.v_st : p.k_st);
@@ -762,7 +789,37 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     (void)stage, (void)slot;
 #endif
   };
-  (void)wg_lookup, (void)wg_store, (void)wg_issue; /* used by PP programs only */
+  /* Tile n0's half (K for g 0, V for g 1) into stage/slot from page id pg
+   * (wg_lookup's, a tile ahead): boxes, or offsets published to the
+   * warpgroup then 16-byte copies. One cp.async group either way. */
+  auto wg_fill = [&](int stage, int slot, int n0, int pg) {
+#if defined(AA_HAS_TMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (wg_box(n0)) {
+      uint64_t *bar = kv_full + 2 * g + stage;
+      if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(BLOCK_N * HEAD_DIM * sizeof(T)));
+      else mbar_arrive(bar);
+      if (box_owner()) {
+        const int jb = box_key(n0), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+        unsigned char *dst = reinterpret_cast<unsigned char *>(g ? sV : sK) +
+                             (size_t)stage * BLOCK_N * ROW * sizeof(T) + (size_t)lt * 128;
+        fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
+#pragma unroll
+        for (int pn = 0; pn < HEAD_DIM / 64; pn++)
+          tma_load_4d(dst + pn * (BLOCK_N * 128), g ? &p.v_map : &p.k_map, pn * 64, kvh, row, pg, bar);
+      }
+      async_commit();
+      return;
+    }
+#endif
+#if defined(AA_HAS_WGMMA)
+    wg_store(slot, n0, pg);
+    named_sync(kBarWg0 + g, 128);
+    wg_issue(stage, slot);
+#else
+    (void)stage, (void)slot, (void)n0, (void)pg;
+#endif
+  };
+  (void)wg_lookup, (void)wg_store, (void)wg_issue, (void)wg_fill; /* used by PP programs only */
   int pg_next[ROWS_PT];
   if constexpr (PP) {
 #if defined(AA_HAS_WGMMA)
@@ -770,15 +827,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
      * K(2) follow inside the loop. One round trip for the page ids. */
     const int pg0 = wg_lookup(n_begin), pg1 = wg_lookup(n_begin + BLOCK_N);
     const int pg2 = g == 0 ? wg_lookup(n_begin + 2 * BLOCK_N) : 0;
-    wg_store(0, n_begin, pg0);
-    named_sync(kBarWg0 + g, 128);
-    if (ntiles > 0) wg_issue(0, 0);
+    if (ntiles > 0) wg_fill(0, 0, n_begin, pg0);
     else async_commit();
-    if (g == 0) {
-      wg_store(1, n_begin + BLOCK_N, pg1);
-      named_sync(kBarWg0, 128);
-    }
-    if (g == 0 && ntiles > 1) wg_issue(1, 1);
+    if (g == 0 && ntiles > 1) wg_fill(1, 1, n_begin + BLOCK_N, pg1);
     else async_commit(); /* two groups after Q's on every thread */
     pg_next[0] = g == 0 ? pg2 : pg1;
 #endif
@@ -968,18 +1019,14 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         named_arrive(kBarKFree, 256);
       }
       if (g == 1 && vissue) {
-        wg_store((it + 1) & 1, n_begin + (it + 1) * BLOCK_N, pg_next[0]);
-        named_sync(kBarWg0 + 1, 128);
-        wg_issue((it + 1) & 1, (it + 1) & 1);
+        wg_fill((it + 1) & 1, (it + 1) & 1, n_begin + (it + 1) * BLOCK_N, pg_next[0]);
         pg_next[0] = wg_lookup(n_begin + (it + 2) * BLOCK_N);
       }
       if constexpr (QKd) {
         softmax_tile(n_begin + it * BLOCK_N, s, pa);
         if (g == 0 && kfree) {
           named_sync(kBarKFree, 256);
-          wg_store(it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
-          named_sync(kBarWg0, 128);
-          wg_issue(it & 1, it & 1);
+          wg_fill(it & 1, it & 1, n_begin + (it + 2) * BLOCK_N, pg_next[0]);
           pg_next[0] = wg_lookup(n_begin + (it + 3) * BLOCK_N);
         }
       }

@@ -41,11 +41,11 @@ struct ConfigRow {
   const char *name;
   int block_m, block_n, warps, stages;
   size_t smem[4]; /* dynamic shared memory per head dim 64, 96, 128, 256 */
-  bool tma[4];    /* the kernel can take K/V tiles as TMA boxes (TileShape::TMA), same order */
+  int tma[4];     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
 };
 
 #define AA_SMEM_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::SMEM_BYTES
-#define AA_TMA_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::TMA
+#define AA_TMA_(hd, bm, bn, w, s) aa::TileShape<hd, bm, bn, w, s>::TMA_KIND
 #define AA_CONFIG_ROW_(name, bm, bn, w, s) \
   {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s), AA_SMEM_(256, bm, bn, w, s)}, \
    {AA_TMA_(64, bm, bn, w, s), AA_TMA_(96, bm, bn, w, s), AA_TMA_(128, bm, bn, w, s), AA_TMA_(256, bm, bn, w, s)}},
@@ -424,6 +424,11 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
            ctx->family);
   /* Fail here, not at the first run, when this build has no code for the device. */
   AA_TRY(select_device(ctx->device));
+#if defined(AA_TRACE)
+  /* -DAA_TRACE builds print one line per program: 1x32768's 128 programs x
+   * its timed calls overflowed the default 1 MB buffer (empty traces). */
+  AA_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, (size_t)64 << 20));
+#endif
   cudaFuncAttributes fa;
   cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
   if (e != cudaSuccess) {
@@ -587,20 +592,23 @@ PFN_cuTensorMapEncodeTiled_v12000 tma_encoder() {
   return fn;
 }
 
+/* kind 1: boxes head_dim + 8 wide, unswizzled (the padded rows); kind 2:
+ * 64 wide (128 bytes), 128-byte swizzled (the wgmma tiles' panels). */
 bool tma_encode(aa::TmaMap *out, const void *base, anyattn_dtype dt, int head_dim, int kv_heads, int block_size,
-                const int64_t st[3] /* block, token, head, elements */, int box_rows) {
+                const int64_t st[3] /* block, token, head, elements */, int box_rows, int kind) {
   static_assert(sizeof(CUtensorMap) == sizeof(aa::TmaMap), "a tensor map is 128 bytes");
   const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
   if (!enc) return false;
   const cuuint64_t es = 2;
   const cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)block_size, (cuuint64_t)1 << 31};
   const cuuint64_t strides[3] = {(cuuint64_t)st[2] * es, (cuuint64_t)st[1] * es, (cuuint64_t)st[0] * es};
-  const cuuint32_t box[4] = {(cuuint32_t)head_dim + 8, 1, (cuuint32_t)box_rows, 1};
+  const cuuint32_t box[4] = {kind == 2 ? 64u : (cuuint32_t)head_dim + 8, 1, (cuuint32_t)box_rows, 1};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
   CUtensorMap m;
   const CUresult r = enc(&m, dt == ANYATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
                          const_cast<void *>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                         kind == 2 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return false;
   memcpy(out, &m, sizeof m);
   return true;
@@ -618,33 +626,41 @@ void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *
   const anyattn_problem *pr = &plan->problem;
   const ConfigRow &c = kConfigs[cfg];
   p->tma_rows = 0;
-  if (plan->ctx->arch < 90 || !c.tma[head_dim_index(pr->head_dim)] || tma_disabled()) return;
-  if (strcmp(tma_env(), "all") != 0 && programs > (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms) return;
+  const int kind = c.tma[head_dim_index(pr->head_dim)];
+  if (plan->ctx->arch < 90 || kind == 0 || tma_disabled()) return;
+  /* the one-wave rule is the decode tiles' (kind 1); the pipelined prefill
+   * tile (kind 2) takes boxes in every launch */
+  if (kind == 1 && strcmp(tma_env(), "all") != 0 && programs > (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms)
+    return;
   const int bs = pr->block_size, bn = c.block_n;
   const int rows = bs >= bn ? bn : bs;
-  /* a box is one page's rows, 128-byte aligned in shared memory (8 padded rows) */
+  /* a box is one page's rows, 128-byte aligned in shared memory (8 padded
+   * rows; 1024-byte for the swizzled panels: 8 rows, and a power of two
+   * there, which the kernel's box arithmetic assumes) */
   if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0) return;
+  if (kind == 2 && (rows & (rows - 1)) != 0) return;
   struct Key {
     const void *k, *v;
     int64_t ks[3], vs[3];
-    int dtype, head_dim, kv_heads, bs, rows;
+    int dtype, head_dim, kv_heads, bs, rows, kind;
   };
   Key key;
   memset(&key, 0, sizeof key);
   key.k = a->k_cache, key.v = a->v_cache;
   key.ks[0] = a->k_stride_block, key.ks[1] = a->k_stride_token, key.ks[2] = a->k_stride_head;
   key.vs[0] = a->v_stride_block, key.vs[1] = a->v_stride_token, key.vs[2] = a->v_stride_head;
-  key.dtype = (int)pr->dtype, key.head_dim = pr->head_dim, key.kv_heads = pr->num_kv_heads, key.bs = bs, key.rows = rows;
+  key.dtype = (int)pr->dtype, key.head_dim = pr->head_dim, key.kv_heads = pr->num_kv_heads, key.bs = bs, key.rows = rows, key.kind = kind;
   static thread_local Key last_key;
   static thread_local aa::TmaMap last_k, last_v;
   static thread_local bool last_ok = false, have = false;
   if (!have || memcmp(&key, &last_key, sizeof key) != 0) {
-    last_ok = tma_encode(&last_k, key.k, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.ks, rows) &&
-              tma_encode(&last_v, key.v, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.vs, rows);
+    last_ok = tma_encode(&last_k, key.k, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.ks, rows, kind) &&
+              tma_encode(&last_v, key.v, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.vs, rows, kind);
     last_key = key, have = true;
     if (strcmp(tma_env(), "log") == 0)
-      fprintf(stderr, "anyattn: cuda: TMA boxes of %d rows (block size %d, %d keys per tile, d%d): %s\n", rows, bs,
-              bn, pr->head_dim, last_ok ? "on" : "the driver rejected the cache view; cp.async");
+      fprintf(stderr, "anyattn: cuda: TMA boxes of %d rows, %s (block size %d, %d keys per tile, d%d): %s\n", rows,
+              kind == 2 ? "swizzled panels" : "padded rows", bs, bn, pr->head_dim,
+              last_ok ? "on" : "the driver rejected the cache view; cp.async");
   }
   if (!last_ok) return;
   p->k_map = last_k, p->v_map = last_v;

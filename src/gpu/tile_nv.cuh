@@ -340,6 +340,10 @@ __device__ __forceinline__ void tma_prefetch_map(const void *map) {
   (void)map;
 #endif
 }
+/* One plain arrival on `bar` (no bytes announced). */
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
 /* Box at coordinates (c0, c1, c2, c3), innermost first, of tensor map `map`
  * (a generic address of a __grid_constant__ parameter) -> dst (128-byte aligned). */
 __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2, int c3, uint64_t *bar) {
