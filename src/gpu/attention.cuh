@@ -258,18 +258,15 @@ struct TileShape {
    * apart (see the pipelined loop in attn_tc_kernel), which needs four
    * mbarriers (K and V of each of the two stages) after the scratch. */
   static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && AA_PINGPONG;
-  /* The wgmma tiles can take their K/V tiles as 128-byte-swizzled TMA boxes
-   * (64 columns each), which land in exactly their layout; the pipelined
-   * tile (TMA_PP) through its own loop, the others through the padded
-   * tiles' box path. */
-  static constexpr bool TMA_SW = kTileTma && WG && AA_TMA;
-  static constexpr bool TMA_PP = TMA_SW && PP;
+  /* The pipelined tile can take its K/V halves as 128-byte-swizzled TMA
+   * boxes (64 columns each), which land in exactly its wgmma layout. */
+  static constexpr bool TMA_PP = kTileTma && PP && AA_TMA;
   /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled panels. */
-  static constexpr int TMA_KIND = TMA ? 1 : TMA_SW ? 2 : 0;
+  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : (TMA || TMA_SW) ? 8 * STAGES : 0);
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -497,8 +494,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   constexpr bool WG_QK = false, WG_PV = false;
 #endif
 #if defined(AA_HAS_TMA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  /* the padded tiles, and the wgmma tiles of the block-barrier loop */
-  constexpr bool TMA_OK = S::TMA || (S::TMA_SW && !S::PP && WG_QK && WG_PV);
+  constexpr bool TMA_OK = S::TMA;
 #else
   constexpr bool TMA_OK = false;
 #endif
@@ -667,7 +663,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       }
     }
   };
-  auto issue_tile = [&](int stage, int slot, bool with_k = true) {
+  auto issue_tile = [&](int stage, int slot) {
     T *dk = sK + stage * BLOCK_N * ROW;
     T *dv = sV + stage * BLOCK_N * ROW;
 #pragma unroll
@@ -685,8 +681,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
         const int64_t ok_ = sOff[(slot * BLOCK_N + r) * 2], ov_ = sOff[(slot * BLOCK_N + r) * 2 + 1];
         const bool ok = ok_ >= 0;
         const uint32_t pad = (uint32_t)((r * ROW + c * 8) * sizeof(T)), sw = kv_smem_offset<BLOCK_N>(r, c);
-        if (with_k)
-          async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG_QK ? sw : pad), kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG_QK ? sw : pad), kc + (ok ? ok_ + c * 8 : 0), ok);
         async_copy16(reinterpret_cast<unsigned char *>(dv) + (WG_PV ? sw : pad), vc + (ok ? ov_ + c * 8 : 0), ok);
       }
     }
@@ -719,40 +714,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     row = jb - pi * p.block_size;
     pg = bt_row[pi];
   };
-  /* A wgmma tile (S::WG) takes swizzled 64-column boxes, one per panel, and
-   * its V only on tiles wholly inside [lo, hi): a boundary V tile comes as
-   * zero-filling 16-byte copies (tma_v_box false), from the row offsets the
-   * block-barrier loop keeps publishing for it. */
-  auto tma_v_box = [&](int n0) { return !S::WG || (n0 >= lo && n0 + BLOCK_N <= hi); };
-  auto tma_issue = [&](int stage, int n0, int pg, int row) {
+  auto tma_issue = [&](int stage, int pg, int row) {
 #if defined(AA_HAS_TMA)
     if (warp == 0) {
-      const bool vb = tma_v_box(n0);
-      if constexpr (S::WG) {
-        if (lane == 0) mbar_arrive_expect_tx(kv_bar + stage, (uint32_t)((vb ? 2 : 1) * BLOCK_N * HEAD_DIM * sizeof(T)));
-        if (tma_lane) {
-          const size_t off = (size_t)stage * BLOCK_N * ROW * sizeof(T) + (size_t)lane * p.tma_rows * 128;
-#pragma unroll
-          for (int pn = 0; pn < HEAD_DIM / 64; pn++) {
-            tma_load_4d(reinterpret_cast<unsigned char *>(sK) + off + pn * (BLOCK_N * 128), &p.k_map, pn * 64, kvh, row,
-                        pg, kv_bar + stage);
-            if (vb)
-              tma_load_4d(reinterpret_cast<unsigned char *>(sV) + off + pn * (BLOCK_N * 128), &p.v_map, pn * 64, kvh,
-                          row, pg, kv_bar + stage);
-          }
-        }
-      } else {
-        (void)vb, (void)n0;
-        if (lane == 0) mbar_arrive_expect_tx(kv_bar + stage, (uint32_t)(2 * BLOCK_N * ROW * sizeof(T)));
-        if (tma_lane) {
-          const int r0 = (stage * BLOCK_N + lane * p.tma_rows) * ROW;
-          tma_load_4d(sK + r0, &p.k_map, 0, kvh, row, pg, kv_bar + stage);
-          tma_load_4d(sV + r0, &p.v_map, 0, kvh, row, pg, kv_bar + stage);
-        }
+      if (lane == 0) mbar_arrive_expect_tx(kv_bar + stage, (uint32_t)(2 * BLOCK_N * ROW * sizeof(T)));
+      if (tma_lane) {
+        const int r0 = (stage * BLOCK_N + lane * p.tma_rows) * ROW;
+        tma_load_4d(sK + r0, &p.k_map, 0, kvh, row, pg, kv_bar + stage);
+        tma_load_4d(sV + r0, &p.v_map, 0, kvh, row, pg, kv_bar + stage);
       }
     }
 #else
-    (void)stage, (void)n0, (void)pg, (void)row;
+    (void)stage, (void)pg, (void)row;
 #endif
   };
   (void)tma_lookup, (void)tma_issue; /* used by TMA programs only */
@@ -881,26 +854,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       warp_sync();
     }
 #endif
-    /* wgmma tiles: row offsets too, for boundary V tiles' 16-byte copies */
-    int pgr[S::WG ? STAGES : 1][ROWS_PT];
-    if constexpr (S::WG) {
-#pragma unroll
-      for (int st = 0; st < STAGES; st++) lookup_pages(n_begin + st * BLOCK_N, pgr[st]);
-    }
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
-      const int n0 = n_begin + st * BLOCK_N;
-      if constexpr (S::WG) {
-        store_offsets(st & 1, n0, pgr[st]);
-        block_sync();
-      }
-      if (st < ntiles) {
-        tma_issue(st, n0, pg_first[st], row_first[st]);
-        if (!tma_v_box(n0)) issue_tile(st, st & 1, false);
-      }
+      if (st < ntiles) tma_issue(st, pg_first[st], row_first[st]);
       async_commit();
     }
-    if constexpr (S::WG) store_offsets((STAGES - 1) & 1, n_begin + (STAGES - 1) * BLOCK_N, pgr[STAGES - 1]);
     tpg = pg_first[STAGES - 1], trow = row_first[STAGES - 1];
   } else {
     /* The first STAGES tiles' page ids are read at once: one round trip. */
@@ -1091,22 +1049,11 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       const int nx = it + STAGES - 1; /* the tile whose copies start now */
       if (TMA_OK && tma) {
 #if defined(AA_HAS_TMA)
-        if (nx < ntiles) {
-          tma_issue(nx % STAGES, n_begin + nx * BLOCK_N, tpg, trow);
-          if (!tma_v_box(n_begin + nx * BLOCK_N)) issue_tile(nx % STAGES, nx & 1, false);
-        }
+        if (nx < ntiles) tma_issue(nx % STAGES, tpg, trow);
         if (tma_lane) tma_lookup(n_begin + (nx + 1) * BLOCK_N, tpg, trow); /* used next iteration */
-        if constexpr (S::WG) {
-          lookup_pages(n_begin + (nx + 1) * BLOCK_N, pg_next); /* stored after this tile's math */
-          async_commit();
-        }
         mbar_wait(kv_bar + it % STAGES, (uint32_t)(it / STAGES) & 1u); /* every box of the tile has landed */
         const int n0 = n_begin + it * BLOCK_N;
-        if constexpr (S::WG) { /* a boundary V tile's 16-byte copies, before wgmma reads them */
-          async_wait<STAGES - 1>();
-          fence_proxy_async_smem();
-          block_sync();
-        } else if (n0 < lo || n0 + BLOCK_N > hi) { /* V rows outside [lo, hi) -> 0: P is 0 there, V must be finite */
+        if (n0 < lo || n0 + BLOCK_N > hi) { /* V rows outside [lo, hi) -> 0: P is 0 there, V must be finite */
           T *tv0 = sV + (it % STAGES) * BLOCK_N * ROW;
           const uint4 z = make_uint4(0u, 0u, 0u, 0u);
           if constexpr (S::WM == 1) { /* each warp reads only its own keys' rows */
@@ -1184,7 +1131,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
           }
         }
       }
-      if (!(TMA_OK && tma) || S::WG) store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
+      if (!(TMA_OK && tma)) store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
       block_sync(); /* the stage is refilled next iteration */
     }
   }

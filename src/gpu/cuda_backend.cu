@@ -650,14 +650,9 @@ void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *
   key.ks[0] = a->k_stride_block, key.ks[1] = a->k_stride_token, key.ks[2] = a->k_stride_head;
   key.vs[0] = a->v_stride_block, key.vs[1] = a->v_stride_token, key.vs[2] = a->v_stride_head;
   key.dtype = (int)pr->dtype, key.head_dim = pr->head_dim, key.kv_heads = pr->num_kv_heads, key.bs = bs, key.rows = rows, key.kind = kind;
-  /* one entry per kind: a serving step alternates decode (kind 1) and
-   * prefill or mixed launches (kind 2) over the same caches */
-  static thread_local Key keys[2];
-  static thread_local aa::TmaMap kmaps[2], vmaps[2];
-  static thread_local bool oks[2] = {false, false}, haves[2] = {false, false};
-  Key &last_key = keys[kind - 1];
-  aa::TmaMap &last_k = kmaps[kind - 1], &last_v = vmaps[kind - 1];
-  bool &last_ok = oks[kind - 1], &have = haves[kind - 1];
+  static thread_local Key last_key;
+  static thread_local aa::TmaMap last_k, last_v;
+  static thread_local bool last_ok = false, have = false;
   if (!have || memcmp(&key, &last_key, sizeof key) != 0) {
     last_ok = tma_encode(&last_k, key.k, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.ks, rows, kind) &&
               tma_encode(&last_v, key.v, pr->dtype, pr->head_dim, pr->num_kv_heads, bs, key.vs, rows, kind);
