@@ -17,9 +17,16 @@ def main(path):
         if len(f) == 11 and f[0] in ("TR", "RD"):
             rows.append((int(f[3]), f[0], [int(x) for x in f[4:]]))
     rows.sort(key=lambda r: r[0])
+    # Calls start at gaps of > 20 us between attention-program entries; a
+    # reduce row belongs to the last call that started before it (its
+    # programs enter as the attention programs end, which at long contexts
+    # is more than 20 us after the call's start).
     calls, cur = [], []
     for r in rows:
-        if cur and r[0] - cur[-1][0] > 20000:
+        if r[1] == "RD" and (cur or calls):
+            (cur if cur else calls[-1]).append(r)
+            continue
+        if cur and r[0] - max(x[0] for x in cur if x[1] == "TR") > 20000:
             calls.append(cur)
             cur = []
         cur.append(r)
