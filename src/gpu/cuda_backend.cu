@@ -585,9 +585,12 @@ PFN_cuTensorMapEncodeTiled_v12000 tma_encoder() {
   static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void *f = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
+#if CUDART_VERSION >= 12050
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+#else /* CUDA 12.0-12.4: the unversioned lookup */
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
+#endif
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) f = nullptr;
     cudaGetLastError(); /* a failed lookup leaves nothing behind */
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
   }();
