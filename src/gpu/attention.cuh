@@ -274,6 +274,7 @@ struct TileShape {
   static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
   static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
+  static_assert(TMA_KIND == 0 || (BLOCK_N & (BLOCK_N - 1)) == 0, "TMA boxes start at keys masked with a power of two");
 };
 
 /* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
@@ -498,8 +499,6 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #else
   constexpr bool TMA_OK = false;
 #endif
-  /* run encoded the tensor maps: K/V tiles may come as TMA boxes (see tma) */
-  const bool tma_maps = TMA_OK && p.tma_rows > 0;
   /* The pipeline from a 1024-byte boundary when its tiles are swizzled, a
    * 128-byte one for TMA boxes. */
 #if defined(AA_HAS_WGMMA) || defined(AA_HAS_TMA)
@@ -527,7 +526,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 #if defined(AA_HAS_TMA)
   /* The tensor maps are parameters, not outputs of the kernel before: fetch
    * them while it drains (its first box would wait for them otherwise). */
-  if ((tma_maps || (S::TMA_PP && p.tma_rows > 0)) && threadIdx.x == 0) {
+  if (p.tma_rows > 0 && threadIdx.x == 0) { /* run sets it only for kernels that take boxes */
     tma_prefetch_map(&p.k_map);
     tma_prefetch_map(&p.v_map);
   }
@@ -701,15 +700,18 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * tiles after it (1x8192, 8 tiles: 22.8-23.1 vs 23.3 us). A choice per
    * program, from its own tile count. */
   constexpr int kTmaMinTiles = 3;
-  const bool tma = tma_maps && ntiles >= kTmaMinTiles;
+  const bool tma = TMA_OK && p.tma_rows > 0 && ntiles >= kTmaMinTiles; /* run encoded the tensor maps */
   const int lane = lane_id();
   const bool tma_lane = tma && warp == 0 && lane * p.tma_rows < BLOCK_N;
+  /* First key of the box meant to start at key j0 (a multiple of R = p.tma_rows),
+   * or of the nearest box inside [lo, hi). R is a power of two: BLOCK_N, or a
+   * block size dividing it (run checks). */
+  auto box_key = [&](int j0) {
+    const int mask = ~(p.tma_rows - 1);
+    return min(max(j0, lo & mask), (hi - 1) & mask);
+  };
   auto tma_lookup = [&](int n0, int &pg, int &row) {
-    const int R = p.tma_rows;
-    auto box_of = [&](int j) { /* first key of the box holding key j */
-      return R == BLOCK_N ? (j & ~(BLOCK_N - 1)) : fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
-    };
-    const int jb = min(max(n0 + lane * R, box_of(lo)), box_of(hi - 1));
+    const int jb = box_key(n0 + lane * p.tma_rows);
     const int pi = fast_div(jb, p.bs_magic, p.bs_shift);
     row = jb - pi * p.block_size;
     pg = bt_row[pi];
@@ -754,14 +756,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   const bool tma_pp = false;
 #endif
   auto wg_box = [&](int n0) { return tma_pp && (g == 0 || (n0 >= lo && n0 + BLOCK_N <= hi)); };
-  auto box_key = [&](int n0) { /* first key of thread lt's box, moved inside [lo, hi) */
-    const int R = p.tma_rows;
-    auto box_of = [&](int j) { return j & ~(R - 1); }; /* R is a power of two here (run checks) */
-    return min(max(n0 + lt, box_of(lo)), box_of(hi - 1));
-  };
   auto box_owner = [&]() { return lt < BLOCK_N && (lt & (p.tma_rows - 1)) == 0; };
   auto wg_lookup = [&](int n0) {
-    if (wg_box(n0)) return box_owner() ? bt_row[fast_div(box_key(n0), p.bs_magic, p.bs_shift)] : 0;
+    if (wg_box(n0)) return box_owner() ? bt_row[fast_div(box_key(n0 + lt), p.bs_magic, p.bs_shift)] : 0;
     return page_id(lt, n0);
   };
   auto wg_store = [&](int slot, int n0, int pg) {
@@ -799,7 +796,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(BLOCK_N * HEAD_DIM * sizeof(T)));
       else mbar_arrive(bar);
       if (box_owner()) {
-        const int jb = box_key(n0), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+        const int jb = box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
         unsigned char *dst = reinterpret_cast<unsigned char *>(g ? sV : sK) +
                              (size_t)stage * BLOCK_N * ROW * sizeof(T) + (size_t)lt * 128;
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
@@ -833,7 +830,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     else async_commit(); /* two groups after Q's on every thread */
     pg_next[0] = g == 0 ? pg2 : pg1;
 #endif
-  } else if (TMA_OK && tma) {
+  } else if (tma) {
     /* The first STAGES tiles' boxes at once (one round trip for their page
      * ids), the first STAGES - 1 issued with no barrier between; empty
      * cp.async groups keep Q's group where the wait below expects it. */
@@ -1047,30 +1044,25 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   {
     for (int it = 0; it < ntiles; it++) {
       const int nx = it + STAGES - 1; /* the tile whose copies start now */
-      if (TMA_OK && tma) {
+      if (tma) {
 #if defined(AA_HAS_TMA)
         if (nx < ntiles) tma_issue(nx % STAGES, tpg, trow);
         if (tma_lane) tma_lookup(n_begin + (nx + 1) * BLOCK_N, tpg, trow); /* used next iteration */
         mbar_wait(kv_bar + it % STAGES, (uint32_t)(it / STAGES) & 1u); /* every box of the tile has landed */
         const int n0 = n_begin + it * BLOCK_N;
         if (n0 < lo || n0 + BLOCK_N > hi) { /* V rows outside [lo, hi) -> 0: P is 0 there, V must be finite */
-          T *tv0 = sV + (it % STAGES) * BLOCK_N * ROW;
-          const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-          if constexpr (S::WM == 1) { /* each warp reads only its own keys' rows */
-            for (int i = lane; i < S::KW * CH; i += AA_WARP_SIZE) {
-              const int r = wn * S::KW + i / CH, j = n0 + r;
-              if (j < lo || j >= hi) *reinterpret_cast<uint4 *>(tv0 + r * ROW + (i % CH) * 8) = z;
-            }
-            fence_proxy_async_smem(); /* before the stage's next box lands over these */
-            warp_sync();
-          } else {
-            for (int i = tid; i < BLOCK_N * CH; i += S::THREADS) {
-              const int r = i / CH, j = n0 + r;
-              if (j < lo || j >= hi) *reinterpret_cast<uint4 *>(tv0 + r * ROW + (i % CH) * 8) = z;
-            }
-            fence_proxy_async_smem();
-            block_sync();
+          /* With one row band each warp reads only its own keys' rows and
+           * zeroes them itself; else the block zeroes the tile together. */
+          constexpr bool OWN = S::WM == 1;
+          const int r0 = OWN ? wn * S::KW : 0;
+          T *tv0 = sV + ((it % STAGES) * BLOCK_N + r0) * ROW;
+          for (int i = OWN ? lane : tid; i < (OWN ? S::KW : BLOCK_N) * CH; i += OWN ? AA_WARP_SIZE : S::THREADS) {
+            const int r = i / CH, j = n0 + r0 + r;
+            if (j < lo || j >= hi) *reinterpret_cast<uint4 *>(tv0 + r * ROW + (i % CH) * 8) = make_uint4(0u, 0u, 0u, 0u);
           }
+          fence_proxy_async_smem(); /* before the stage's next box lands over these */
+          if constexpr (OWN) warp_sync();
+          else block_sync();
         }
 #endif
       } else {
@@ -1131,7 +1123,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
           }
         }
       }
-      if (!(TMA_OK && tma)) store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
+      if (!tma) store_offsets((nx + 1) & 1, n_begin + (nx + 1) * BLOCK_N, pg_next);
       block_sync(); /* the stage is refilled next iteration */
     }
   }
@@ -1166,6 +1158,12 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     }
   }
   const bool sink = p.sinks && !split; /* a split's sink enters once, in the merge of the segments */
+  /* A merged row's (max, sum): to the cluster's merge, the segment's partial or the lse. */
+  auto store_row_ml = [&](int r, bool any, float M, float L) {
+    if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+    else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+    else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  };
   float f[kFragCSlots];
 #pragma unroll
   for (int sl = 0; sl < kFragCSlots; sl++) f[sl] = 1.0f;
@@ -1185,12 +1183,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
       if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
       f[sl] = any ? fast_exp2(m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-      if (wn == 0 && frag_c_row_owner()) {
-        if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-        else if (!row_valid(r)) {}
-        else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-        else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
-      }
+      if (wn == 0 && frag_c_row_owner() && (cl || row_valid(r))) store_row_ml(r, any, M, L);
     }
   }
   float *sOw = sO + (size_t)wn * BLOCK_M * S::OROW;
@@ -1234,11 +1227,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
       const float fr = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
 #pragma unroll
       for (int k = 0; k < 8; k++) v[k] *= fr;
-      if (c == 0) {
-        if (cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-        else if (split) p.part_ml[part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
-        else if (p.lse) p.lse[row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
-      }
+      if (c == 0) store_row_ml(r, any, M, L); /* r is valid here */
     } else {
 #pragma unroll
       for (int u = 0; u < WN; u++) {

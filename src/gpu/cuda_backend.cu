@@ -368,9 +368,14 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ, int *slots) {
  * (128 programs) ran in two waves as clusters, 252.7 us, against 154.8 us
  * for 16 segments (bench/results/h200_tune_2026-11-29d/); merged by the
  * reduce instead, 148.4 us (h200_2026-11-29_session4/wave_fix/wave.txt). */
+/* Programs of config cfg the device holds at once: one wave. */
+long long wave_programs(const anyattn_plan *plan, int cfg) {
+  return (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms;
+}
+
 bool cluster_adds_no_wave(const anyattn_plan *plan, int cfg, const anyattn_args *a, int splits) {
   const long long programs = busy_programs(plan, cfg, a) * splits;
-  const long long plain = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms;
+  const long long plain = wave_programs(plan, cfg);
   const long long cl = plan->cluster_slots[cfg];
   return cl > 0 && (programs + cl - 1) / cl <= (programs + plain - 1) / plain;
 }
@@ -637,15 +642,13 @@ void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *
   if (plan->ctx->arch < 90 || kind == 0 || tma_disabled()) return;
   /* the one-wave rule is the decode tiles' (kind 1); the pipelined prefill
    * tile (kind 2) takes boxes in every launch */
-  if (kind == 1 && strcmp(tma_env(), "all") != 0 && programs > (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms)
-    return;
+  if (kind == 1 && strcmp(tma_env(), "all") != 0 && programs > wave_programs(plan, cfg)) return;
   const int bs = pr->block_size, bn = c.block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded
-   * rows; 1024-byte for the swizzled panels: 8 rows, and a power of two
-   * there, which the kernel's box arithmetic assumes) */
+   * rows; 1024-byte for the swizzled panels: 8 rows). With block_n a power
+   * of two, rows then is one too, which the kernel's box arithmetic assumes. */
   if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0) return;
-  if (kind == 2 && (rows & (rows - 1)) != 0) return;
   struct Key {
     const void *k, *v;
     int64_t ks[3], vs[3];

@@ -298,6 +298,10 @@ __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier
 __device__ __forceinline__ void mbar_arrive_copies(uint64_t *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
+/* One plain arrival on `bar` (no bytes announced). */
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
 /* Waits until the phase of `bar` with this parity has completed. */
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
   const uint32_t a = smem_u32(bar);
@@ -339,10 +343,6 @@ __device__ __forceinline__ void tma_prefetch_map(const void *map) {
 #else
   (void)map;
 #endif
-}
-/* One plain arrival on `bar` (no bytes announced). */
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 /* Box at coordinates (c0, c1, c2, c3), innermost first, of tensor map `map`
  * (a generic address of a __grid_constant__ parameter) -> dst (128-byte aligned). */
