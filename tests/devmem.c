@@ -88,6 +88,21 @@ static int dm_copy(anyattn_backend backend, void *dst, const void *src, size_t b
 }
 
 int dm_to_device(anyattn_backend b, void *dst, const void *src, size_t n) { return dm_copy(b, dst, src, n, 1); }
+
+int dm_copy_within(anyattn_backend backend, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0) return 0;
+  if (!dm_is_gpu(backend)) {
+    memcpy(dst, src, bytes);
+    return 0;
+  }
+#if defined(ANYATTN_WITH_CUDA)
+  if (backend == ANYATTN_BACKEND_CUDA) {
+    DM_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    return 0;
+  }
+#endif
+  return dm_no_backend(backend);
+}
 int dm_to_host(anyattn_backend b, void *dst, const void *src, size_t n) { return dm_copy(b, dst, src, n, 0); }
 
 int dm_fill_bytes(anyattn_backend backend, void *dst, int byte, size_t bytes) {

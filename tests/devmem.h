@@ -18,6 +18,8 @@ void *dm_alloc(anyattn_backend backend, size_t bytes);          /* 256-byte alig
 void dm_free(anyattn_backend backend, void *ptr);               /* accepts NULL */
 int dm_to_device(anyattn_backend backend, void *dst, const void *src, size_t bytes);
 int dm_to_host(anyattn_backend backend, void *dst, const void *src, size_t bytes);
+/* Within the backend's memory; the ranges must not overlap. */
+int dm_copy_within(anyattn_backend backend, void *dst, const void *src, size_t bytes);
 int dm_fill_bytes(anyattn_backend backend, void *dst, int byte, size_t bytes); /* memset */
 int dm_sync(anyattn_backend backend);
 

@@ -21,6 +21,8 @@
 #include "gpu/configs_amd.h"
 #else
 #define ANYATTN_GPU_CONFIGS(X)     \
+  X(m16n32w2s2, 16, 32, 2, 2)      \
+  X(m16n64w4s2, 16, 64, 4, 2)      \
   X(m16n64w4s3, 16, 64, 4, 3)      \
   X(m16n128w8s2, 16, 128, 8, 2)    \
   X(m64n64w4s2, 64, 64, 4, 2)      \
