@@ -22,9 +22,11 @@ static const char *usage_text =
     "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N]\n"
     "                                         workloads: default, decode, prefill, mixed, ibm, e2e-llama8b\n"
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
-    "       [--iters N] [--depth D] [--dtype T]\n"
+    "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
     "                                         sweep every config over a grid, check and time each,\n"
-    "                                         write the raw CSV and fit a decision tree beside it\n"
+    "                                         write the raw CSV and fit a decision tree beside it;\n"
+    "                                         --cells: grid cells FROM to TO-1 only (one sweep over\n"
+    "                                         several sessions: concatenate the CSVs, then fit)\n"
     "                                         (FILE.json for anyattn_tree_load, FILE.h for src/tuned/)\n"
     "  fit --in FILE.csv [--name ID] [--depth D]  fit the tree of an existing sweep\n"
     "  fit --in FILE.csv --eval                score the library's tree for the sweep's device on it\n"
@@ -52,7 +54,7 @@ typedef struct {
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context, eval;
+  int depth, no_flush, max_context, eval, cell_from, cell_to;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -118,6 +120,14 @@ static int parse_options(int argc, char **argv, const char *allowed, cli_options
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
           return usage_error("--name '%s' must be lower-case letters, digits and _", v);
       o->name = v;
+    } else if (!strcmp(a, "--cells")) {
+      char *end = NULL;
+      const long from = strtol(v, &end, 10);
+      const long to = end && *end == ':' ? strtol(end + 1, &end, 10) : -1;
+      if (!v[0] || *end || from < 0 || to <= from || to > 1000000)
+        return usage_error("bad --cells '%s' (FROM:TO, 0 <= FROM < TO: the grid's cells FROM to TO-1)", v);
+      o->cell_from = (int)from;
+      o->cell_to = (int)to;
     } else if (!strcmp(a, "--depth")) {
       if (parse_int(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", v);
     } else if (!strcmp(a, "--json")) {
@@ -260,7 +270,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "tune")) {
     int rc = parse_options(argc - 2, argv + 2,
-                           "--backend --device --grid --out --name --iters --depth --dtype", &o);
+                           "--backend --device --grid --out --name --iters --depth --dtype --cells", &o);
     if (rc) return rc;
     if (!o.out) return usage_error("'tune' needs --out FILE.csv%s", "");
     tune_options to;
@@ -273,6 +283,8 @@ int main(int argc, char **argv) {
     to.iters = o.iters;
     to.depth = o.depth;
     to.dtype = o.dtype;
+    to.cell_from = o.cell_from;
+    to.cell_to = o.cell_to;
     return tune_main(&to);
   }
   if (!strcmp(cmd, "fit")) {

@@ -16,6 +16,7 @@ typedef struct {
   int no_flush;          /* 1: no L2 flush between timed calls (back-to-back, warm metadata) */
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;
+  double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
 } bench_options;
 
 enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };
@@ -46,6 +47,7 @@ typedef struct {
   double kv_bytes;  /* K and V bytes of the keys each sequence holds */
   double flops;     /* 4 * Hq * D per visible (query, key) pair */
   int verified;     /* sampled output rows vs a double-precision recomputation: 1 ok, 0 wrong */
+  int pruned;       /* 1: the second warm-up call passed opt->cutoff_us; us is its time */
   char config[192];
 } bench_result;
 

@@ -25,6 +25,11 @@ const aa_tree *aa_tree_for(const char *device_name, const char *family);
 /* The wider grid: more batch sizes, lengths and decode shares than the IBM
  * grid, within a K/V budget per cell. Lengths cycle like the IBM grid's; then
  * equal-length decode batches and chunked-prefill mixes. */
+/* A candidate whose second warm-up call takes over this many times the
+ * cell's best so far is timed no further: the tree never picks it there,
+ * and the slow decode tiles on million-token prefills cost seconds a run. */
+static const double kPruneFactor = 4.0;
+
 static void add_full_grid(case_list *l, double max_kv_bytes) {
   static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   static const int maxlens[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -158,8 +163,15 @@ int tune_main(const tune_options *opt) {
     anyattn_context_free(ctx);
     return 1;
   }
+  const int cell_from = opt->cell_from > 0 ? opt->cell_from : 0;
+  const int cell_to = opt->cell_to > 0 && opt->cell_to < cases.count ? opt->cell_to : cases.count;
   fprintf(csv, "# anyattn %s tune: backend %s, grid %s, %d cells x %d candidates (config, KV splits)\n", anyattn_version_string(),
           anyattn_backend_name(be), opt->grid, cases.count, num_cands);
+  if (cell_from > 0 || cell_to < cases.count)
+    fprintf(csv, "# cells %d to %d of the grid (the rest in other files: concatenate them to fit)\n", cell_from,
+            cell_to - 1);
+  fprintf(csv, "# pruned: a candidate whose second warm-up call takes over %.0fx the cell's best so far is timed\n"
+               "# no further; its us is that call's time\n", kPruneFactor);
   fprintf(csv, "# device: %s\n# family: %s\n# date: %s\n# driver: %s\n", dev, family, date, driver);
   fprintf(csv, "# shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, causal\n", BENCH_HQ, BENCH_HKV,
           BENCH_D, tl_dtype_name(opt->dtype), BENCH_BS);
@@ -181,16 +193,27 @@ int tune_main(const tune_options *opt) {
   bo.device = opt->device;
   bo.iters = opt->iters > 0 ? opt->iters : (gpu ? 10 : 3);
   bo.dtype = opt->dtype;
-  int failures = 0;
-  const int total = cases.count * num_cands;
+  int failures = 0, pruned = 0;
+  const int total = (cell_to - cell_from) * num_cands;
   double *cell_us = calloc((size_t)num_cands, sizeof *cell_us);
   int *cell_ok = calloc((size_t)num_cands, sizeof *cell_ok);
-  for (int i = 0; i < cases.count; i++) {
+  /* Per cell: the table's rows from the last (the prefill tiles, which win
+   * the long cells) to the first, then the split variants, so the cell's
+   * best so far is known early and hopeless runs end after two calls. */
+  int *order = calloc((size_t)num_cands, sizeof *order);
+  int n_order = 0;
+  for (int k = num_cands - 1; k >= 0; k--)
+    if (cand_base[k] == k) order[n_order++] = k;
+  for (int k = 0; k < num_cands; k++)
+    if (cand_base[k] != k) order[n_order++] = k;
+  for (int i = cell_from; i < cell_to; i++) {
     const bench_case *c = &cases.items[i];
     double f[AA_F_COUNT];
     case_features(c, f);
     const int decode_like = (f[AA_F_NUM_TOKENS] + f[AA_F_NUM_SEQS] - 1) / f[AA_F_NUM_SEQS] <= 8;
-    for (int k = 0; k < num_cands; k++) {
+    double best_us = 0.0;
+    for (int o = 0; o < num_cands; o++) {
+      const int k = order[o];
       char name[48];
       if (cand_splits[k] > 0) snprintf(name, sizeof name, "%s-k%d", cands[k], cand_splits[k]);
       else snprintf(name, sizeof name, "%s", cands[k]);
@@ -202,14 +225,19 @@ int tune_main(const tune_options *opt) {
         bench_result r;
         memset(&r, 0, sizeof r);
         bo.config = num_cands == 1 && !gpu ? NULL : name;
+        bo.cutoff_us = best_us > 0 ? kPruneFactor * best_us : 0.0;
         rc = bench_run_case(&bo, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r);
         ok = rc == 0 && r.verified;
         failures += !ok && rc == 0; /* wrong output: a kernel bug, not an unsupported config */
+        pruned += ok && r.pruned;
         cell_us[k] = ok ? r.us : 0.0;
+        if (ok && (best_us == 0.0 || r.us < best_us)) best_us = r.us;
+        const int step = (i - cell_from) * num_cands + o + 1;
         if (ok)
-          fprintf(stderr, "[%d/%d] %-24s %-18s %10.1f us\n", i * num_cands + k + 1, total, c->name, name, r.us);
+          fprintf(stderr, "[%d/%d] %-24s %-18s %10.1f us%s\n", step, total, c->name, name, r.us,
+                  r.pruned ? " (pruned)" : "");
         else
-          fprintf(stderr, "[%d/%d] %-24s %-18s %s\n", i * num_cands + k + 1, total, c->name, name,
+          fprintf(stderr, "[%d/%d] %-24s %-18s %s\n", step, total, c->name, name,
                   rc ? "not run (see above)" : "WRONG OUTPUT");
       }
       cell_ok[k] = ok;
@@ -219,8 +247,10 @@ int tune_main(const tune_options *opt) {
       fflush(csv);
     }
   }
+  fprintf(csv, "# pruned %d of %d runs\n", pruned, total);
   free(cell_us);
   free(cell_ok);
+  free(order);
   fclose(csv);
   free(chunk);
   dm_free(be, flush_buf);
@@ -229,7 +259,7 @@ int tune_main(const tune_options *opt) {
   free(cands);
   free(cand_splits);
   free(cand_base);
-  printf("wrote %s (%d cells x %d candidates)\n", opt->out, cases.count, num_cands);
+  printf("wrote %s (%d cells x %d candidates, %d runs pruned)\n", opt->out, cell_to - cell_from, num_cands, pruned);
   if (failures) {
     fprintf(stderr, "anyattn: %d runs gave wrong output; no tree written\n", failures);
     return 1;

@@ -12,6 +12,7 @@ typedef struct {
   const char *name; /* C identifier for the tree, e.g. "h200" */
   int iters;        /* timed calls per (cell, config); 0: default */
   int depth;        /* tree depth limit; 0: 4 */
+  int cell_from, cell_to; /* sweep grid cells [cell_from, cell_to) only; cell_to 0: to the end */
   anyattn_dtype dtype;
 } tune_options;
 
