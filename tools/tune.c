@@ -226,7 +226,11 @@ int tune_main(const tune_options *opt) {
         memset(&r, 0, sizeof r);
         bo.config = num_cands == 1 && !gpu ? NULL : name;
         bo.cutoff_us = best_us > 0 ? kPruneFactor * best_us : 0.0;
-        rc = bench_run_case(&bo, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r);
+        /* A cell's first run, timed right after the host set the cell up, read
+         * 2-4% slow on small cells (session 8: whichever config came first),
+         * so it runs twice and the second counts. */
+        rc = o == 0 && gpu ? bench_run_case(&bo, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r) : 0;
+        if (rc == 0) rc = bench_run_case(&bo, ctx, c, chunk, chunk_elems * es, flush_buf, flush_bytes, &r);
         ok = rc == 0 && r.verified;
         failures += !ok && rc == 0; /* wrong output: a kernel bug, not an unsupported config */
         pruned += ok && r.pruned;
