@@ -197,12 +197,14 @@ int tune_main(const tune_options *opt) {
   const int total = (cell_to - cell_from) * num_cands;
   double *cell_us = calloc((size_t)num_cands, sizeof *cell_us);
   int *cell_ok = calloc((size_t)num_cands, sizeof *cell_ok);
-  /* Per cell, before the candidates (GPU): one untimed settling run of the
-   * table's last row (the big prefill tile). The first run after a cell's
-   * setup read up to 3% slow on small cells, whichever config it was
-   * (session 8), so every recorded run now follows another; and its time
-   * seeds the pruning, so the decode tiles on long prefills end after two
-   * calls. Then the candidates in table order, as in earlier sweeps. */
+  /* Per cell, before the candidates (GPU): one untimed run of the table's
+   * last row (the big prefill tile), whose time seeds the pruning, so the
+   * decode tiles on long prefills end after two calls. Then the candidates
+   * in table order, as in earlier sweeps. (Session 8 suspected the first
+   * run after a cell's setup of reading slow; with this run first, the
+   * recorded m128n128w8s2 times stayed 1.5-2.5% above one earlier sweep's
+   * on small cells, as they were when it ran first: a difference between
+   * lent GPUs, not an order effect; the run stays for the pruning.) */
   int settle = -1;
   for (int k = 0; k < num_cands; k++)
     if (cand_base[k] == k) settle = k;
