@@ -181,11 +181,11 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Fills a device buffer from a host chunk of random values (not zeros: zeros
- * run faster than real data and hide unwritten outputs). */
-/* dst[i] = chunk[i % chunk_bytes]: one chunk from the host, then the filled
- * prefix doubled in place (a whole number of chunks, so the pattern holds).
- * Gigabyte caches fill at device-copy speed: a tuning sweep sets up every
- * (cell, config) run afresh, and host copies dominated its big cells. */
+ * run faster than real data and hide unwritten outputs): dst byte i is chunk
+ * byte i % chunk_bytes. One chunk goes up from the host, then the filled
+ * prefix (a whole number of chunks, so the pattern holds) is doubled in
+ * place, so gigabyte caches fill at device-copy speed: a tuning sweep sets
+ * up every (cell, config) run afresh, and host copies dominated its big cells. */
 static int fill_random(anyattn_backend be, void *dst, size_t bytes, const void *chunk, size_t chunk_bytes) {
   size_t done = bytes < chunk_bytes ? bytes : chunk_bytes;
   if (dm_to_device(be, dst, chunk, done)) return -1;
