@@ -36,6 +36,11 @@ expect_usage_error bench --cases 0x512
 expect_usage_error bench --cases 1x512,,p2x64
 expect_usage_error bench --max-context 0
 expect_usage_error fit --eval
+expect_usage_error tune --out x.csv --cells 9:5
+expect_usage_error tune --out x.csv --cells 5
+expect_usage_error tune --out x.csv --cells a:b
+expect_usage_error tune --out x.csv --cells -1:3
+expect_usage_error tune --backend cpu --grid ibm --out "${TMPDIR:-/tmp}/anyattn_cli_cells.$$.csv" --cells 60:61
 expect_usage_error fit --in
 expect_usage_error fit --in x.csv --eval yes
 rm -f "$tmp.out" "$tmp.err"

@@ -145,6 +145,16 @@ int tune_main(const tune_options *opt) {
   case_list cases = {0};
   if (!strcmp(opt->grid, "ibm")) bench_add_ibm(&cases);
   else add_full_grid(&cases, gpu ? 4e9 : 2e8);
+  if (opt->cell_from >= cases.count) { /* --cells past the grid: nothing to sweep, no file */
+    fprintf(stderr, "anyattn: --cells from %d: the %s grid has cells 0 to %d (see 'anyattn help')\n", opt->cell_from,
+            opt->grid, cases.count - 1);
+    free(cands);
+    free(cand_splits);
+    free(cand_base);
+    bench_free_cases(&cases);
+    anyattn_context_free(ctx);
+    return 2;
+  }
 
   char dev[128] = "", family[32] = "", driver[64] = "";
   anyattn_device_name(be, opt->device, dev, sizeof dev);
@@ -200,11 +210,7 @@ int tune_main(const tune_options *opt) {
   /* Per cell, before the candidates (GPU): one untimed run of the table's
    * last row (the big prefill tile), whose time seeds the pruning, so the
    * decode tiles on long prefills end after two calls. Then the candidates
-   * in table order, as in earlier sweeps. (Session 8 suspected the first
-   * run after a cell's setup of reading slow; with this run first, the
-   * recorded m128n128w8s2 times stayed 1.5-2.5% above one earlier sweep's
-   * on small cells, as they were when it ran first: a difference between
-   * lent GPUs, not an order effect; the run stays for the pruning.) */
+   * in table order, as in earlier sweeps. */
   int settle = -1;
   for (int k = 0; k < num_cands; k++)
     if (cand_base[k] == k) settle = k;
