@@ -15,6 +15,16 @@
 const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
 const aa_tree *aa_tree_for(const char *device_name, const char *family);
 
+/* The tile tables the committed trees name (plain preprocessor, as the
+ * library compiles them: src/configs/configs.h, src/gpu/configs_amd.h). */
+#define AA_NAME_(name, bm, bn, w, s) #name,
+#include "configs.h"
+static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
+#undef ANYATTN_GPU_CONFIGS
+#include "gpu/configs_amd.h"
+static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
+#undef ANYATTN_GPU_CONFIGS
+
 static int failures;
 #define EXPECT(cond, ...)                                  \
   do {                                                     \
@@ -25,6 +35,27 @@ static int failures;
       printf("\n");                                        \
     }                                                      \
   } while (0)
+
+/* A committed tree is well formed and names only rows of its table: children
+ * after their parent and inside the node array, features known, leaves a
+ * config of `names` with a split count plan accepts (0: the backend decides). */
+static void check_committed(const aa_tree *t, const char *what, const char *const *names, int n) {
+  EXPECT(t && t->num_nodes > 0 && t->nodes, "%s: compiled in", what);
+  if (!t) return;
+  for (int i = 0; i < t->num_nodes; i++) {
+    const aa_tree_node *d = &t->nodes[i];
+    if (d->feature >= 0) {
+      EXPECT(d->feature < AA_F_COUNT && d->left > i && d->left < t->num_nodes && d->right > i &&
+                 d->right < t->num_nodes,
+             "%s: node %d (feature %d, children %d, %d) malformed", what, i, d->feature, d->left, d->right);
+      continue;
+    }
+    int known = 0;
+    for (int k = 0; k < n && d->config; k++) known |= !strcmp(d->config, names[k]);
+    EXPECT(known, "%s: leaf %d names '%s', not a row of its config table", what, i, d->config ? d->config : "(null)");
+    EXPECT(d->splits >= 0 && d->splits <= 128, "%s: leaf %d has %d splits", what, i, d->splits);
+  }
+}
 
 /* The truth the sweep is built from: decode-like cells want "dec", short
  * prompts "small", long ones "large". */
@@ -161,6 +192,11 @@ int main(void) {
   double feat[AA_F_COUNT] = {1, 1, 1, 1, 32768, 128, 4};
   const aa_tree_node *leaf = mi300 ? aa_tree_eval(mi300, feat) : NULL;
   EXPECT(leaf && !strcmp(leaf->config, "m16n32w2s1"), "long contexts take the 32-key tile on CDNA");
+
+  check_committed(aa_tree_for("NVIDIA H200", "sm_90"), "H200 tree", cuda_configs,
+                  (int)(sizeof cuda_configs / sizeof cuda_configs[0]));
+  check_committed(mi300, "MI300 seed tree", amd_configs, (int)(sizeof amd_configs / sizeof amd_configs[0]));
+  check_committed(fam, "MI250 seed tree", amd_configs, (int)(sizeof amd_configs / sizeof amd_configs[0]));
 
   /* The CPU has one tiling and says so. */
   anyattn_context *ctx = NULL;
