@@ -71,7 +71,9 @@ void dm_free(anyattn_backend backend, void *ptr) {
 #endif
 }
 
-static int dm_copy(anyattn_backend backend, void *dst, const void *src, size_t bytes, int to_device) {
+/* One copy; `dir` is where it goes: 0 to the host, 1 to the device, 2 within
+ * the device. The CPU backend's memory is the host's: memcpy. */
+static int dm_copy(anyattn_backend backend, void *dst, const void *src, size_t bytes, int dir) {
   if (bytes == 0) return 0;
   if (!dm_is_gpu(backend)) {
     memcpy(dst, src, bytes);
@@ -79,31 +81,19 @@ static int dm_copy(anyattn_backend backend, void *dst, const void *src, size_t b
   }
 #if defined(ANYATTN_WITH_CUDA)
   if (backend == ANYATTN_BACKEND_CUDA) {
-    DM_CUDA(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    static const enum cudaMemcpyKind kind[3] = {cudaMemcpyDeviceToHost, cudaMemcpyHostToDevice,
+                                                cudaMemcpyDeviceToDevice};
+    DM_CUDA(cudaMemcpy(dst, src, bytes, kind[dir]));
     return 0;
   }
 #endif
-  (void)to_device;
+  (void)dir;
   return dm_no_backend(backend);
 }
 
 int dm_to_device(anyattn_backend b, void *dst, const void *src, size_t n) { return dm_copy(b, dst, src, n, 1); }
-
-int dm_copy_within(anyattn_backend backend, void *dst, const void *src, size_t bytes) {
-  if (bytes == 0) return 0;
-  if (!dm_is_gpu(backend)) {
-    memcpy(dst, src, bytes);
-    return 0;
-  }
-#if defined(ANYATTN_WITH_CUDA)
-  if (backend == ANYATTN_BACKEND_CUDA) {
-    DM_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-    return 0;
-  }
-#endif
-  return dm_no_backend(backend);
-}
 int dm_to_host(anyattn_backend b, void *dst, const void *src, size_t n) { return dm_copy(b, dst, src, n, 0); }
+int dm_copy_within(anyattn_backend b, void *dst, const void *src, size_t n) { return dm_copy(b, dst, src, n, 2); }
 
 int dm_fill_bytes(anyattn_backend backend, void *dst, int byte, size_t bytes) {
   if (!dm_is_gpu(backend)) {
