@@ -1,21 +1,28 @@
 // e2e_bound.cu: a lower bound on what issue 4's three batch-1 targets can
-// reach on this GPU under stream order, from kernels that only stream the
-// paged K/V (no attention math, no merge, no work search: context and segment
-// count come from the host, page ids from the block table).
-//
+// reach on this GPU under stream order, from kernels that stream the paged
+// K/V and do none of the attention math. Two families:
+//   streaming only: context and segment count from the host, page ids from
+//     the block table; nothing written;
+//   + merge: the context read on the device after the wait (one dependent
+//     round trip, as the library's work search), a 4-row fp32 partial and
+//     its (max, sum) per program as split-KV writes them, and a merge: a
+//     second launch (the library's reduce) or the last program of each kv
+//     head to arrive (a counter per head, zeroed once, reset by that program).
+// Measured:
 // - e2e-llama8b as `anyattn bench --workload e2e-llama8b` runs it: 32 layers
 //   of their own caches, pages in reversed order, one graph of the 32 layers'
-//   launches per step, event-timed per step. Each launch waits on the one
+//   calls per step, event-timed per step. Each launch waits on the one
 //   before it (griddepcontrol.wait, programmatic dependent launch) before it
 //   reads anything, as any call must whose inputs the work before it may
 //   write; it lets the next launch start at once (launch_dependents first).
 //   Steps are sampled every STRIDE-th (the first of each stride: the
 //   shortest context, so the sum is an underestimate) and each sample takes
-//   the fastest of several streaming shapes (a per-step oracle).
+//   the fastest variant of the family (a per-step oracle).
 // - single calls at 1x500 and 1x32768 as `bench --graph` times them: one
-//   launch in a graph, a 256 MB L2 flush before each replay, median of 15.
+//   call in a graph, a 256 MB L2 flush before each replay, median of 15.
 // - the dependency floor: 32 chained empty launches per graph.
-// - whether %gridid differs between graph replays (a per-launch tag).
+// - whether %gridid differs between graph replays (it does not: replays of
+//   one graph repeat it, so it cannot tag a call).
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
 // Run:   ./e2e_bound [stride]     (default 16)
@@ -41,12 +48,25 @@ struct Args {
   const int32_t *bt;
   int ctx, segs;
   unsigned *sink;
+  /* the merged variants (MERGE > 0): */
+  const int *d_ctx;  /* the context, read on the device after the wait (as run's work search does) */
+  float *part_o;     /* [segs][HKV * GQA rows][D] */
+  float2 *part_ml;   /* [segs][HKV * GQA rows] */
+  unsigned *count;   /* [HKV] arrivals (MERGE 2), zero between launches */
+  uint16_t *out;     /* [HKV * GQA rows][D] */
 };
+constexpr int GQA = 4; /* q heads per kv head: a program's partial has 4 rows */
 
 /* A program = (kv head, segment): its even share of the key tiles, BN keys
  * per tile through a STAGES-deep cp.async pipeline; it touches one word per
- * thread of each landed stage. */
-template <int THREADS, int BN, int STAGES>
+ * thread of each landed stage.
+ * MERGE 0: nothing else (context from the host). MERGE 1 and 2: the context
+ * is read on the device after the wait (one dependent round trip, as the
+ * library's work search), and each program writes a 4-row fp32 partial and
+ * its (max, sum) as split-KV does; 1: a second launch merges them (the
+ * library's reduce kernel's shape); 2: the last program of a kv head to
+ * arrive (a counter per head) merges them in place and resets the counter. */
+template <int THREADS, int BN, int STAGES, int MERGE>
 __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;");
@@ -55,10 +75,11 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
   unsigned char *sk = smem, *sv = smem + STAGES * TILE;
   int32_t *spg = reinterpret_cast<int32_t *>(smem + 2 * STAGES * TILE);
   const int head = blockIdx.x % HKV, seg = blockIdx.x / HKV, tid = threadIdx.x;
-  const int ntiles_all = (a.ctx + BN - 1) / BN;
+  const int ctx = MERGE ? *a.d_ctx : a.ctx;
+  const int ntiles_all = (ctx + BN - 1) / BN;
   const int t0 = (int)((long long)ntiles_all * seg / a.segs), t1 = (int)((long long)ntiles_all * (seg + 1) / a.segs);
-  if (t1 <= t0) return;
-  const int j0 = t0 * BN, j1 = min(a.ctx, t1 * BN);
+  if (MERGE == 0 && t1 <= t0) return;
+  const int j0 = t0 * BN, j1 = min(ctx, t1 * BN);
   const int p0 = j0 / BS, p1 = (j1 + BS - 1) / BS;
   for (int i = tid; i < p1 - p0; i += THREADS) spg[i] = a.bt[p0 + i];
   __syncthreads();
@@ -94,7 +115,76 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
     acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
     __syncthreads();
   }
-  if (acc == 0x12345678u) *a.sink = acc;
+  if constexpr (MERGE == 0) {
+    if (acc == 0x12345678u) *a.sink = acc;
+  } else {
+    /* the partial: GQA rows x D floats, one float4 per thread of the first 128;
+     * an empty segment (no tiles) writes (-inf, 0) as the library's do */
+    constexpr int V4 = GQA * D / 4;
+    const int rows0 = head * GQA;
+    const bool any = t1 > t0;
+    if (tid < V4) {
+      const int r = tid / (D / 4), c = tid % (D / 4);
+      float4 *po = reinterpret_cast<float4 *>(a.part_o + ((size_t)seg * HKV * GQA + rows0 + r) * D) + c;
+      if (any) *po = make_float4((float)(acc & 7u), 1.0f, 0.5f, 0.25f);
+      if (c == 0) a.part_ml[seg * HKV * GQA + rows0 + r] = any ? make_float2((float)(acc & 3u), 2.0f) : make_float2(-INFINITY, 0.0f);
+    }
+    if constexpr (MERGE == 2) {
+      __shared__ unsigned last;
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) last = atomicAdd(a.count + head, 1u) == (unsigned)a.segs - 1u;
+      __syncthreads();
+      if (!last) return;
+      __threadfence();
+      if (tid < V4) {
+        const int r = tid / (D / 4), c = tid % (D / 4);
+        float M = -INFINITY;
+        for (int u = 0; u < a.segs; u++) M = fmaxf(M, __ldcg(&a.part_ml[u * HKV * GQA + rows0 + r].x));
+        float L = 0.0f;
+        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int u = 0; u < a.segs; u++) {
+          const float2 ml = __ldcg(&a.part_ml[u * HKV * GQA + rows0 + r]);
+          if (ml.x == -INFINITY) continue;
+          const float w = ml.y * exp2f(ml.x - M);
+          const float4 x = __ldcg(reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + rows0 + r) * D) + c);
+          L += w;
+          o.x = fmaf(w, x.x, o.x), o.y = fmaf(w, x.y, o.y), o.z = fmaf(w, x.z, o.z), o.w = fmaf(w, x.w, o.w);
+        }
+        const float f = L > 0.0f ? 1.0f / L : 0.0f;
+        uint2 pk;
+        pk.x = (uint32_t)__float_as_uint(o.x * f) >> 16 | (__float_as_uint(o.y * f) & 0xffff0000u);
+        pk.y = (uint32_t)__float_as_uint(o.z * f) >> 16 | (__float_as_uint(o.w * f) & 0xffff0000u);
+        reinterpret_cast<uint2 *>(a.out + (size_t)(rows0 + r) * D)[c] = pk;
+      }
+      if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
+    }
+  }
+}
+
+/* MERGE 1's second launch: one warp per q-head row, as the library's reduce. */
+__global__ void __launch_bounds__(128) reduce_kernel(Args a) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= HKV * GQA) return;
+  float M = -INFINITY;
+  for (int u = 0; u < a.segs; u++) M = fmaxf(M, a.part_ml[u * HKV * GQA + row].x);
+  float L = 0.0f;
+  float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int u = 0; u < a.segs; u++) {
+    const float2 ml = a.part_ml[u * HKV * GQA + row];
+    if (ml.x == -INFINITY) continue;
+    const float w = ml.y * exp2f(ml.x - M);
+    const float4 x = reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + row) * D)[lane];
+    L += w;
+    o.x = fmaf(w, x.x, o.x), o.y = fmaf(w, x.y, o.y), o.z = fmaf(w, x.z, o.z), o.w = fmaf(w, x.w, o.w);
+  }
+  const float f = L > 0.0f ? 1.0f / L : 0.0f;
+  uint2 pk;
+  pk.x = (uint32_t)__float_as_uint(o.x * f) >> 16 | (__float_as_uint(o.y * f) & 0xffff0000u);
+  pk.y = (uint32_t)__float_as_uint(o.z * f) >> 16 | (__float_as_uint(o.w * f) & 0xffff0000u);
+  reinterpret_cast<uint2 *>(a.out + (size_t)row * D)[lane] = pk;
 }
 
 __global__ void empty_chain(unsigned *sink) {
@@ -127,20 +217,27 @@ static void launch_pdl(void (*k)(A...), dim3 grid, dim3 block, size_t smem, cuda
 struct Variant {
   const char *name;
   void (*kernel)(Args);
-  int threads, segs;
+  int threads, segs, merge;
   size_t smem;
 };
 
-template <int THREADS, int BN, int STAGES>
+template <int THREADS, int BN, int STAGES, int MERGE = 0>
 static Variant variant(const char *name, int segs) {
   Variant v;
   v.name = name;
-  v.kernel = stream_kernel<THREADS, BN, STAGES>;
+  v.kernel = stream_kernel<THREADS, BN, STAGES, MERGE>;
   v.threads = THREADS;
   v.segs = segs;
+  v.merge = MERGE;
   v.smem = (size_t)2 * STAGES * BN * ROW_BYTES + MAX_PAGES_PER_PROG * 4;
   CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v.smem));
   return v;
+}
+
+/* One call: the streaming launch, and for MERGE 1 the merging launch after it. */
+static void launch_variant(const Variant &v, const Args &a, cudaStream_t s) {
+  launch_pdl(v.kernel, dim3(HKV * v.segs), dim3(v.threads), v.smem, s, a);
+  if (v.merge == 1) launch_pdl(reduce_kernel, dim3(HKV * GQA / 4), dim3(128), 0, s, a);
 }
 
 static double median(std::vector<double> v) {
@@ -244,11 +341,30 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&bt, pages * 4));
   CK(cudaMemcpy(bt, h.data(), pages * 4, cudaMemcpyHostToDevice));
 
+  /* streaming only (context from the host) */
   std::vector<Variant> vs = {
       variant<256, 128, 2>("bn128s2-k16", 16), variant<256, 128, 2>("bn128s2-k8", 8),
       variant<256, 128, 2>("bn128s2-k4", 4),   variant<128, 64, 3>("bn64s3-k16", 16),
       variant<128, 64, 3>("bn64s3-k32", 32),   variant<128, 64, 2>("bn64s2-k32", 32),
   };
+  /* + the context read on the device, partials and a merge (r: second launch, l: last arrival) */
+  std::vector<Variant> vm = {
+      variant<256, 128, 2, 1>("bn128s2-k16r", 16), variant<256, 128, 2, 2>("bn128s2-k16l", 16),
+      variant<256, 128, 2, 2>("bn128s2-k8l", 8),   variant<128, 64, 3, 1>("bn64s3-k16r", 16),
+      variant<128, 64, 3, 2>("bn64s3-k16l", 16),   variant<128, 64, 3, 2>("bn64s3-k32l", 32),
+      variant<256, 128, 2, 2>("bn128s2-k4l", 4),
+  };
+  int *d_ctx;
+  float *part_o;
+  float2 *part_ml;
+  unsigned *count;
+  uint16_t *out;
+  CK(cudaMalloc(&d_ctx, 4));
+  CK(cudaMalloc(&part_o, (size_t)64 * HKV * GQA * D * 4));
+  CK(cudaMalloc(&part_ml, (size_t)64 * HKV * GQA * 8));
+  CK(cudaMalloc(&count, HKV * 4));
+  CK(cudaMalloc(&out, HKV * GQA * D * 2));
+  CK(cudaMemset(count, 0, HKV * 4));
   auto args_for = [&](int layer, int ctx, int segs) {
     Args a;
     a.k = k + (size_t)layer * layer_elems;
@@ -257,6 +373,11 @@ int main(int argc, char **argv) {
     a.ctx = ctx;
     a.segs = segs;
     a.sink = sink;
+    a.d_ctx = d_ctx;
+    a.part_o = part_o;
+    a.part_ml = part_ml;
+    a.count = count;
+    a.out = out;
     return a;
   };
 
@@ -282,53 +403,71 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&bt_long, long_pages * 4));
     CK(cudaMemcpy(bt_long, pool.data(), long_pages * 4, cudaMemcpyHostToDevice));
     for (int ctx : {500, 32768}) {
-      for (const Variant &var : vs) {
-        Args a = args_for(0, ctx, var.segs);
-        if (ctx > max_ctx) a.bt = bt_long;
-        Graph G;
-        capture(G, s, [&] { launch_pdl(var.kernel, dim3(HKV * var.segs), dim3(var.threads), var.smem, s, a); });
-        const double us = time_graph(G, s, e0, e1, 15, flush);
-        printf("single 1x%-6d %-12s %8.2f us  %5.2f TB/s of K/V\n", ctx, var.name, us,
-               2.0 * ctx * HKV * D * 2 / us / 1e6);
-      }
+      CK(cudaMemcpy(d_ctx, &ctx, 4, cudaMemcpyHostToDevice));
+      for (const std::vector<Variant> *list : {&vs, &vm})
+        for (const Variant &var : *list) {
+          Args a = args_for(0, ctx, var.segs);
+          if (ctx > max_ctx) a.bt = bt_long;
+          Graph G;
+          capture(G, s, [&] { launch_variant(var, a, s); });
+          const char *ok = "";
+          if (var.merge) { /* every output row merged: no poison left */
+            std::vector<uint16_t> ho(HKV * GQA * D);
+            CK(cudaMemset(out, 0xff, ho.size() * 2));
+            CK(cudaGraphLaunch(G.x, s));
+            CK(cudaStreamSynchronize(s));
+            CK(cudaMemcpy(ho.data(), out, ho.size() * 2, cudaMemcpyDeviceToHost));
+            int left = 0;
+            for (uint16_t x : ho) left += x == 0xffff;
+            ok = left ? "  OUTPUT NOT WRITTEN" : "  (all rows merged)";
+          }
+          const double us = time_graph(G, s, e0, e1, 15, flush);
+          printf("single 1x%-6d %-13s %8.2f us  %5.2f TB/s of K/V%s\n", ctx, var.name, us,
+                 2.0 * ctx * HKV * D * 2 / us / 1e6, ok);
+        }
     }
     CK(cudaFree(bt_long));
   }
 
-  /* e2e: per sampled step, each variant's 32-layer graph; the fastest counts. */
-  double bound_us = 0, lib_shape_us = 0, bytes_total = 0;
-  int samples = 0;
-  std::vector<int> wins(vs.size(), 0);
-  for (int step = 1; step <= STEPS; step += stride) {
-    const int ctx = PROMPT + step;
-    const int weight = std::min(stride, STEPS - step + 1);
-    double best = 1e30, lib = 0;
-    int bi = 0;
-    for (size_t i = 0; i < vs.size(); i++) {
-      const Variant &var = vs[i];
-      Graph G;
-      capture(G, s, [&] {
-        for (int l = 0; l < LAYERS; l++)
-          launch_pdl(var.kernel, dim3(HKV * var.segs), dim3(var.threads), var.smem, s, args_for(l, ctx, var.segs));
-      });
-      const double us = time_graph(G, s, e0, e1, 3, nullptr);
-      if (i == 0) lib = us;
-      if (us < best) best = us, bi = (int)i;
+  /* e2e: per sampled step, each variant's 32-layer graph; the fastest of a
+   * list counts (streaming only, and with device context + merge). */
+  for (const std::vector<Variant> *list : {&vs, &vm}) {
+    const std::vector<Variant> &L = *list;
+    double bound_us = 0, first_us = 0, bytes_total = 0;
+    int samples = 0;
+    std::vector<int> wins(L.size(), 0);
+    for (int step = 1; step <= STEPS; step += stride) {
+      const int ctx = PROMPT + step;
+      const int weight = std::min(stride, STEPS - step + 1);
+      CK(cudaMemcpy(d_ctx, &ctx, 4, cudaMemcpyHostToDevice));
+      double best = 1e30, first = 0;
+      int bi = 0;
+      for (size_t i = 0; i < L.size(); i++) {
+        const Variant &var = L[i];
+        Graph G;
+        capture(G, s, [&] {
+          for (int l = 0; l < LAYERS; l++) launch_variant(var, args_for(l, ctx, var.segs), s);
+        });
+        const double us = time_graph(G, s, e0, e1, 3, nullptr);
+        if (i == 0) first = us;
+        if (us < best) best = us, bi = (int)i;
+      }
+      wins[bi]++;
+      bound_us += best * weight;
+      first_us += first * weight;
+      for (int w = 0; w < weight; w++) bytes_total += 2.0 * (ctx + w) * HKV * D * 2 * LAYERS;
+      samples++;
+      if (step == 1 || (step - 1) % (stride * 100) == 0)
+        printf("step %5d ctx %5d: best %-13s %8.1f us per step (%.2f us per call)\n", step, ctx, L[bi].name, best,
+               best / LAYERS);
     }
-    wins[bi]++;
-    bound_us += best * weight;
-    lib_shape_us += lib * weight;
-    for (int w = 0; w < weight; w++) bytes_total += 2.0 * (ctx + w) * HKV * D * 2 * LAYERS;
-    samples++;
-    if (step == 1 || (step - 1) % (stride * 100) == 0)
-      printf("step %5d ctx %5d: best %-12s %8.1f us per step (%.2f us per call)\n", step, ctx, vs[bi].name, best,
-             best / LAYERS);
+    printf("e2e bound (%s): %d sampled steps (every %d-th, weighted), decode %.3f s (fastest variant per step), "
+           "%.3f s (%s throughout); %.2f TB of K/V, %.2f TB/s effective\n",
+           L[0].merge ? "device context + partials + merge" : "streaming only", samples, stride, bound_us * 1e-6,
+           first_us * 1e-6, L[0].name, bytes_total * 1e-12, bytes_total / (bound_us * 1e-6) * 1e-12);
+    printf("wins:");
+    for (size_t i = 0; i < L.size(); i++) printf(" %s=%d", L[i].name, wins[i]);
+    printf("\n");
   }
-  printf("e2e bound: %d sampled steps (every %d-th, weighted), decode %.3f s (fastest shape per step), %.3f s "
-         "(bn128s2-k16 throughout); %.2f TB of K/V, %.2f TB/s effective\n",
-         samples, stride, bound_us * 1e-6, lib_shape_us * 1e-6, bytes_total * 1e-12, bytes_total / (bound_us * 1e-6) * 1e-12);
-  printf("wins:");
-  for (size_t i = 0; i < vs.size(); i++) printf(" %s=%d", vs[i].name, wins[i]);
-  printf("\n");
   return 0;
 }
