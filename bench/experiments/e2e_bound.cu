@@ -26,6 +26,7 @@
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
 // Run:   ./e2e_bound [stride]     (default 16)
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,16 +58,67 @@ struct Args {
 };
 constexpr int GQA = 4; /* q heads per kv head: a program's partial has 4 rows */
 
+/* Merge of S partials for one 4-float column chunk of one row, with every
+ * load issued before any is used (one round trip per 16 segments), as the
+ * library's reduce batches them: M = max m_s, w_s = l_s 2^(m_s - M) (0 for an
+ * empty segment: a select, so stale bytes never enter), out = sum w_s o_s /
+ * sum w_s. lml(u) and lo(u) load segment u's (max, sum) and column chunk. */
+template <class LML, class LO>
+__device__ __forceinline__ float4 merge_chunk(int S, LML lml, LO lo) {
+  constexpr int MAXS = 32, B = 16;
+  float2 ml[MAXS];
+  float4 x[B];
+#pragma unroll
+  for (int u = 0; u < MAXS; u++) ml[u] = u < S ? lml(u) : make_float2(-INFINITY, 0.0f);
+#pragma unroll
+  for (int u = 0; u < B; u++) x[u] = u < S ? lo(u) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float M = -INFINITY;
+#pragma unroll
+  for (int u = 0; u < MAXS; u++) M = fmaxf(M, ml[u].x);
+  float L = 0.0f;
+  float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int b = 0; b < MAXS; b += B) {
+    if (b >= S) break;
+    if (b > 0) {
+#pragma unroll
+      for (int u = 0; u < B; u++) x[u] = b + u < S ? lo(b + u) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < B; u++) {
+      const float2 m = ml[b + u];
+      const float w = m.x == -INFINITY ? 0.0f : m.y * exp2f(m.x - M);
+      L += w;
+      const float4 y = x[u];
+      o.x = w != 0.0f ? fmaf(w, y.x, o.x) : o.x, o.y = w != 0.0f ? fmaf(w, y.y, o.y) : o.y;
+      o.z = w != 0.0f ? fmaf(w, y.z, o.z) : o.z, o.w = w != 0.0f ? fmaf(w, y.w, o.w) : o.w;
+    }
+  }
+  const float f = L > 0.0f ? 1.0f / L : 0.0f;
+  return make_float4(o.x * f, o.y * f, o.z * f, o.w * f);
+}
+
+__device__ __forceinline__ uint2 pack_bf16x4(float4 v) {
+  uint2 pk;
+  pk.x = __float_as_uint(v.x) >> 16 | (__float_as_uint(v.y) & 0xffff0000u);
+  pk.y = __float_as_uint(v.z) >> 16 | (__float_as_uint(v.w) & 0xffff0000u);
+  return pk;
+}
+
 /* A program = (kv head, segment): its even share of the key tiles, BN keys
  * per tile through a STAGES-deep cp.async pipeline; it touches one word per
  * thread of each landed stage.
- * MERGE 0: nothing else (context from the host). MERGE 1 and 2: the context
- * is read on the device after the wait (one dependent round trip, as the
- * library's work search), and each program writes a 4-row fp32 partial and
- * its (max, sum) as split-KV does; 1: a second launch merges them (the
- * library's reduce kernel's shape); 2: the last program of a kv head to
- * arrive (a counter per head) merges them in place and resets the counter. */
-template <int THREADS, int BN, int STAGES, int MERGE>
+ * MERGE 0: nothing else. MERGE 1-3: each program also leaves a 4-row fp32
+ * partial and its (max, sum), as split-KV does, and they are merged:
+ *   1: in global memory, by a second launch (the library's reduce);
+ *   2: in global memory, by the last program of a kv head to arrive (a
+ *      counter per head, zeroed once, reset by that program; release/acquire
+ *      through thread 0 as CUTLASS's semaphore does);
+ *   3: in shared memory, inside a thread-block cluster of the head's S
+ *      segments (distributed shared memory; blocks head-major).
+ * DEVCTX: the context is read on the device after the wait (one dependent
+ * round trip before the block table, as the library's work search). */
+template <int THREADS, int BN, int STAGES, int MERGE, bool DEVCTX>
 __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;");
@@ -74,8 +126,9 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
   constexpr int TILE = BN * ROW_BYTES;
   unsigned char *sk = smem, *sv = smem + STAGES * TILE;
   int32_t *spg = reinterpret_cast<int32_t *>(smem + 2 * STAGES * TILE);
-  const int head = blockIdx.x % HKV, seg = blockIdx.x / HKV, tid = threadIdx.x;
-  const int ctx = MERGE ? *a.d_ctx : a.ctx;
+  const int bx = (int)blockIdx.x, tid = threadIdx.x;
+  const int head = MERGE == 3 ? bx / a.segs : bx % HKV, seg = MERGE == 3 ? bx % a.segs : bx / HKV;
+  const int ctx = DEVCTX ? *a.d_ctx : a.ctx;
   const int ntiles_all = (ctx + BN - 1) / BN;
   const int t0 = (int)((long long)ntiles_all * seg / a.segs), t1 = (int)((long long)ntiles_all * (seg + 1) / a.segs);
   if (MERGE == 0 && t1 <= t0) return;
@@ -117,74 +170,77 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
   }
   if constexpr (MERGE == 0) {
     if (acc == 0x12345678u) *a.sink = acc;
-  } else {
-    /* the partial: GQA rows x D floats, one float4 per thread of the first 128;
-     * an empty segment (no tiles) writes (-inf, 0) as the library's do */
-    constexpr int V4 = GQA * D / 4;
-    const int rows0 = head * GQA;
-    const bool any = t1 > t0;
+    return;
+  }
+  /* the partial: GQA rows x D floats, one float4 per thread of the first
+   * 128 (row tid / 32, chunk tid % 32); an empty segment leaves (-inf, 0) */
+  constexpr int V4 = GQA * D / 4;
+  static_assert(V4 <= THREADS, "one float4 per thread");
+  const int rows0 = head * GQA, r = tid / (D / 4), c = tid % (D / 4);
+  const bool any = t1 > t0;
+  const float4 mine = make_float4((float)(acc & 7u), 1.0f, 0.5f, 0.25f);
+  const float2 mine_ml = any ? make_float2((float)(acc & 3u), 2.0f) : make_float2(-INFINITY, 0.0f);
+  if constexpr (MERGE == 1 || MERGE == 2) {
     if (tid < V4) {
-      const int r = tid / (D / 4), c = tid % (D / 4);
-      float4 *po = reinterpret_cast<float4 *>(a.part_o + ((size_t)seg * HKV * GQA + rows0 + r) * D) + c;
-      if (any) *po = make_float4((float)(acc & 7u), 1.0f, 0.5f, 0.25f);
-      if (c == 0) a.part_ml[seg * HKV * GQA + rows0 + r] = any ? make_float2((float)(acc & 3u), 2.0f) : make_float2(-INFINITY, 0.0f);
+      reinterpret_cast<float4 *>(a.part_o + ((size_t)seg * HKV * GQA + rows0 + r) * D)[c] = mine;
+      if (c == 0) a.part_ml[seg * HKV * GQA + rows0 + r] = mine_ml;
     }
-    if constexpr (MERGE == 2) {
-      __shared__ unsigned last;
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) last = atomicAdd(a.count + head, 1u) == (unsigned)a.segs - 1u;
-      __syncthreads();
-      if (!last) return;
-      __threadfence();
-      if (tid < V4) {
-        const int r = tid / (D / 4), c = tid % (D / 4);
-        float M = -INFINITY;
-        for (int u = 0; u < a.segs; u++) M = fmaxf(M, __ldcg(&a.part_ml[u * HKV * GQA + rows0 + r].x));
-        float L = 0.0f;
-        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int u = 0; u < a.segs; u++) {
-          const float2 ml = __ldcg(&a.part_ml[u * HKV * GQA + rows0 + r]);
-          if (ml.x == -INFINITY) continue;
-          const float w = ml.y * exp2f(ml.x - M);
-          const float4 x = __ldcg(reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + rows0 + r) * D) + c);
-          L += w;
-          o.x = fmaf(w, x.x, o.x), o.y = fmaf(w, x.y, o.y), o.z = fmaf(w, x.z, o.z), o.w = fmaf(w, x.w, o.w);
-        }
-        const float f = L > 0.0f ? 1.0f / L : 0.0f;
-        uint2 pk;
-        pk.x = (uint32_t)__float_as_uint(o.x * f) >> 16 | (__float_as_uint(o.y * f) & 0xffff0000u);
-        pk.y = (uint32_t)__float_as_uint(o.z * f) >> 16 | (__float_as_uint(o.w * f) & 0xffff0000u);
-        reinterpret_cast<uint2 *>(a.out + (size_t)(rows0 + r) * D)[c] = pk;
-      }
-      if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
+  }
+  if constexpr (MERGE == 2) {
+    __shared__ unsigned last;
+    __syncthreads();
+    if (tid == 0) {
+      unsigned old;
+      asm volatile("fence.acq_rel.gpu;\n atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n fence.acq_rel.gpu;\n"
+                   : "=r"(old)
+                   : "l"(a.count + head)
+                   : "memory");
+      last = old == (unsigned)a.segs - 1u;
     }
+    __syncthreads();
+    if (!last) return;
+    if (tid < V4) {
+      const float4 o = merge_chunk(
+          a.segs, [&](int u) { return __ldcg(&a.part_ml[u * HKV * GQA + rows0 + r]); },
+          [&](int u) { return __ldcg(reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + rows0 + r) * D) + c); });
+      reinterpret_cast<uint2 *>(a.out + (size_t)(rows0 + r) * D)[c] = pack_bf16x4(o);
+    }
+    if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
+  }
+  if constexpr (MERGE == 3) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    float4 *so = reinterpret_cast<float4 *>(smem); /* the pipeline is drained */
+    float2 *sml = reinterpret_cast<float2 *>(smem + V4 * 16);
+    if (tid < V4) {
+      so[tid] = mine;
+      if (c == 0) sml[r] = mine_ml;
+    }
+    cl.sync();
+    /* rank k merges chunks k, k + S, ... */
+    const int item = seg + tid * a.segs;
+    if (item < V4) {
+      const int ri = item / (D / 4), ci = item % (D / 4);
+      const float4 o = merge_chunk(
+          a.segs, [&](int u) { return *cl.map_shared_rank(sml + ri, u); },
+          [&](int u) { return *cl.map_shared_rank(so + item, u); });
+      (void)ci;
+      reinterpret_cast<uint2 *>(a.out + (size_t)(rows0 + ri) * D)[ci] = pack_bf16x4(o);
+    }
+    cl.sync(); /* keep this block's shared memory until the others have read it */
   }
 }
 
-/* MERGE 1's second launch: one warp per q-head row, as the library's reduce. */
+/* MERGE 1's second launch: one warp per q-head row, lane = column chunk. */
 __global__ void __launch_bounds__(128) reduce_kernel(Args a) {
   asm volatile("griddepcontrol.launch_dependents;");
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= HKV * GQA) return;
-  float M = -INFINITY;
-  for (int u = 0; u < a.segs; u++) M = fmaxf(M, a.part_ml[u * HKV * GQA + row].x);
-  float L = 0.0f;
-  float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int u = 0; u < a.segs; u++) {
-    const float2 ml = a.part_ml[u * HKV * GQA + row];
-    if (ml.x == -INFINITY) continue;
-    const float w = ml.y * exp2f(ml.x - M);
-    const float4 x = reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + row) * D)[lane];
-    L += w;
-    o.x = fmaf(w, x.x, o.x), o.y = fmaf(w, x.y, o.y), o.z = fmaf(w, x.z, o.z), o.w = fmaf(w, x.w, o.w);
-  }
-  const float f = L > 0.0f ? 1.0f / L : 0.0f;
-  uint2 pk;
-  pk.x = (uint32_t)__float_as_uint(o.x * f) >> 16 | (__float_as_uint(o.y * f) & 0xffff0000u);
-  pk.y = (uint32_t)__float_as_uint(o.z * f) >> 16 | (__float_as_uint(o.w * f) & 0xffff0000u);
-  reinterpret_cast<uint2 *>(a.out + (size_t)row * D)[lane] = pk;
+  const float4 o = merge_chunk(
+      a.segs, [&](int u) { return a.part_ml[u * HKV * GQA + row]; },
+      [&](int u) { return reinterpret_cast<const float4 *>(a.part_o + ((size_t)u * HKV * GQA + row) * D)[lane]; });
+  reinterpret_cast<uint2 *>(a.out + (size_t)row * D)[lane] = pack_bf16x4(o);
 }
 
 __global__ void empty_chain(unsigned *sink) {
@@ -199,18 +255,23 @@ __global__ void gridid_kernel(unsigned long long *buf, unsigned *count) {
   if (blockIdx.x == 0 && threadIdx.x == 0) buf[atomicAdd(count, 1u) & 15u] = g;
 }
 
+/* A launch with programmatic dependent launch, and clusters of (cluster, 1, 1) when cluster > 0. */
 template <typename... A>
-static void launch_pdl(void (*k)(A...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args) {
-  cudaLaunchAttribute at;
-  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at.val.programmaticStreamSerializationAllowed = 1;
+static void launch_pdl(void (*k)(A...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, int cluster, A... args) {
+  cudaLaunchAttribute at[2];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  at[1].id = cudaLaunchAttributeClusterDimension;
+  at[1].val.clusterDim.x = (unsigned)cluster;
+  at[1].val.clusterDim.y = 1;
+  at[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t lc = {};
   lc.gridDim = grid;
   lc.blockDim = block;
   lc.dynamicSmemBytes = smem;
   lc.stream = s;
-  lc.attrs = &at;
-  lc.numAttrs = 1;
+  lc.attrs = at;
+  lc.numAttrs = cluster > 0 ? 2 : 1;
   CK(cudaLaunchKernelEx(&lc, k, args...));
 }
 
@@ -219,25 +280,48 @@ struct Variant {
   void (*kernel)(Args);
   int threads, segs, merge;
   size_t smem;
+  bool ok; /* a cluster variant the device cannot co-schedule (HKV clusters at once) is skipped */
 };
 
-template <int THREADS, int BN, int STAGES, int MERGE = 0>
+template <int THREADS, int BN, int STAGES, int MERGE = 0, bool DEVCTX = false>
 static Variant variant(const char *name, int segs) {
   Variant v;
   v.name = name;
-  v.kernel = stream_kernel<THREADS, BN, STAGES, MERGE>;
+  v.kernel = stream_kernel<THREADS, BN, STAGES, MERGE, DEVCTX>;
   v.threads = THREADS;
   v.segs = segs;
   v.merge = MERGE;
   v.smem = (size_t)2 * STAGES * BN * ROW_BYTES + MAX_PAGES_PER_PROG * 4;
+  v.ok = true;
   CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v.smem));
+  if (MERGE == 3) {
+    if (segs > 8) CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = (unsigned)segs;
+    at.val.clusterDim.y = 1;
+    at.val.clusterDim.z = 1;
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3(HKV * segs);
+    lc.blockDim = dim3(THREADS);
+    lc.dynamicSmemBytes = v.smem;
+    lc.attrs = &at;
+    lc.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, v.kernel, &lc) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    v.ok = n >= HKV;
+    printf("%s: %d clusters of %d co-resident%s\n", name, n, segs, v.ok ? "" : ": skipped (fewer than one per kv head)");
+  }
   return v;
 }
 
 /* One call: the streaming launch, and for MERGE 1 the merging launch after it. */
 static void launch_variant(const Variant &v, const Args &a, cudaStream_t s) {
-  launch_pdl(v.kernel, dim3(HKV * v.segs), dim3(v.threads), v.smem, s, a);
-  if (v.merge == 1) launch_pdl(reduce_kernel, dim3(HKV * GQA / 4), dim3(128), 0, s, a);
+  launch_pdl(v.kernel, dim3(HKV * v.segs), dim3(v.threads), v.smem, s, v.merge == 3 ? v.segs : 0, a);
+  if (v.merge == 1) launch_pdl(reduce_kernel, dim3(HKV * GQA / 4), dim3(128), 0, s, 0, a);
 }
 
 static double median(std::vector<double> v) {
@@ -344,16 +428,25 @@ int main(int argc, char **argv) {
   /* streaming only (context from the host) */
   std::vector<Variant> vs = {
       variant<256, 128, 2>("bn128s2-k16", 16), variant<256, 128, 2>("bn128s2-k8", 8),
-      variant<256, 128, 2>("bn128s2-k4", 4),   variant<128, 64, 3>("bn64s3-k16", 16),
-      variant<128, 64, 3>("bn64s3-k32", 32),   variant<128, 64, 2>("bn64s2-k32", 32),
+      variant<128, 64, 3>("bn64s3-k16", 16),   variant<128, 64, 3>("bn64s3-k32", 32),
+      variant<128, 64, 2>("bn64s2-k32", 32),
   };
-  /* + the context read on the device, partials and a merge (r: second launch, l: last arrival) */
+  /* + partials and a merge (suffix r: second launch, l: last arrival, c: cluster), context from the host */
   std::vector<Variant> vm = {
       variant<256, 128, 2, 1>("bn128s2-k16r", 16), variant<256, 128, 2, 2>("bn128s2-k16l", 16),
-      variant<256, 128, 2, 2>("bn128s2-k8l", 8),   variant<128, 64, 3, 1>("bn64s3-k16r", 16),
-      variant<128, 64, 3, 2>("bn64s3-k16l", 16),   variant<128, 64, 3, 2>("bn64s3-k32l", 32),
-      variant<256, 128, 2, 2>("bn128s2-k4l", 4),
+      variant<256, 128, 2, 3>("bn128s2-k16c", 16), variant<256, 128, 2, 1>("bn128s2-k8r", 8),
+      variant<256, 128, 2, 2>("bn128s2-k8l", 8),   variant<256, 128, 2, 3>("bn128s2-k8c", 8),
+      variant<256, 128, 2, 3>("bn128s2-k4c", 4),   variant<128, 64, 3, 1>("bn64s3-k16r", 16),
+      variant<128, 64, 3, 2>("bn64s3-k16l", 16),   variant<128, 64, 3, 3>("bn64s3-k16c", 16),
+      variant<128, 64, 3, 3>("bn64s3-k8c", 8),     variant<128, 64, 3, 2>("bn64s3-k32l", 32),
   };
+  /* + the context read on the device (the library's work search) */
+  std::vector<Variant> vd = {
+      variant<256, 128, 2, 1, true>("bn128s2-k16r+d", 16), variant<256, 128, 2, 2, true>("bn128s2-k8l+d", 8),
+      variant<256, 128, 2, 3, true>("bn128s2-k8c+d", 8),   variant<128, 64, 3, 3, true>("bn64s3-k16c+d", 16),
+  };
+  for (auto *list : {&vm, &vd})
+    list->erase(std::remove_if(list->begin(), list->end(), [](const Variant &v) { return !v.ok; }), list->end());
   int *d_ctx;
   float *part_o;
   float2 *part_ml;
@@ -385,7 +478,7 @@ int main(int argc, char **argv) {
   {
     Graph G;
     capture(G, s, [&] {
-      for (int l = 0; l < LAYERS; l++) launch_pdl(empty_chain, dim3(128), dim3(256), 0, s, sink);
+      for (int l = 0; l < LAYERS; l++) launch_pdl(empty_chain, dim3(128), dim3(256), 0, s, 0, sink);
     });
     const double us = time_graph(G, s, e0, e1, 31, nullptr);
     printf("chain of %d empty PDL launches: %.2f us per graph, %.2f us per launch\n", LAYERS, us, us / LAYERS);
@@ -404,7 +497,7 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(bt_long, pool.data(), long_pages * 4, cudaMemcpyHostToDevice));
     for (int ctx : {500, 32768}) {
       CK(cudaMemcpy(d_ctx, &ctx, 4, cudaMemcpyHostToDevice));
-      for (const std::vector<Variant> *list : {&vs, &vm})
+      for (const std::vector<Variant> *list : {&vs, &vm, &vd})
         for (const Variant &var : *list) {
           Args a = args_for(0, ctx, var.segs);
           if (ctx > max_ctx) a.bt = bt_long;
@@ -422,7 +515,7 @@ int main(int argc, char **argv) {
             ok = left ? "  OUTPUT NOT WRITTEN" : "  (all rows merged)";
           }
           const double us = time_graph(G, s, e0, e1, 15, flush);
-          printf("single 1x%-6d %-13s %8.2f us  %5.2f TB/s of K/V%s\n", ctx, var.name, us,
+          printf("single 1x%-6d %-15s %8.2f us  %5.2f TB/s of K/V%s\n", ctx, var.name, us,
                  2.0 * ctx * HKV * D * 2 / us / 1e6, ok);
         }
     }
@@ -431,8 +524,11 @@ int main(int argc, char **argv) {
 
   /* e2e: per sampled step, each variant's 32-layer graph; the fastest of a
    * list counts (streaming only, and with device context + merge). */
-  for (const std::vector<Variant> *list : {&vs, &vm}) {
+  const char *family[3] = {"streaming only", "+ partials and merge", "+ partials, merge and context on the device"};
+  int fi = 0;
+  for (const std::vector<Variant> *list : {&vs, &vm, &vd}) {
     const std::vector<Variant> &L = *list;
+    const char *fam = family[fi++];
     double bound_us = 0, first_us = 0, bytes_total = 0;
     int samples = 0;
     std::vector<int> wins(L.size(), 0);
@@ -458,12 +554,12 @@ int main(int argc, char **argv) {
       for (int w = 0; w < weight; w++) bytes_total += 2.0 * (ctx + w) * HKV * D * 2 * LAYERS;
       samples++;
       if (step == 1 || (step - 1) % (stride * 100) == 0)
-        printf("step %5d ctx %5d: best %-13s %8.1f us per step (%.2f us per call)\n", step, ctx, L[bi].name, best,
+        printf("step %5d ctx %5d: best %-15s %8.1f us per step (%.2f us per call)\n", step, ctx, L[bi].name, best,
                best / LAYERS);
     }
     printf("e2e bound (%s): %d sampled steps (every %d-th, weighted), decode %.3f s (fastest variant per step), "
            "%.3f s (%s throughout); %.2f TB of K/V, %.2f TB/s effective\n",
-           L[0].merge ? "device context + partials + merge" : "streaming only", samples, stride, bound_us * 1e-6,
+           fam, samples, stride, bound_us * 1e-6,
            first_us * 1e-6, L[0].name, bytes_total * 1e-12, bytes_total / (bound_us * 1e-6) * 1e-12);
     printf("wins:");
     for (size_t i = 0; i < L.size(); i++) printf(" %s=%d", L[i].name, wins[i]);
