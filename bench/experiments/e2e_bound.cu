@@ -436,14 +436,18 @@ int main(int argc, char **argv) {
       variant<256, 128, 2, 1>("bn128s2-k16r", 16), variant<256, 128, 2, 2>("bn128s2-k16l", 16),
       variant<256, 128, 2, 3>("bn128s2-k16c", 16), variant<256, 128, 2, 1>("bn128s2-k8r", 8),
       variant<256, 128, 2, 2>("bn128s2-k8l", 8),   variant<256, 128, 2, 3>("bn128s2-k8c", 8),
-      variant<256, 128, 2, 3>("bn128s2-k4c", 4),   variant<128, 64, 3, 1>("bn64s3-k16r", 16),
-      variant<128, 64, 3, 2>("bn64s3-k16l", 16),   variant<128, 64, 3, 3>("bn64s3-k16c", 16),
-      variant<128, 64, 3, 3>("bn64s3-k8c", 8),     variant<128, 64, 3, 2>("bn64s3-k32l", 32),
+      variant<256, 128, 2, 1>("bn128s2-k4r", 4),   variant<256, 128, 2, 3>("bn128s2-k4c", 4),
+      variant<128, 64, 3, 1>("bn64s3-k16r", 16),   variant<128, 64, 3, 2>("bn64s3-k16l", 16),
+      variant<128, 64, 3, 3>("bn64s3-k16c", 16),   variant<128, 64, 3, 1>("bn64s3-k8r", 8),
+      variant<128, 64, 3, 3>("bn64s3-k8c", 8),     variant<128, 64, 3, 1>("bn64s3-k32r", 32),
+      variant<128, 64, 3, 2>("bn64s3-k32l", 32),
   };
   /* + the context read on the device (the library's work search) */
   std::vector<Variant> vd = {
-      variant<256, 128, 2, 1, true>("bn128s2-k16r+d", 16), variant<256, 128, 2, 2, true>("bn128s2-k8l+d", 8),
-      variant<256, 128, 2, 3, true>("bn128s2-k8c+d", 8),   variant<128, 64, 3, 3, true>("bn64s3-k16c+d", 16),
+      variant<256, 128, 2, 1, true>("bn128s2-k16r+d", 16), variant<256, 128, 2, 1, true>("bn128s2-k8r+d", 8),
+      variant<256, 128, 2, 1, true>("bn128s2-k4r+d", 4),   variant<256, 128, 2, 2, true>("bn128s2-k8l+d", 8),
+      variant<256, 128, 2, 3, true>("bn128s2-k8c+d", 8),   variant<128, 64, 3, 1, true>("bn64s3-k16r+d", 16),
+      variant<128, 64, 3, 3, true>("bn64s3-k16c+d", 16),
   };
   for (auto *list : {&vm, &vd})
     list->erase(std::remove_if(list->begin(), list->end(), [](const Variant &v) { return !v.ok; }), list->end());
