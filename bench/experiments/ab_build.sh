@@ -7,24 +7,32 @@
 # AB_WORKLOADS="prefill mixed" times those bench workloads (stream launches)
 # instead. Logs in $OUT/ab_*.txt; a table of medians per round last.
 #
+# AB_ENV instead of AB_FLAGS makes B the same build/ run with that
+# environment (a run-time switch such as ANYATTN_CUDA_EARLY_REDUCE=0).
+#
 #   OUT=dir AB_FLAGS=-DAA_LATE_MERGE_WN=99 bash bench/experiments/ab_build.sh
 #   OUT=dir AB_FLAGS=-DAA_WGMMA=0 AB_WORKLOADS="prefill mixed" AB_E2E=0 bash bench/experiments/ab_build.sh
+#   OUT=dir AB_ENV=ANYATTN_CUDA_EARLY_REDUCE=0 bash bench/experiments/ab_build.sh
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/ab-out}
 mkdir -p "$OUT"
-: "${AB_FLAGS:?set AB_FLAGS, the CUDA flags of build B}"
+[ -n "${AB_FLAGS:-}${AB_ENV:-}" ] || { echo "ab_build: set AB_FLAGS (CUDA flags of build B) or AB_ENV (B's environment)"; exit 2; }
 CASES=${AB_CASES:-1x500,1x2048,1x8192,1x32768,8x4096,128x2048}
 ROUNDS=${AB_ROUNDS:-2}
 test -x build/anyattn || { echo "ab_build: build/anyattn missing (run the build step first)"; exit 1; }
-cmake -S . -B build-ab -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF \
-  "-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" "-DCMAKE_CUDA_FLAGS=$AB_FLAGS" >/dev/null &&
-  cmake --build build-ab -j16 --target anyattn_cli 2>&1 | grep -E "error"
-test -x build-ab/anyattn || { echo "ab_build: build-ab failed"; exit 1; }
+B_CLI=build/anyattn
+if [ -n "${AB_FLAGS:-}" ]; then
+  cmake -S . -B build-ab -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF \
+    "-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" "-DCMAKE_CUDA_FLAGS=$AB_FLAGS" >/dev/null &&
+    cmake --build build-ab -j16 --target anyattn_cli 2>&1 | grep -E "error"
+  test -x build-ab/anyattn || { echo "ab_build: build-ab failed"; exit 1; }
+  B_CLI=build-ab/anyattn
+fi
 for r in $(seq 1 "$ROUNDS"); do
   for side in A B; do
     cli=build/anyattn
-    [ $side = B ] && cli=build-ab/anyattn
+    [ $side = B ] && cli="env ${AB_ENV:-} $B_CLI"
     if [ -n "${AB_WORKLOADS:-}" ]; then
       : >"$OUT/ab_${side}_$r.txt"
       for w in $AB_WORKLOADS; do
@@ -38,7 +46,7 @@ for r in $(seq 1 "$ROUNDS"); do
     fi
   done
 done
-echo "== A: build/ (as committed); B: build-ab/ ($AB_FLAGS); us per call (graph replay unless AB_WORKLOADS)"
+echo "== A: build/ (as committed); B: $B_CLI (${AB_FLAGS:-}${AB_ENV:+ with $AB_ENV}); us per call (graph replay unless AB_WORKLOADS)"
 for f in "$OUT"/ab_[AB]_*.txt; do
   printf "%-10s" "$(basename "$f" .txt | sed 's/^ab_//')"
   awk '/^(decode|prefill|mixed) /{printf " %s:%s=%s", substr($1, 1, 1), $2, $3} /^e2e-llama8b:/{for (i = 1; i <= NF; i++) if ($i == "decode") {printf " e2e=%ss", $(i+6)}}' "$f"
