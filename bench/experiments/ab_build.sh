@@ -8,11 +8,11 @@
 # instead. Logs in $OUT/ab_*.txt; a table of medians per round last.
 #
 # AB_ENV instead of AB_FLAGS makes B the same build/ run with that
-# environment (a run-time switch such as ANYATTN_CUDA_EARLY_REDUCE=0).
+# environment (a run-time switch such as ANYATTN_CUDA_TMA=0).
 #
 #   OUT=dir AB_FLAGS=-DAA_LATE_MERGE_WN=99 bash bench/experiments/ab_build.sh
 #   OUT=dir AB_FLAGS=-DAA_WGMMA=0 AB_WORKLOADS="prefill mixed" AB_E2E=0 bash bench/experiments/ab_build.sh
-#   OUT=dir AB_ENV=ANYATTN_CUDA_EARLY_REDUCE=0 bash bench/experiments/ab_build.sh
+#   OUT=dir AB_ENV=ANYATTN_CUDA_CLUSTERS=0 bash bench/experiments/ab_build.sh
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/ab-out}

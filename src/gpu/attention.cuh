@@ -99,12 +99,6 @@ struct AttnParams {
    * (1, num_splits, 1)); they merge through distributed shared memory at the
    * end and write out/lse themselves: no partials, no reduce kernel. */
   int cluster;
-  /* 1: the segments' programs let the reduce launch as soon as they start
-   * (griddepcontrol.launch_dependents after the wait), so its blocks are
-   * resident before the last segment ends; 0: after their loop. Set by run
-   * for one-wave split launches only: over several waves the waiting reduce
-   * blocks would hold registers that programs of later waves need. */
-  int early_dependents;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
   /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
@@ -538,7 +532,6 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   }
 #endif
   grid_dependency_wait();
-  if (p.early_dependents) grid_dependents_launch(); /* the reduce launches now; it waits for our writes */
   AA_MARK(1);
 #if defined(AA_HAS_WGMMA)
   /* The pipelined 128-row tile's mbarriers: full K and full V of each stage,
@@ -1136,7 +1129,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   }
   async_wait<0>();
   AA_MARK(6);
-  if (split && !p.early_dependents) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
+  if (split) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
   block_sync();
 
   /* Merge the WN warps of each row band through shared memory, then write.

@@ -777,12 +777,6 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
 #if defined(AA_VENDOR_NVIDIA)
     tma_setup(&p, plan, a, cfg, programs * p.num_splits);
 #endif
-    /* The reduce's launch: early in every segment when the split launch is
-     * one wave (see AttnParams::early_dependents). ANYATTN_CUDA_EARLY_REDUCE=0
-     * keeps it after the segments' loops (A/B comparisons in one build). */
-    static const char *const early_env = getenv("ANYATTN_CUDA_EARLY_REDUCE");
-    p.early_dependents = p.num_splits > 1 && !p.cluster && !(early_env && strcmp(early_env, "0") == 0) &&
-                         programs * p.num_splits <= wave_programs(plan, cfg);
     /* On sm_90 both kernels go out with programmatic dependent launch: each
      * launches while the kernel before it drains and waits on the device
      * (griddepcontrol.wait, before reading any input) for its writes. */
