@@ -1,13 +1,15 @@
 // e2e_bound.cu: a lower bound on what issue 4's three batch-1 targets can
 // reach on this GPU under stream order, from kernels that stream the paged
-// K/V and do none of the attention math. Two families:
+// K/V and do none of the attention math. Three families:
 //   streaming only: context and segment count from the host, page ids from
 //     the block table; nothing written;
-//   + merge: the context read on the device after the wait (one dependent
-//     round trip, as the library's work search), a 4-row fp32 partial and
-//     its (max, sum) per program as split-KV writes them, and a merge: a
-//     second launch (the library's reduce) or the last program of each kv
-//     head to arrive (a counter per head, zeroed once, reset by that program).
+//   + merge: a 4-row fp32 partial and its (max, sum) per program as split-KV
+//     writes them, and a merge: a second launch (the library's reduce), the
+//     last program of each kv head to arrive (a counter per head, zeroed
+//     once, reset by that program), or a thread-block cluster of the head's
+//     segments through distributed shared memory (the library's primitives);
+//   + the context read on the device after the wait (one dependent round
+//     trip, as the library's work search).
 // Measured:
 // - e2e-llama8b as `anyattn bench --workload e2e-llama8b` runs it: 32 layers
 //   of their own caches, pages in reversed order, one graph of the 32 layers'
@@ -26,7 +28,6 @@
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
 // Run:   ./e2e_bound [stride]     (default 16)
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../../src/gpu/tile_nv.cuh"
 #include "ck.h"
 
 constexpr int HKV = 8, D = 128, BS = 16, LAYERS = 32, PROMPT = 500, STEPS = 12800;
@@ -208,26 +210,26 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
     if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
   }
   if constexpr (MERGE == 3) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cl = cg::this_cluster();
+    /* the library's own cluster primitives (src/gpu/tile_nv.cuh): a release/
+     * acquire cluster barrier, ld.shared::cluster through mapa, and a relaxed
+     * barrier that keeps each block's shared memory alive for the readers */
     float4 *so = reinterpret_cast<float4 *>(smem); /* the pipeline is drained */
     float2 *sml = reinterpret_cast<float2 *>(smem + V4 * 16);
     if (tid < V4) {
       so[tid] = mine;
       if (c == 0) sml[r] = mine_ml;
     }
-    cl.sync();
-    /* rank k merges chunks k, k + S, ... */
+    aa::cluster_sync();
+    /* rank k (= seg) merges chunks k, k + S, ... */
     const int item = seg + tid * a.segs;
     if (item < V4) {
       const int ri = item / (D / 4), ci = item % (D / 4);
       const float4 o = merge_chunk(
-          a.segs, [&](int u) { return *cl.map_shared_rank(sml + ri, u); },
-          [&](int u) { return *cl.map_shared_rank(so + item, u); });
-      (void)ci;
+          a.segs, [&](int u) { return aa::cluster_ld2(aa::cluster_map(sml + ri, u)); },
+          [&](int u) { return aa::cluster_ld4(aa::cluster_map(so + item, u)); });
       reinterpret_cast<uint2 *>(a.out + (size_t)(rows0 + ri) * D)[ci] = pack_bf16x4(o);
     }
-    cl.sync(); /* keep this block's shared memory until the others have read it */
+    aa::cluster_sync_relaxed();
   }
 }
 
@@ -447,7 +449,8 @@ int main(int argc, char **argv) {
       variant<256, 128, 2, 1, true>("bn128s2-k16r+d", 16), variant<256, 128, 2, 1, true>("bn128s2-k8r+d", 8),
       variant<256, 128, 2, 1, true>("bn128s2-k4r+d", 4),   variant<256, 128, 2, 2, true>("bn128s2-k8l+d", 8),
       variant<256, 128, 2, 3, true>("bn128s2-k8c+d", 8),   variant<128, 64, 3, 1, true>("bn64s3-k16r+d", 16),
-      variant<128, 64, 3, 3, true>("bn64s3-k16c+d", 16),
+      variant<128, 64, 3, 3, true>("bn64s3-k16c+d", 16), variant<256, 128, 2, 3, true>("bn128s2-k4c+d", 4),
+      variant<128, 64, 3, 3, true>("bn64s3-k8c+d", 8),
   };
   for (auto *list : {&vm, &vd})
     list->erase(std::remove_if(list->begin(), list->end(), [](const Variant &v) { return !v.ok; }), list->end());
