@@ -26,6 +26,9 @@
 // - whether %gridid differs between graph replays (it does not: replays of
 //   one graph repeat it, so it cannot tag a call).
 //
+// The streaming loop is stream_probe.cu's cp.async path (the sixth session's
+// ceiling probe), with the wait before it and the merges after it.
+//
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
 // Run:   ./e2e_bound [stride]     (default 16)
 #include <cuda_runtime.h>
