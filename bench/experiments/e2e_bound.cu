@@ -1,6 +1,7 @@
-// e2e_bound.cu: a lower bound on what issue 4's three batch-1 targets can
-// reach on this GPU under stream order, from kernels that stream the paged
-// K/V and do none of the attention math. Three families:
+// e2e_bound.cu: the floor of split-KV decode on this GPU under stream order,
+// for issue 4's three batch-1 targets: kernels that stream the paged K/V and
+// do none of the attention math (a floor of the designs measured here, not
+// a proof over every design). Three families:
 //   streaming only: context and segment count from the host, page ids from
 //     the block table; nothing written;
 //   + merge: a 4-row fp32 partial and its (max, sum) per program as split-KV
@@ -397,9 +398,14 @@ int main(int argc, char **argv) {
     CK(cudaMemset(buf, 0, 16 * 8));
     CK(cudaMemset(count, 0, 4));
     gridid_kernel<<<4, 32, 0, s>>>(buf, count);
+    CK(cudaGetLastError());
     gridid_kernel<<<4, 32, 0, s>>>(buf, count);
+    CK(cudaGetLastError());
     Graph G;
-    capture(G, s, [&] { gridid_kernel<<<4, 32, 0, s>>>(buf, count); });
+    capture(G, s, [&] {
+      gridid_kernel<<<4, 32, 0, s>>>(buf, count);
+      CK(cudaGetLastError());
+    });
     for (int r = 0; r < 4; r++) CK(cudaGraphLaunch(G.x, s));
     CK(cudaStreamSynchronize(s));
     unsigned long long h[16];
