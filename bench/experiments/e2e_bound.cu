@@ -27,8 +27,9 @@
 // - whether %gridid differs between graph replays (it does not: replays of
 //   one graph repeat it, so it cannot tag a call).
 //
-// The streaming loop is stream_probe.cu's cp.async path (the sixth session's
-// ceiling probe), with the wait before it and the merges after it.
+// The streaming loop is stream_probe.cu's cp.async path (paged_kv.cuh, shared
+// with the sixth session's ceiling probe), with the wait before it and the
+// merges after it.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
 // Run:   ./e2e_bound [stride]     (default 16)
@@ -41,14 +42,9 @@
 
 #include "../../src/gpu/tile_nv.cuh"
 #include "ck.h"
+#include "paged_kv.cuh"
 
-constexpr int HKV = 8, D = 128, BS = 16, LAYERS = 32, PROMPT = 500, STEPS = 12800;
-constexpr int ROW_BYTES = D * 2;
-constexpr int64_t TOK_STRIDE = (int64_t)HKV * D;
-constexpr int64_t PAGE_STRIDE = (int64_t)BS * HKV * D;
-constexpr int MAX_PAGES_PER_PROG = 1024;
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+constexpr int LAYERS = 32, PROMPT = 500, STEPS = 12800;
 
 struct Args {
   const uint16_t *k, *v;
@@ -151,29 +147,11 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
       const int r = i / CH, c = i % CH, j = n0 + r;
       const bool ok = j < j1;
       const int64_t off = ok ? (int64_t)spg[j / BS - p0] * PAGE_STRIDE + (j % BS) * TOK_STRIDE + c * 8 : 0;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sk + st * TILE + i * 16)),
-                   "l"(kc + off), "r"(ok ? 16 : 0));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sv + st * TILE + i * 16)),
-                   "l"(vc + off), "r"(ok ? 16 : 0));
+      cp_async16_kv(sk + st * TILE + i * 16, sv + st * TILE + i * 16, kc, vc, off, ok);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
   };
-  for (int it = 0; it < STAGES - 1; it++)
-    if (it < nt) issue(it);
-    else asm volatile("cp.async.commit_group;\n" ::);
-  unsigned acc = 0;
-  for (int it = 0; it < nt; it++) {
-    const int nx = it + STAGES - 1;
-    if (nx < nt) issue(nx);
-    else asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
-    __syncthreads();
-    const int st = it % STAGES;
-    const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
-    const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
-    acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
-    __syncthreads();
-  }
+  const unsigned acc = cp_async_stream<STAGES, TILE>(sk, sv, nt, issue);
   if constexpr (MERGE == 0) {
     if (acc == 0x12345678u) *a.sink = acc;
     return;
@@ -328,11 +306,6 @@ static Variant variant(const char *name, int segs) {
 static void launch_variant(const Variant &v, const Args &a, cudaStream_t s) {
   launch_pdl(v.kernel, dim3(HKV * v.segs), dim3(v.threads), v.smem, s, v.merge == 3 ? v.segs : 0, a);
   if (v.merge == 1) launch_pdl(reduce_kernel, dim3(HKV * GQA / 4), dim3(128), 0, s, 0, a);
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Graph {

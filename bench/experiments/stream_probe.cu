@@ -11,7 +11,8 @@
 //            completion by commit/wait groups and a block barrier;
 //   bulk:    one cp.async.bulk (the Hopper bulk copy engine) per 256-byte
 //            K or V row, completion on one mbarrier per stage (complete_tx).
-// Page ids of the program's keys are read once into shared memory.
+// Page ids of the program's keys are read once into shared memory. Layout,
+// copies and the cp.async pipeline: paged_kv.cuh (shared with e2e_bound.cu).
 //
 // Timing: events around each launch, a 256 MB L2 flush before it, median of
 // 15. Build: nvcc -O3 -std=c++17 -arch=sm_90a -o stream_probe stream_probe.cu
@@ -23,14 +24,7 @@
 #include <vector>
 
 #include "ck.h"
-
-constexpr int HKV = 8, D = 128, BS = 16;
-constexpr int ROW_BYTES = D * 2;                        // one K (or V) row of one head
-constexpr int64_t TOK_STRIDE = (int64_t)HKV * D;        // elements
-constexpr int64_t PAGE_STRIDE = (int64_t)BS * HKV * D;  // elements
-constexpr int MAX_PAGES_PER_PROG = 1024;
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+#include "paged_kv.cuh"
 
 struct Args {
   const uint16_t *k, *v;
@@ -92,26 +86,24 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
         const int r = i / CH, c = i % CH, j = n0 + r;
         const bool ok = j < j1;
         const int64_t off = ok ? (int64_t)spg[j / BS - p0] * PAGE_STRIDE + (j % BS) * TOK_STRIDE + c * 8 : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sk + st * TILE + i * 16)),
-                     "l"(kc + off), "r"(ok ? 16 : 0));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sv + st * TILE + i * 16)),
-                     "l"(vc + off), "r"(ok ? 16 : 0));
+        cp_async16_kv(sk + st * TILE + i * 16, sv + st * TILE + i * 16, kc, vc, off, ok);
       }
-      asm volatile("cp.async.commit_group;\n" ::);
+      cp_async_commit();
     }
   };
-  for (int it = 0; it < STAGES - 1; it++)
-    if (it < nt) issue(it);
-    else if (!BULK) asm volatile("cp.async.commit_group;\n" ::);
   unsigned acc = 0;
-  for (int it = 0; it < nt; it++) {
-    const int nx = it + STAGES - 1;
-    if (nx < nt) {
-      if (BULK) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      issue(nx);
-    } else if (!BULK) asm volatile("cp.async.commit_group;\n" ::);
-    const int st = it % STAGES;
-    if constexpr (BULK) {
+  if constexpr (!BULK) {
+    acc = cp_async_stream<STAGES, TILE>(sk, sv, nt, issue);
+  } else {
+    for (int it = 0; it < STAGES - 1; it++)
+      if (it < nt) issue(it);
+    for (int it = 0; it < nt; it++) {
+      const int nx = it + STAGES - 1;
+      if (nx < nt) {
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        issue(nx);
+      }
+      const int st = it % STAGES;
       const uint32_t par = (uint32_t)((it / STAGES) & 1);
       uint32_t done = 0;
       while (!done)
@@ -120,14 +112,11 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
             : "=r"(done)
             : "r"(smem_u32(bars + st)), "r"(par)
             : "memory");
-    } else {
-      asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
-      __syncthreads();
+      const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
+      const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
+      acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
+      __syncthreads();  // the stage is refilled next iteration
     }
-    const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
-    const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
-    acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
-    __syncthreads();  // the stage is refilled next iteration
   }
   if (acc == 0x12345678u) *a.sink = acc;
 }
@@ -142,10 +131,6 @@ __global__ void dense_read(const uint4 *p, size_t n, unsigned *sink) {
   if ((x.x ^ x.y ^ x.z ^ x.w) == 0x12345678u) *sink = 1;
 }
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Env {
   void *flush;
@@ -192,29 +177,11 @@ __global__ void __launch_bounds__(THREADS) page_kernel(Args a) {
       const int pg = it * PG + i / CHP, c = i % CHP;
       const bool ok = p0 + pg < p1;
       const int64_t off = ok ? (int64_t)spg[pg] * PAGE_STRIDE + c * 8 : 0;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sk + st * TILE + i * 16)),
-                   "l"(a.k + off), "r"(ok ? 16 : 0));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(sv + st * TILE + i * 16)),
-                   "l"(a.v + off), "r"(ok ? 16 : 0));
+      cp_async16_kv(sk + st * TILE + i * 16, sv + st * TILE + i * 16, a.k, a.v, off, ok);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
   };
-  for (int it = 0; it < STAGES - 1; it++)
-    if (it < nt) issue(it);
-    else asm volatile("cp.async.commit_group;\n" ::);
-  unsigned acc = 0;
-  for (int it = 0; it < nt; it++) {
-    const int nx = it + STAGES - 1;
-    if (nx < nt) issue(nx);
-    else asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
-    __syncthreads();
-    const int st = it % STAGES;
-    const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
-    const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
-    acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
-    __syncthreads();
-  }
+  const unsigned acc = cp_async_stream<STAGES, TILE>(sk, sv, nt, issue);
   if (acc == 0x12345678u) *a.sink = acc;
 }
 

@@ -1,0 +1,62 @@
+/* paged_kv.cuh: what the paged-K/V probes share (stream_probe.cu, e2e_bound.cu):
+ * the cache layout `anyattn bench` uses at batch-1 decode shapes (bf16, 8 kv
+ * heads, head dim 128, 16-token pages; K and V caches [page][token][head][dim]),
+ * the 16-byte cp.async copies, the STAGES-deep pipeline a program streams its
+ * tiles through, and the host's median. */
+#ifndef ANYATTN_BENCH_EXPERIMENTS_PAGED_KV_CUH
+#define ANYATTN_BENCH_EXPERIMENTS_PAGED_KV_CUH
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <algorithm>
+#include <vector>
+
+constexpr int HKV = 8, D = 128, BS = 16;
+constexpr int ROW_BYTES = D * 2;                        // one K (or V) row of one head
+constexpr int64_t TOK_STRIDE = (int64_t)HKV * D;        // elements
+constexpr int64_t PAGE_STRIDE = (int64_t)BS * HKV * D;  // elements
+constexpr int MAX_PAGES_PER_PROG = 1024;
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16 bytes of K at k + off into dk and of V at v + off into dv; zeros when !ok. */
+__device__ __forceinline__ void cp_async16_kv(unsigned char *dk, unsigned char *dv, const uint16_t *k,
+                                              const uint16_t *v, int64_t off, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dk)), "l"(k + off), "r"(ok ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dv)), "l"(v + off), "r"(ok ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/* nt tiles through STAGES stages of TILE bytes of K (sk) and of V (sv):
+ * issue(it) copies tile it into stage it % STAGES and commits one group. Each
+ * landed stage is touched (one word per thread, XORed into the result)
+ * before it is refilled. Every thread of the block calls it. */
+template <int STAGES, int TILE, class Issue>
+__device__ __forceinline__ unsigned cp_async_stream(const unsigned char *sk, const unsigned char *sv, int nt,
+                                                    Issue issue) {
+  const int tid = threadIdx.x;
+  for (int it = 0; it < STAGES - 1; it++)
+    if (it < nt) issue(it);
+    else cp_async_commit();
+  unsigned acc = 0;
+  for (int it = 0; it < nt; it++) {
+    const int nx = it + STAGES - 1;
+    if (nx < nt) issue(nx);
+    else cp_async_commit();
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
+    __syncthreads();
+    const int st = it % STAGES;
+    const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
+    const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
+    acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
+    __syncthreads(); /* the stage is refilled next iteration */
+  }
+  return acc;
+}
+
+static inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+#endif
