@@ -1,50 +1,82 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need on a fresh Debian 12 machine,
-# and does nothing when it is all there. Run by `make run` and `make test`.
-#   cmake, gcc/g++, make   build (C11 library, CLI, tests)
-#   libgomp (with gcc)     OpenMP for the CPU backend
-#   python3 numpy, pytest  the Python binding's tests (tests run without them: skipped)
-#   hipcc, libamdhip64-dev, rocm-device-libs, clang-19, lld-19, llvm-15
-#                          the HIP (AMD) build, compile-only (cmake/hip.cmake)
+# Installs every package the build and the tests use on a fresh Debian 12
+# machine, from the one list below, and does nothing when all are there.
+# Run by `make run` and `make test`. A package counts as present only when
+# dpkg says it is installed: what happens to be on PATH is not asked.
+#   ANYATTN_SKIP_HIP=1  leave out the HIP (AMD) toolchain; the HIP build is then off
 set -euo pipefail
 
-need_apt=()
-command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
-command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
-command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
-command -v make >/dev/null 2>&1 || need_apt+=(make)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: apt-get install ${need_apt[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+# ---- the list: package, group, what it is for ----------------------------------
+# group core: the build stops without it; hip: the HIP build (compile-only).
+PACKAGES=(
+  "cmake               core  configures the build (CMake >= 3.22)"
+  "make                core  drives the build"
+  "gcc                 core  C11 library, CPU backend, CLI, tests"
+  "g++                 core  links the C++/CUDA objects of the library"
+  "libgomp1            core  OpenMP runtime of the CPU backend"
+  "python3             core  the Python binding and its tests"
+  "binutils            core  objcopy, used by the HIP disassembly test"
+  "libamdhip64-dev     hip   HIP runtime headers and library (Debian's ROCm 5.2)"
+  "hipcc               hip   HIP compiler driver; the gfx90a fallback without clang-19"
+  "rocm-device-libs    hip   AMD device bitcode (ocml, ockl) linked into device code"
+  "clang-19            hip   compiles the HIP sources for gfx90a and gfx942 (MI300)"
+  "clang-tools-19      hip   clang-offload-bundler, which clang++-19's HIP link calls"
+  "lld-19              hip   the AMD GPU linker clang++-19 uses"
+  "llvm-19             hip   llvm-objdump/llvm-readelf that read gfx942 code objects (hip_disasm test)"
+  "llvm-15             hip   llvm-dis/llvm-as that make the gfx942 device-library bitcode (scripts/hip-devlibs.sh)"
+)
+
+# PyPI, into the python3 on PATH (the one CMake finds for the Python tests).
+PIP_PACKAGES=(
+  "numpy               the Python binding's array path and its tests"
+  "pytest              runs python/tests"
+)
+
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+
+missing_core=() missing_hip=()
+for row in "${PACKAGES[@]}"; do
+  read -r pkg group _ <<<"$row"
+  installed "$pkg" && continue
+  case "$group" in
+    core) missing_core+=("$pkg") ;;
+    hip) [ "${ANYATTN_SKIP_HIP:-0}" = 1 ] || missing_hip+=("$pkg") ;;
+  esac
+done
+
+can_apt=0
+[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && can_apt=1
+apt_install() {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if [ ${#missing_core[@]} -gt 0 ]; then
+  if [ "$can_apt" = 1 ]; then
+    echo "install-deps: apt-get install ${missing_core[*]}"
+    apt_install "${missing_core[@]}"
   else
-    echo "install-deps: missing ${need_apt[*]}; install them (Debian: apt-get install ${need_apt[*]})" >&2
+    echo "install-deps: missing ${missing_core[*]}; install them (Debian: apt-get install ${missing_core[*]})" >&2
     exit 1
   fi
 fi
 
-if command -v python3 >/dev/null 2>&1; then
-  if ! python3 -c 'import numpy, pytest' >/dev/null 2>&1; then
-    echo "install-deps: pip install numpy pytest"
-    python3 -m pip install -q numpy pytest || echo "install-deps: pip failed; Python tests will be skipped" >&2
+if [ ${#missing_hip[@]} -gt 0 ]; then
+  if [ "$can_apt" = 1 ]; then
+    echo "install-deps: apt-get install ${missing_hip[*]} (HIP build)"
+    apt_install "${missing_hip[@]}" ||
+      echo "install-deps: the HIP toolchain did not install; configure with -DANYATTN_HIP=OFF or install: ${missing_hip[*]}" >&2
+  else
+    echo "install-deps: the HIP build needs ${missing_hip[*]} (or configure with -DANYATTN_HIP=OFF)" >&2
   fi
 fi
 
-# HIP (AMD) build, compile-only (cmake/hip.cmake): Debian's ROCm 5.2 headers,
-# runtime and device libraries, plus clang-19/lld-19 for MI300 (gfx942) and
-# llvm-15's llvm-dis/llvm-as for scripts/hip-devlibs.sh. ANYATTN_SKIP_HIP=1 skips.
-if [ "${ANYATTN_SKIP_HIP:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  hip_apt=()
-  [ -f /usr/include/hip/hip_runtime.h ] || hip_apt+=(libamdhip64-dev)
-  command -v hipcc >/dev/null 2>&1 || hip_apt+=(hipcc)
-  [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc ] || hip_apt+=(rocm-device-libs)
-  command -v clang++-19 >/dev/null 2>&1 || hip_apt+=(clang-19)
-  command -v ld.lld-19 >/dev/null 2>&1 || hip_apt+=(lld-19)
-  command -v llvm-dis-15 >/dev/null 2>&1 || hip_apt+=(llvm-15)
-  if [ ${#hip_apt[@]} -gt 0 ]; then
-    echo "install-deps: apt-get install ${hip_apt[*]} (HIP build)"
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${hip_apt[@]}"; }; then
-      echo "install-deps: HIP toolchain not installed; the HIP build is skipped" >&2
-    fi
-  fi
+missing_pip=()
+for row in "${PIP_PACKAGES[@]}"; do
+  read -r pkg _ <<<"$row"
+  python3 -c "import $pkg" >/dev/null 2>&1 || missing_pip+=("$pkg")
+done
+if [ ${#missing_pip[@]} -gt 0 ]; then
+  echo "install-deps: python3 -m pip install ${missing_pip[*]}"
+  python3 -m pip install -q "${missing_pip[@]}" ||
+    echo "install-deps: pip failed; the Python tests will report SKIP until ${missing_pip[*]} are installed" >&2
 fi

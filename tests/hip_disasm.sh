@@ -3,18 +3,19 @@
 # cores without an AMD GPU: unbundles the device code of every object in the
 # HIP build, disassembles it per target and fails unless each tensor-core
 # kernel (attn_tc_kernel) contains v_mfma instructions. Writes a report of
-# registers, spills and occupancy per kernel. Exit 77 (skip) without the tools.
+# registers, spills and occupancy per kernel.
 #   usage: hip_disasm.sh HIP_OBJECT_DIR ARCH[,ARCH...] REPORT_FILE
 set -euo pipefail
 objdir=${1:?usage: hip_disasm.sh HIP_OBJECT_DIR ARCHS REPORT}
 archs=${2:?archs}
 report=${3:?report}
 
+# The tools come from the compiler's own LLVM release, found and checked by
+# cmake/hip.cmake (an older llvm-objdump cannot read gfx942 code objects).
+bundler=${HIP_BUNDLER:?HIP_BUNDLER: clang-offload-bundler of the HIP compiler (set by ctest)}
+objdump=${HIP_OBJDUMP:?HIP_OBJDUMP: llvm-objdump of the HIP compiler (set by ctest)}
+readelf=${HIP_READELF:?HIP_READELF: llvm-readelf of the HIP compiler (set by ctest)}
 pick() { for t in "$@"; do command -v "$t" >/dev/null 2>&1 && { echo "$t"; return 0; }; done; return 1; }
-bundler=$(pick clang-offload-bundler-19 clang-offload-bundler-18 clang-offload-bundler-17 clang-offload-bundler-15 clang-offload-bundler) || { echo "SKIP: no clang-offload-bundler"; exit 77; }
-objdump=$(pick llvm-objdump-19 llvm-objdump-18 llvm-objdump-17 llvm-objdump-15 llvm-objdump) || { echo "SKIP: no llvm-objdump"; exit 77; }
-readelf=$(pick llvm-readelf-19 llvm-readelf-18 llvm-readelf-17 llvm-readelf-15 llvm-readelf) || { echo "SKIP: no llvm-readelf"; exit 77; }
-command -v objcopy >/dev/null 2>&1 || { echo "SKIP: no objcopy"; exit 77; }
 filt=$(pick c++filt llvm-cxxfilt-19 llvm-cxxfilt-15) || filt=cat
 ls "$objdir"/*.o >/dev/null 2>&1 || { echo "FAIL: no HIP objects in $objdir"; exit 1; }
 
