@@ -111,8 +111,10 @@ endif()
 # ---- device code: every src/gpu/*.cu, compiled as HIP -------------------------
 set(ANYATTN_HIP_FLAGS -x hip -O3 -std=c++17 -fPIC -fvisibility=hidden -Wall -Wextra
     -DANYATTN_WITH_HIP=1 -DANYATTN_GPU_CONFIGS_AMD=1
-    -I${CMAKE_CURRENT_SOURCE_DIR}/include -I${CMAKE_CURRENT_SOURCE_DIR}/src/core
-    -I${CMAKE_CURRENT_SOURCE_DIR}/src/configs -I${CMAKE_CURRENT_SOURCE_DIR}/src)
+    -I${CMAKE_CURRENT_SOURCE_DIR}/include)
+foreach(d ${ANYATTN_PRIVATE_INCLUDES})
+  list(APPEND ANYATTN_HIP_FLAGS -I${CMAKE_CURRENT_SOURCE_DIR}/${d})
+endforeach()
 foreach(a ${ANYATTN_HIP_ARCHS})
   list(APPEND ANYATTN_HIP_FLAGS --offload-arch=${a})
 endforeach()
@@ -121,10 +123,9 @@ if(ANYATTN_HIP_DEVICE_LIBS)
   list(APPEND ANYATTN_HIP_FLAGS --rocm-path=${_hip_root} --rocm-device-lib-path=${ANYATTN_HIP_DEVICE_LIBS})
 endif()
 
-file(GLOB _hip_cu CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/*.cu)
-file(GLOB _hip_headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/*.cuh
-     ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/*.h ${CMAKE_CURRENT_SOURCE_DIR}/src/configs/*.h
-     ${CMAKE_CURRENT_SOURCE_DIR}/src/core/*.h ${CMAKE_CURRENT_SOURCE_DIR}/include/anyattn.h)
+file(GLOB _hip_cu CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/*.cu ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/inst/*.cu)
+file(GLOB_RECURSE _hip_headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/*.cuh ${CMAKE_CURRENT_SOURCE_DIR}/src/*.h)
+list(APPEND _hip_headers ${CMAKE_CURRENT_SOURCE_DIR}/include/anyattn.h)
 set(ANYATTN_HIP_OBJECTS)
 foreach(src ${_hip_cu})
   get_filename_component(n ${src} NAME_WE)
@@ -142,7 +143,7 @@ set(_hip_c_sources ${ANYATTN_SOURCES})
 list(FILTER _hip_c_sources INCLUDE REGEX "\\.c$")
 add_library(anyattn_hip_cobj OBJECT ${_hip_c_sources})
 set_target_properties(anyattn_hip_cobj PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
-target_include_directories(anyattn_hip_cobj PUBLIC include PRIVATE src/core src/configs src)
+target_include_directories(anyattn_hip_cobj PUBLIC include PRIVATE ${ANYATTN_PRIVATE_INCLUDES})
 target_compile_definitions(anyattn_hip_cobj PRIVATE ANYATTN_WITH_HIP=1 ANYATTN_GPU_CONFIGS_AMD=1)
 target_compile_options(anyattn_hip_cobj PRIVATE ${ANYATTN_WARNINGS} ${ANYATTN_CPU_FLAGS})
 target_link_libraries(anyattn_hip_cobj PUBLIC OpenMP::OpenMP_C m)

@@ -113,11 +113,11 @@ while read -r bm bn w st; do
     [ $((lds + 16)) -le 65536 ] && want=$((want + 2))
   done
 done < <(sed -nE 's/.*X\(m[0-9a-z]+, *([0-9]+), *([0-9]+), *([0-9]+), *([0-9]+)\).*/\1 \2 \3 \4/p' \
-  "$(dirname "$0")/../src/gpu/configs_amd.h")
+  "$(dirname "$0")/../src/choose/configs_amd.h")
 for arch in ${archs//,/ }; do
   got=$(awk -v a="## $arch" '$0 == a { f = 1; next } /^## / { f = 0 } f && $1 == "tc"' "$report" | wc -l)
   if [ "$got" -ne "$want" ]; then
-    echo "FAIL: $arch has $got tensor-core kernels; src/gpu/configs_amd.h has $want that fit 64 KB of LDS" | tee -a "$report"
+    echo "FAIL: $arch has $got tensor-core kernels; src/choose/configs_amd.h has $want that fit 64 KB of LDS" | tee -a "$report"
     fail=1
   fi
 done

@@ -1,4 +1,4 @@
-/* test_conformance.c: runs the conformance suite (tests/lib/conformance.c) for
+/* test_conformance.c: runs the conformance suite (testkit/conformance.c) for
  * ctest. Usage: test_conformance [cpu|cuda|hip|auto] [quick|full] [filter].
  * Exit code: 0 pass, 1 fail, 77 skipped (backend not compiled or no device). */
 #include <stdio.h>

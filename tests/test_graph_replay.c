@@ -44,7 +44,7 @@ static const char *const kKindNames[] = {"decode", "prefill", "mixed"};
 #define REPLAYS_PER_KIND 3
 #define FP32_EPS 5.9604644775390625e-08 /* 2^-24 */
 
-/* The conformance suite's tolerances (tests/lib/conformance.c, tol_for). */
+/* The conformance suite's tolerances (testkit/conformance.c, tol_for). */
 static void tolerances(anyattn_dtype dt, double *rel_l2, double *atol, double *rtol, double *lse_atol) {
   switch (dt) {
     case ANYATTN_DTYPE_F32: *rel_l2 = 1e-5, *atol = 1e-5, *rtol = 1e-5, *lse_atol = 1e-5; break;

@@ -1,5 +1,5 @@
 /* test_tree.c: the offline tree fitter (tools/tree_fit.c) and the library's
- * tree lookup, loading and evaluation (src/core/select.c), on a synthetic
+ * tree lookup, loading and evaluation (src/choose/select.c), on a synthetic
  * sweep whose best config is known per cell. Seed printed. */
 #include <math.h>
 #include <stdio.h>
@@ -16,12 +16,12 @@ const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
 const aa_tree *aa_tree_for(const char *device_name, const char *family);
 
 /* The tile tables the committed trees name (plain preprocessor, as the
- * library compiles them: src/configs/configs.h, src/gpu/configs_amd.h). */
+ * library compiles them: src/choose/configs.h, src/choose/configs_amd.h). */
 #define AA_NAME_(name, bm, bn, w, s) #name,
 #include "configs.h"
 static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
 #undef ANYATTN_GPU_CONFIGS
-#include "gpu/configs_amd.h"
+#include "configs_amd.h"
 static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
 #undef ANYATTN_GPU_CONFIGS
 

@@ -299,7 +299,7 @@ void tf_report(const tf_table *t, const tf_node *nodes, FILE *out) {
 
 /* ---- writing ------------------------------------------------------------------------ */
 static void legend(FILE *f, const char *prefix) {
-  fprintf(f, "%sfeatures (src/configs/tree.h):", prefix);
+  fprintf(f, "%sfeatures (src/choose/tree.h):", prefix);
   for (int i = 0; i < AA_F_COUNT; i++) fprintf(f, " %d=%s", i, aa_tree_feature_name(i));
   fprintf(f, "\n%sinner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)\n",
           prefix);
@@ -340,7 +340,7 @@ int tf_write_c(const tf_table *t, const tf_node *nodes, int n, const char *prove
   fprintf(f, "/* tree_%s.h: decision tree for %s (%s), written by `anyattn tune`.\n", name, t->device, t->family);
   fprintf(f, " * %s\n", provenance);
   legend(f, " * ");
-  fprintf(f, " * Included by src/tuned/trees.c. */\n");
+  fprintf(f, " * Included by src/choose/trees/trees.c. */\n");
   fprintf(f, "static const aa_tree_node aa_tree_%s_nodes[] = {\n", name);
   for (int i = 0; i < n; i++) {
     const tf_node *x = &nodes[i];

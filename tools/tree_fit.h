@@ -1,6 +1,6 @@
 /* tree_fit.h: CART over a tuning sweep. Each leaf picks the candidate (config
  * and split count) with the least total time over the cells that reach it;
- * splits are thresholds on host-visible features (src/configs/tree.h). */
+ * splits are thresholds on host-visible features (src/choose/tree.h). */
 #ifndef ANYATTN_TOOLS_TREE_FIT_H
 #define ANYATTN_TOOLS_TREE_FIT_H
 
@@ -40,7 +40,7 @@ void tf_report(const tf_table *t, const tf_node *nodes, FILE *out);
 void tf_report_picks(const tf_table *t, const int *pick, FILE *out);
 /* Index of candidate (config, splits), or -1. */
 int tf_find_cand(const tf_table *t, const char *config, int splits);
-/* Writes the tree as JSON (anyattn_tree_load reads it) and as a C header for src/tuned/. */
+/* Writes the tree as JSON (anyattn_tree_load reads it) and as a C header for src/choose/trees/. */
 int tf_write_json(const tf_table *t, const tf_node *nodes, int n, const char *provenance, int tuned,
                   const char *path);
 int tf_write_c(const tf_table *t, const tf_node *nodes, int n, const char *provenance, int tuned,

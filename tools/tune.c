@@ -3,7 +3,7 @@
  * rows against a double recomputation, writes the raw table (CSV with device,
  * driver and date), then fits a depth-limited decision tree (tools/tree_fit.c)
  * and writes it as JSON (anyattn_tree_load reads it) and as a C header for
- * src/tuned/. Nothing here runs at plan or run time. */
+ * src/choose/trees/. Nothing here runs at plan or run time. */
 #define _POSIX_C_SOURCE 200809L
 #include "tune.h"
 
@@ -81,7 +81,7 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
   }
 }
 
-/* The features run() will see for this batch (src/configs/tree.h), with the
+/* The features run() will see for this batch (src/choose/tree.h), with the
  * host hints given, as bench gives them. */
 static void case_features(const bench_case *c, double *f) {
   int tokens = 0, max_q = 0, max_kv = 0;

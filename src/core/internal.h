@@ -52,7 +52,7 @@ struct anyattn_plan_s {
   /* Backend choices made in plan. */
   int config;               /* index into the backend's config table, -1 for none */
   int config_forced;        /* 1: problem->config named it; run keeps it */
-  const void *tree;         /* GPU: the aa_tree (src/configs/tree.h) serving the device when
+  const void *tree;         /* GPU: the aa_tree (src/choose/tree.h) serving the device when
                              * the plan was made, or NULL: the backend's fallback heuristic */
   int num_splits;           /* split-KV segments per sequence (1: no split); GPU: the most run may use */
   int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */

@@ -1,6 +1,6 @@
 // cuda_backend.cu: the CUDA backend's entry points (src/core/internal.h): device
 // discovery, plan (support checks, config choice from the table in
-// src/configs/configs.h) and run (argument checks, one kernel launch).
+// src/choose/configs.h) and run (argument checks, one kernel launch).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* select.c: which decision tree serves a device, and its evaluation. Trees
- * are compiled in (src/tuned/) or loaded from a JSON file written by
+ * are compiled in (src/choose/trees/) or loaded from a JSON file written by
  * `anyattn tune` (anyattn_tree_load or $ANYATTN_TREE). Lookup order: a loaded
  * file, the exact device name, the architecture family, else none (the
  * backend's documented heuristic). Evaluation is a walk of a few nodes. */

@@ -2,9 +2,9 @@
 # split_counts.sh: batch-1 decode under graph replay with forced (config, KV
 # split count) pairs, including counts the tuner does not sweep (it tries 1, 4
 # and 16 only). One table row per forced pair; the library's own choice first.
-#   OUT=dir bash bench/experiments/split_counts.sh        (after run_h200.sh's build step)
+#   OUT=dir bash dev/split_counts.sh        (after run_h200.sh's build step)
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/split-out}
 mkdir -p "$OUT"
 CASES=${CASES:-1x500,1x1000,1x2048,1x4096,1x8192,1x32768}

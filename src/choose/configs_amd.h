@@ -1,5 +1,5 @@
 /* configs_amd.h: the tile table of the HIP (AMD CDNA) build, selected by
- * -DANYATTN_GPU_CONFIGS_AMD in src/configs/configs.h. Same columns as there.
+ * -DANYATTN_GPU_CONFIGS_AMD in src/choose/configs.h. Same columns as there.
  * Why a table of its own: a CDNA workgroup has 64 KB of LDS (H100: 227 KB), so
  * none of the CUDA rows fits at head dim 128; and copies are synchronous on
  * AMD (no cp.async), so a second stage costs LDS and hides nothing: latency is

@@ -5,9 +5,9 @@
 # racecheck (TOOLS, e.g. "synccheck" too) then run `anyattn check --quick` on
 # the cases matching FILTER.
 # With OUT set, each tool's whole report goes to $OUT/sanitize_C FILTER TOOL.txt.
-#   bash bench/experiments/sanitize_tile.sh m128n128w8s2 _d128_   (after the build step)
+#   bash dev/sanitize_tile.sh m128n128w8s2 _d128_   (after the build step)
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 c=${1:?config name}
 filter=${2:-_d128_}
 tree=$(mktemp /tmp/aa_tree_XXXX.json)

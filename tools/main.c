@@ -27,7 +27,7 @@ static const char *usage_text =
     "                                         write the raw CSV and fit a decision tree beside it;\n"
     "                                         --cells: grid cells FROM to TO-1 only (one sweep over\n"
     "                                         several sessions: concatenate the CSVs, then fit)\n"
-    "                                         (FILE.json for anyattn_tree_load, FILE.h for src/tuned/)\n"
+    "                                         (FILE.json for anyattn_tree_load, FILE.h for src/choose/trees/)\n"
     "  fit --in FILE.csv [--name ID] [--depth D]  fit the tree of an existing sweep\n"
     "  fit --in FILE.csv --eval                score the library's tree for the sweep's device on it\n"
     "  help                                   this text\n"

@@ -7,12 +7,12 @@
 // stage's offset. A failure in `anyattn check` for the wgmma tiles can be
 // narrowed with it. sm_90a only:
 //   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -Isrc/configs \
-//        bench/experiments/wgmma_probe.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe
+//        dev/wgmma_probe.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 
-#include "gpu/attention.cuh"
+#include "attention.cuh"
 
 using namespace aa;
 constexpr int M = 64;

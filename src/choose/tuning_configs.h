@@ -1,6 +1,6 @@
 /* tuning_configs.h: candidate tile configs for sweeps on a GPU, built only with
  * -DANYATTN_GPU_CONFIGS_TUNING (bench/run_h200.sh, steps 'sweep' and
- * 'tunex'); winners move into src/configs/configs.h. Same columns as there.
+ * 'tunex'); winners move into src/choose/configs.h. Same columns as there.
  * Decode rows (block_m 16) are also swept with fixed KV split counts. */
 #define ANYATTN_GPU_CONFIGS(X)    \
   X(m16n32w2s2, 16, 32, 2, 2)     \

@@ -6,7 +6,7 @@
 # end, end; the reduce: entry, after its wait, end). Builds build-trace (not
 # the normal build). Logs in $OUT/trace_*.txt.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/trace-out}
 mkdir -p "$OUT"
 cmake -S . -B build-trace -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF \
@@ -17,6 +17,6 @@ for c in ${TRACE_CASES:-1x16 1x500 1x8192 1x32768}; do
     f=$OUT/trace_${c}${g:+_graph}.txt
     build-trace/anyattn bench --backend cuda --cases "$c" --iters 12 $g ${TRACE_ARGS:-} >"$f" 2>&1
     echo "== $c ${g:-stream} $(grep -E '^decode' "$f" | head -1)"
-    python3 bench/experiments/trace_summary.py "$f"
+    python3 dev/trace_summary.py "$f"
   done
 done

@@ -1,7 +1,7 @@
 /* conformance.h: the conformance suite, one entry point shared by ctest
  * (tests/test_conformance.c) and the CLI (`anyattn check`). Every case runs
- * through the public API with backend memory from tests/devmem.h, so the same
- * cases run on the CPU and on GPUs, and are compared with tests/lib/reference.c. */
+ * through the public API with backend memory from testkit/devmem.h, so the same
+ * cases run on the CPU and on GPUs, and are compared with testkit/reference.c. */
 #ifndef ANYATTN_TL_CONFORMANCE_H
 #define ANYATTN_TL_CONFORMANCE_H
 

@@ -18,7 +18,7 @@ namespace aa {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-/* Stage timestamps for bench/experiments/trace_decode.sh only: built with
+/* Stage timestamps for dev/trace_decode.sh only: built with
  * -DAA_TRACE, thread 0 of each program prints its stage times (trace_now():
  * %globaltimer ns on NVIDIA, clock cycles on AMD). Off in every
  * normal build: the macros expand to nothing. */

@@ -5,7 +5,7 @@
 # config-kS under graph replay; ANYATTN_CUDA_TMA=0 rows for the 16-byte path.
 # Every bench case also checks sampled rows against the double reference.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" \
   -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >/dev/null &&
   cmake --build build-tune -j16 --target anyattn_cli 2>&1 | grep -E "error"

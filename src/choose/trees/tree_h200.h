@@ -1,8 +1,8 @@
 /* tree_h200.h: decision tree for NVIDIA H200 (sm_90), written by `anyattn tune`.
  * fitted from bench/results/h200_tune_2026-11-30/h200_tune_full.csv (NVIDIA H200, 2026-11-30 00:21 UTC)
- * features (src/configs/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group
+ * features (src/choose/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group
  * inner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)
- * Included by src/tuned/trees.c. */
+ * Included by src/choose/trees/trees.c. */
 static const aa_tree_node aa_tree_h200_nodes[] = {
     {3, 57.5, 1, 50, NULL, 0}, /* max_q */
     {4, 1536, 2, 27, NULL, 0}, /* max_kv */

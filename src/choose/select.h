@@ -1,4 +1,4 @@
-/* select.h: decision-tree lookup and evaluation for plan/run (src/core/select.c). */
+/* select.h: decision-tree lookup and evaluation for plan/run (src/choose/select.c). */
 #ifndef ANYATTN_SELECT_H
 #define ANYATTN_SELECT_H
 
@@ -18,7 +18,7 @@ AA_HIDDEN void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_
  * family, else NULL (use the backend's fallback heuristic). */
 AA_HIDDEN const aa_tree *aa_tree_for(const char *device_name, const char *family);
 
-/* Compiled-in trees (src/tuned/trees.c). */
+/* Compiled-in trees (src/choose/trees/trees.c). */
 AA_HIDDEN extern const aa_tree *const aa_compiled_trees[];
 AA_HIDDEN extern const int aa_num_compiled_trees;
 

@@ -10,11 +10,11 @@
 # AB_ENV instead of AB_FLAGS makes B the same build/ run with that
 # environment (a run-time switch such as ANYATTN_CUDA_TMA=0).
 #
-#   OUT=dir AB_FLAGS=-DAA_LATE_MERGE_WN=99 bash bench/experiments/ab_build.sh
-#   OUT=dir AB_FLAGS=-DAA_WGMMA=0 AB_WORKLOADS="prefill mixed" AB_E2E=0 bash bench/experiments/ab_build.sh
-#   OUT=dir AB_ENV=ANYATTN_CUDA_CLUSTERS=0 bash bench/experiments/ab_build.sh
+#   OUT=dir AB_FLAGS=-DAA_LATE_MERGE_WN=99 bash dev/ab_build.sh
+#   OUT=dir AB_FLAGS=-DAA_WGMMA=0 AB_WORKLOADS="prefill mixed" AB_E2E=0 bash dev/ab_build.sh
+#   OUT=dir AB_ENV=ANYATTN_CUDA_CLUSTERS=0 bash dev/ab_build.sh
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/ab-out}
 mkdir -p "$OUT"
 [ -n "${AB_FLAGS:-}${AB_ENV:-}" ] || { echo "ab_build: set AB_FLAGS (CUDA flags of build B) or AB_ENV (B's environment)"; exit 2; }

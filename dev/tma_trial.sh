@@ -6,7 +6,7 @@
 # (ANYATTN_CUDA_TMA=0: cp.async) over batch-1 decode under graph replay and
 # e2e-llama8b, alternating ROUNDS times. Logs in $OUT; a table last.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/tma-out}
 mkdir -p "$OUT"
 CASES=${AB_CASES:-1x500,1x2048,1x8192,1x32768,8x4096,128x2048}
@@ -21,7 +21,7 @@ echo "check: rc=$? $(tail -1 "$OUT/check.txt")"; grep -E "^FAIL" "$OUT/check.txt
 echo "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.txt" | tail -1)"
 if [ "${SANITIZE:-1}" = 1 ]; then
   for c in ${SAN_CONFIGS:-m16n64w4s3 m16n128w8s2}; do
-    TOOLS="${SAN_TOOLS:-memcheck racecheck synccheck}" OUT=$OUT timeout 400 bash bench/experiments/sanitize_tile.sh "$c" "${SAN_FILTER:-_d128_}"
+    TOOLS="${SAN_TOOLS:-memcheck racecheck synccheck}" OUT=$OUT timeout 400 bash dev/sanitize_tile.sh "$c" "${SAN_FILTER:-_d128_}"
   done
 fi
 for r in $(seq 1 "$ROUNDS"); do

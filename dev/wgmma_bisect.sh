@@ -5,13 +5,13 @@
 # check, for builds with AA_WGMMA = 3 (both products, build/ from
 # run_h200.sh's build step), 1 (Q K^T only) and 2 (P V only). SASS of the
 # 64-row d64 kernel for reading offline. Logs in $OUT.
-#   OUT=dir bash bench/experiments/wgmma_bisect.sh
+#   OUT=dir bash dev/wgmma_bisect.sh
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bisect-out}
 mkdir -p "$OUT"
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
-nvcc -std=c++17 -O2 --expt-relaxed-constexpr $GENCODE -Isrc -Isrc/configs bench/experiments/wgmma_probe.cu \
+nvcc -std=c++17 -O2 --expt-relaxed-constexpr $GENCODE -Isrc -Isrc/configs dev/wgmma_probe.cu \
   -o "$OUT/wgmma_probe.bin" && "$OUT/wgmma_probe.bin" >"$OUT/probe.txt" 2>&1
 rm -f "$OUT/wgmma_probe.bin"
 cuobjdump -sass build/CMakeFiles/anyattn_obj.dir/src/gpu/inst_bf16_d64.cu.o 2>/dev/null |

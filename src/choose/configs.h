@@ -16,9 +16,9 @@
 /* Tuning hook: -DANYATTN_GPU_CONFIGS_TUNING builds with the longer candidate
  * table in src/gpu/tuning_configs.h (bench/run_h200.sh's sweep step). */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
-#include "gpu/tuning_configs.h"
+#include "tuning_configs.h"
 #elif defined(ANYATTN_GPU_CONFIGS_AMD) /* the HIP build (cmake/hip.cmake): 64 KB LDS */
-#include "gpu/configs_amd.h"
+#include "configs_amd.h"
 #else
 #define ANYATTN_GPU_CONFIGS(X)     \
   X(m16n32w2s2, 16, 32, 2, 2)      \

@@ -1,7 +1,7 @@
 /* tree.h: decision trees that pick a tile config (and a KV split count) from
  * host-visible batch features, fitted offline by `anyattn tune` and evaluated
  * in plan/run at no measurable cost. Plain C so the library, the committed
- * trees (src/tuned/) and the tools share one definition. */
+ * trees (src/choose/trees/) and the tools share one definition. */
 #ifndef ANYATTN_TREE_H
 #define ANYATTN_TREE_H
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # explore_decode.sh: one device call that places the fixed costs of batch-1
-# decode (issue 4): the graph/launch/latency floor (bench/experiments/floor.cu),
+# decode (issue 4): the graph/launch/latency floor (dev/floor.cu),
 # decode under forced split counts, and ncu kernel durations. Logs in $OUT.
 set -u
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if [[ " ${SKIP:-} " != *" build "* ]]; then
 fi
 if [[ " ${SKIP:-} " != *" floor "* ]]; then
   say floor
-  nvcc -O2 -std=c++17 -arch=sm_90a -o build/floor bench/experiments/floor.cu && build/floor
+  nvcc -O2 -std=c++17 -arch=sm_90a -o build/floor dev/floor.cu && build/floor
 fi
 CASES=${CASES:-1x16,1x500,1x2048,1x8192,1x32768}
 for cfg in ${CONFIGS:-default}; do

@@ -1,5 +1,5 @@
 /* kernels.cuh: instantiates the tensor-core kernel for every row of the config
- * table (src/configs/configs.h) for one dtype and head dim. Each inst_*.cu
+ * table (src/choose/configs.h) for one dtype and head dim. Each inst_*.cu
  * file instantiates one (dtype, head dim) pair so make compiles them in parallel. */
 #ifndef ANYATTN_GPU_KERNELS_CUH
 #define ANYATTN_GPU_KERNELS_CUH

@@ -4,9 +4,9 @@
 # max_kv_len hint, so run chooses from limits.max_context (13,300) and every
 # step, from context 501 on, replays that one choice; this asks whether
 # another single choice serves the whole range better.
-#   OUT=dir bash bench/experiments/e2e_configs.sh        (after run_h200.sh's build step)
+#   OUT=dir bash dev/e2e_configs.sh        (after run_h200.sh's build step)
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/e2e-out}
 mkdir -p "$OUT"
 PAIRS=${PAIRS:-"m16n128w8s2-k16 m16n128w8s2-k8 m16n128w8s2-k4 m16n64w4s2-k16 m16n64w4s2-k8 m16n64w4s3-k16 m16n32w2s2-k16"}
