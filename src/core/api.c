@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "backend.h"
 
 #define AA_STR2(x) #x
 #define AA_STR(x) AA_STR2(x)
@@ -54,54 +54,26 @@ anyattn_status anyattn_backend_from_name(const char *name, anyattn_backend *back
 }
 
 int anyattn_backend_compiled(anyattn_backend backend) {
-  switch (backend) {
-    case ANYATTN_BACKEND_AUTO:
-    case ANYATTN_BACKEND_CPU: return 1;
-    case ANYATTN_BACKEND_CUDA:
-#if defined(ANYATTN_WITH_CUDA)
-      return 1;
-#else
-      return 0;
-#endif
-    case ANYATTN_BACKEND_HIP:
-#if defined(ANYATTN_WITH_HIP)
-      return 1;
-#else
-      return 0;
-#endif
-  }
-  return 0;
+  return backend == ANYATTN_BACKEND_AUTO || aa_backend_ops_of(backend) != NULL;
 }
 
-static anyattn_status aa_gpu_device_count(anyattn_backend backend, int *count) {
-  *count = 0;
-  switch (backend) {
-    case ANYATTN_BACKEND_CUDA:
-#if defined(ANYATTN_WITH_CUDA)
-      return aa_cuda_device_count(count);
-#else
-      break;
-#endif
-    case ANYATTN_BACKEND_HIP:
-#if defined(ANYATTN_WITH_HIP)
-      return aa_hip_device_count(count);
-#else
-      break;
-#endif
-    default: break;
-  }
-  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
-                  "backend '%s' is not compiled into this library", anyattn_backend_name(backend));
+/* The table of a named backend, or BACKEND_UNAVAILABLE naming it. */
+static anyattn_status aa_ops_of(anyattn_backend backend, const aa_backend_ops **ops) {
+  *ops = aa_backend_ops_of(backend);
+  AA_CHECK(backend >= ANYATTN_BACKEND_AUTO && backend <= ANYATTN_BACKEND_HIP, ANYATTN_STATUS_BACKEND_UNAVAILABLE,
+           "backend %d is not a known backend", (int)backend);
+  AA_CHECK(*ops != NULL, ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend '%s' is not compiled into this library",
+           anyattn_backend_name(backend));
+  return ANYATTN_STATUS_OK;
 }
 
 /* AUTO: CUDA, then HIP, then the CPU. Leaves no error behind when it falls back. */
 static anyattn_backend aa_resolve_auto(void) {
   static const anyattn_backend gpus[] = {ANYATTN_BACKEND_CUDA, ANYATTN_BACKEND_HIP};
   for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+    const aa_backend_ops *ops = aa_backend_ops_of(gpus[i]);
     int n = 0;
-    if (anyattn_backend_compiled(gpus[i]) && aa_gpu_device_count(gpus[i], &n) == ANYATTN_STATUS_OK &&
-        n > 0)
-      return gpus[i];
+    if (ops && ops->device_count(&n) == ANYATTN_STATUS_OK && n > 0) return gpus[i];
   }
   aa_clear_error();
   return ANYATTN_BACKEND_CPU;
@@ -112,33 +84,18 @@ anyattn_status anyattn_device_count(anyattn_backend backend, int *count) {
   AA_CHECK_NOT_NULL(count, "count");
   *count = 0;
   if (backend == ANYATTN_BACKEND_AUTO) backend = aa_resolve_auto();
-  if (backend == ANYATTN_BACKEND_CPU) {
-    *count = 1;
-    return ANYATTN_STATUS_OK;
-  }
-  AA_CHECK(backend == ANYATTN_BACKEND_CUDA || backend == ANYATTN_BACKEND_HIP,
-           ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend %d is not a known backend", (int)backend);
-  return aa_gpu_device_count(backend, count);
+  const aa_backend_ops *ops;
+  AA_TRY(aa_ops_of(backend, &ops));
+  return ops->device_count(count);
 }
 
+/* Fills a context for ctx->backend (resolved) and ctx->device. */
 static anyattn_status aa_context_init(anyattn_context *ctx) {
-  switch (ctx->backend) {
-    case ANYATTN_BACKEND_CPU:
-      AA_CHECK(ctx->device == 0, ANYATTN_STATUS_NO_DEVICE, "device %d: the CPU backend has device 0 only",
-               ctx->device);
-      aa_cpu_device_name(ctx->device_name, sizeof ctx->device_name);
-      ctx->num_sms = aa_cpu_threads();
-      return ANYATTN_STATUS_OK;
-#if defined(ANYATTN_WITH_CUDA)
-    case ANYATTN_BACKEND_CUDA: return aa_cuda_context_init(ctx);
-#endif
-#if defined(ANYATTN_WITH_HIP)
-    case ANYATTN_BACKEND_HIP: return aa_hip_context_init(ctx);
-#endif
-    default: break;
-  }
-  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
-                  "backend '%s' is not compiled into this library", anyattn_backend_name(ctx->backend));
+  AA_TRY(aa_ops_of(ctx->backend, &ctx->ops));
+  AA_TRY(ctx->ops->context_init(ctx));
+  if (ctx->family[0] == '\0' && ctx->backend == ANYATTN_BACKEND_CUDA)
+    snprintf(ctx->family, sizeof ctx->family, "sm_%d", ctx->arch);
+  return ANYATTN_STATUS_OK;
 }
 
 anyattn_status anyattn_device_name(anyattn_backend backend, int device, char *buf, size_t buf_size) {
@@ -163,9 +120,7 @@ anyattn_status anyattn_context_create(anyattn_backend backend, int device, anyat
   AA_CHECK(c != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "context allocation failed");
   c->backend = backend == ANYATTN_BACKEND_AUTO ? aa_resolve_auto() : backend;
   c->device = device;
-  anyattn_status s = aa_context_init(c);
-  if (s == ANYATTN_STATUS_OK && c->family[0] == '\0' && c->backend == ANYATTN_BACKEND_CUDA)
-    snprintf(c->family, sizeof c->family, "sm_%d", c->arch);
+  const anyattn_status s = aa_context_init(c);
   if (s != ANYATTN_STATUS_OK) {
     free(c);
     return s;
@@ -253,21 +208,6 @@ static anyattn_status aa_check_limits(const anyattn_limits *l) {
   return ANYATTN_STATUS_OK;
 }
 
-static anyattn_status aa_backend_plan(anyattn_plan *plan) {
-  switch (plan->backend) {
-    case ANYATTN_BACKEND_CPU: return aa_cpu_plan(plan);
-#if defined(ANYATTN_WITH_CUDA)
-    case ANYATTN_BACKEND_CUDA: return aa_cuda_plan(plan);
-#endif
-#if defined(ANYATTN_WITH_HIP)
-    case ANYATTN_BACKEND_HIP: return aa_hip_plan(plan);
-#endif
-    default: break;
-  }
-  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "ctx: backend '%s' is not compiled in",
-                  anyattn_backend_name(plan->backend));
-}
-
 anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *problem,
                                    const anyattn_limits *limits, anyattn_plan **plan) {
   aa_clear_error();
@@ -282,16 +222,15 @@ anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *
   anyattn_plan *p = (anyattn_plan *)calloc(1, sizeof *p);
   AA_CHECK(p != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan allocation failed");
   p->ctx = ctx;
-  p->backend = ctx->backend;
+  p->ops = ctx->ops;
   p->problem = *problem;
   p->limits = *limits;
   p->group = problem->num_q_heads / problem->num_kv_heads;
   p->scale = problem->scale != 0.0f ? problem->scale : (float)(1.0 / sqrt((double)problem->head_dim));
-  p->config = -1;
-  p->num_splits = 1;
-  anyattn_status s = aa_backend_plan(p); /* may read p->problem.config */
+  anyattn_status s = p->ops->plan(p); /* may read p->problem.config */
   p->problem.config = NULL;
   if (s != ANYATTN_STATUS_OK) {
+    p->ops->plan_free(p);
     free(p);
     return s;
   }
@@ -299,7 +238,11 @@ anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *
   return ANYATTN_STATUS_OK;
 }
 
-void anyattn_plan_free(anyattn_plan *plan) { free(plan); }
+void anyattn_plan_free(anyattn_plan *plan) {
+  if (!plan) return;
+  plan->ops->plan_free(plan);
+  free(plan);
+}
 
 size_t anyattn_plan_workspace_size(const anyattn_plan *plan) { return plan ? plan->workspace_size : 0; }
 
@@ -379,21 +322,6 @@ static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyat
 
 static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
-static anyattn_status aa_run_dispatch(const anyattn_plan *plan, const anyattn_args *a) {
-  switch (plan->backend) {
-    case ANYATTN_BACKEND_CPU: return aa_cpu_run(plan, a);
-#if defined(ANYATTN_WITH_CUDA)
-    case ANYATTN_BACKEND_CUDA: return aa_cuda_run(plan, a);
-#endif
-#if defined(ANYATTN_WITH_HIP)
-    case ANYATTN_BACKEND_HIP: return aa_hip_run(plan, a);
-#endif
-    default: break;
-  }
-  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "plan: backend '%s' is not compiled in",
-                  anyattn_backend_name(plan->backend));
-}
-
 anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
                            const anyattn_tensors *t, void *workspace, size_t workspace_size, void *stream) {
   aa_clear_error();
@@ -460,7 +388,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.v_stride_block = vs[0];
   a.v_stride_token = vs[1];
   a.v_stride_head = vs[2];
-  return aa_run_dispatch(plan, &a);
+  return plan->ops->run(plan, &a);
 }
 
 /* ---- validate -------------------------------------------------------------- */
@@ -508,15 +436,8 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
 
 /* ---- configs ------------------------------------------------------------------ */
 int anyattn_config_count(anyattn_backend backend) {
-  switch (backend) {
-#if defined(ANYATTN_WITH_CUDA)
-    case ANYATTN_BACKEND_CUDA: return aa_cuda_config_count();
-#endif
-#if defined(ANYATTN_WITH_HIP)
-    case ANYATTN_BACKEND_HIP: return aa_hip_config_count();
-#endif
-    default: return 0;
-  }
+  const aa_backend_ops *ops = aa_backend_ops_of(backend);
+  return ops ? ops->config_count() : 0;
 }
 
 anyattn_status anyattn_config_get(anyattn_backend backend, int index, anyattn_config_info *info) {
@@ -524,18 +445,9 @@ anyattn_status anyattn_config_get(anyattn_backend backend, int index, anyattn_co
   AA_CHECK_NOT_NULL(info, "info");
   AA_CHECK(info->struct_size == sizeof *info, ANYATTN_STATUS_STRUCT_SIZE,
            "info->struct_size is %zu, this library expects %zu", info->struct_size, sizeof *info);
-  AA_CHECK(index >= 0 && index < anyattn_config_count(backend), ANYATTN_STATUS_INVALID_SIZE,
-           "index %d: backend '%s' has %d configs", index, anyattn_backend_name(backend),
-           anyattn_config_count(backend));
-  switch (backend) {
-#if defined(ANYATTN_WITH_CUDA)
-    case ANYATTN_BACKEND_CUDA: return aa_cuda_config_get(index, info);
-#endif
-#if defined(ANYATTN_WITH_HIP)
-    case ANYATTN_BACKEND_HIP: return aa_hip_config_get(index, info);
-#endif
-    default: break;
-  }
-  return aa_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE, "backend '%s' has no config table",
-                  anyattn_backend_name(backend));
+  const aa_backend_ops *ops;
+  AA_TRY(aa_ops_of(backend, &ops));
+  AA_CHECK(index >= 0 && index < ops->config_count(), ANYATTN_STATUS_INVALID_SIZE,
+           "index %d: backend '%s' has %d configs", index, anyattn_backend_name(backend), ops->config_count());
+  return ops->config_get(index, info);
 }

@@ -32,8 +32,11 @@ AA_HIDDEN void aa_clear_error(void);
   } while (0)
 
 /* ---- objects --------------------------------------------------------- */
+typedef struct aa_backend_ops aa_backend_ops; /* backend.h */
+
 struct anyattn_context_s {
   anyattn_backend backend;
+  const aa_backend_ops *ops;
   int device;
   char device_name[128];
   int num_sms;            /* multiprocessors (GPU) or threads (CPU) */
@@ -42,31 +45,17 @@ struct anyattn_context_s {
   char family[32];        /* architecture family for tree lookup: "sm_90", "gfx942" */
 };
 
+/* What core checked and resolved, for every backend; the backend keeps its
+ * own choices behind `state` (its plan function allocates it, its plan_free
+ * releases it). */
 struct anyattn_plan_s {
   anyattn_context *ctx;     /* must outlive the plan */
-  anyattn_backend backend;
+  const aa_backend_ops *ops;
   anyattn_problem problem;  /* copy; problem.config is not kept (NULL) */
   anyattn_limits limits;
   int group;                /* num_q_heads / num_kv_heads */
   float scale;              /* resolved softmax scale */
-  /* Backend choices made in plan. */
-  int config;               /* index into the backend's config table, -1 for none */
-  int config_forced;        /* 1: problem->config named it; run keeps it */
-  const void *tree;         /* GPU: the aa_tree (src/choose/tree.h) serving the device when
-                             * the plan was made, or NULL: the backend's fallback heuristic */
-  int num_splits;           /* split-KV segments per sequence (1: no split); GPU: the most run may use */
-  int split_rows;           /* GPU: token rows of split-KV partials the workspace holds (segments x tokens) */
-  int forced_splits;        /* GPU: 0 the backend decides; 1 never split; S >= 2 exactly S segments for
-                             * decode-like batches (problem->config "NAME-kS") */
-  int cluster_max[16];      /* GPU, per config index: the most split-KV segments that merge inside one
-                             * thread-block cluster (0: never; they merge in the reduce kernel) */
-  int cluster_slots[16];    /* GPU, per config index: programs the device co-schedules in clusters of
-                             * cluster_max[i] blocks (a cluster's blocks share a GPC: can be fewer
-                             * than without clusters) */
-  int cpu_threads;          /* CPU: threads run() uses */
-  int cpu_block_q;          /* CPU: query tokens per work item */
-  int cpu_block_n;          /* CPU: keys per KV tile */
-  size_t cpu_thread_bytes;  /* CPU: scratch bytes per thread in the workspace */
+  void *state;              /* the backend's plan state */
   size_t workspace_size;
   char describe[192];
 };
@@ -95,32 +84,6 @@ typedef struct {
   int max_q_len;   /* host hints from the batch; 0 = unknown */
   int max_kv_len;
 } anyattn_args;
-
-/* ---- backend interface ----------------------------------------------- */
-/* plan: core has validated and filled problem, limits, group and scale; the
- * backend checks what it supports (dtype, head dim, block size), chooses its
- * config and fills workspace_size and describe. run: arguments are checked. */
-AA_HIDDEN anyattn_status aa_cpu_plan(anyattn_plan *plan);
-AA_HIDDEN anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *args);
-AA_HIDDEN void aa_cpu_device_name(char *buf, size_t size);
-AA_HIDDEN int aa_cpu_threads(void);
-
-#if defined(ANYATTN_WITH_CUDA)
-AA_HIDDEN anyattn_status aa_cuda_device_count(int *count);
-AA_HIDDEN anyattn_status aa_cuda_context_init(anyattn_context *ctx);
-AA_HIDDEN anyattn_status aa_cuda_plan(anyattn_plan *plan);
-AA_HIDDEN anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_args *args);
-AA_HIDDEN int aa_cuda_config_count(void);
-AA_HIDDEN anyattn_status aa_cuda_config_get(int index, anyattn_config_info *info);
-#endif
-#if defined(ANYATTN_WITH_HIP)
-AA_HIDDEN anyattn_status aa_hip_device_count(int *count);
-AA_HIDDEN anyattn_status aa_hip_context_init(anyattn_context *ctx);
-AA_HIDDEN anyattn_status aa_hip_plan(anyattn_plan *plan);
-AA_HIDDEN anyattn_status aa_hip_run(const anyattn_plan *plan, const anyattn_args *args);
-AA_HIDDEN int aa_hip_config_count(void);
-AA_HIDDEN anyattn_status aa_hip_config_get(int index, anyattn_config_info *info);
-#endif
 
 #ifdef __cplusplus
 }

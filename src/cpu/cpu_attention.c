@@ -7,10 +7,11 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_simd.h"
-#include "internal.h"
+#include "backend.h"
 
 #define AA_CPU_MAX_HEAD_DIM 512
 /* Query rows (tokens x group) per work item the planner aims for: 64 rows of
@@ -35,10 +36,20 @@
 
 static size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* ---- device ------------------------------------------------------------- */
-int aa_cpu_threads(void) { return omp_get_max_threads(); }
+/* The CPU backend's plan state (plan->state). */
+typedef struct {
+  int threads;         /* threads run() uses */
+  int block_q;         /* query tokens per work item */
+  int block_n;         /* keys per KV tile */
+  size_t thread_bytes; /* scratch bytes per thread in the workspace */
+} aa_cpu_state;
 
-void aa_cpu_device_name(char *buf, size_t size) {
+static const aa_cpu_state *aa_cpu_state_of(const anyattn_plan *plan) { return (const aa_cpu_state *)plan->state; }
+
+/* ---- device ------------------------------------------------------------- */
+static int aa_cpu_threads(void) { return omp_get_max_threads(); }
+
+static void aa_cpu_device_name(char *buf, size_t size) {
 #if defined(__x86_64__)
   const char *arch = "x86_64";
 #elif defined(__aarch64__)
@@ -90,9 +101,9 @@ typedef struct {
 
 static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   aa_cpu_layout L;
-  const int group = plan->group, bq = plan->cpu_block_q;
+  const int group = plan->group, bq = aa_cpu_state_of(plan)->block_q;
   L.dp = (int)aa_round_up((size_t)plan->problem.head_dim, AA_VL);
-  L.bn = plan->cpu_block_n;
+  L.bn = aa_cpu_state_of(plan)->block_n;
   L.dec_q = 16 / group < 1 ? 1 : 16 / group;
   if (L.dec_q > bq) L.dec_q = bq;
   const size_t stage_row = (size_t)L.bn * L.dp * sizeof(float) * 2;
@@ -127,7 +138,7 @@ static size_t aa_cpu_shared_bytes(const anyattn_plan *plan) {
 }
 
 /* ---- plan ---------------------------------------------------------------- */
-anyattn_status aa_cpu_plan(anyattn_plan *plan) {
+static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   const anyattn_problem *pr = &plan->problem;
   AA_CHECK(pr->config == NULL || strcmp(pr->config, "cpu") == 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
            "problem->config '%s' is not a CPU config (the CPU backend has one: \"cpu\")", pr->config);
@@ -148,15 +159,18 @@ anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   int bq = AA_CPU_TARGET_ROWS / plan->group;
   if (bq < 1) bq = 1;
   if (bq > plan->limits.max_tokens) bq = plan->limits.max_tokens;
-  plan->cpu_block_q = bq;
-  plan->cpu_block_n = bn;
-  plan->cpu_threads = omp_get_max_threads();
-  if (plan->cpu_threads < 1) plan->cpu_threads = 1;
+  aa_cpu_state *st = (aa_cpu_state *)calloc(1, sizeof *st);
+  AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: CPU state allocation failed");
+  plan->state = st;
+  st->block_q = bq;
+  st->block_n = bn;
+  st->threads = omp_get_max_threads();
+  if (st->threads < 1) st->threads = 1;
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
-  plan->cpu_thread_bytes = aa_round_up(L.total * sizeof(float), 256);
-  plan->workspace_size = aa_cpu_shared_bytes(plan) + (size_t)plan->cpu_threads * plan->cpu_thread_bytes;
+  st->thread_bytes = aa_round_up(L.total * sizeof(float), 256);
+  plan->workspace_size = aa_cpu_shared_bytes(plan) + (size_t)st->threads * st->thread_bytes;
   snprintf(plan->describe, sizeof plan->describe, "cpu: block_q %d, block_n %d, %d threads, %.1f MiB workspace",
-           bq, bn, plan->cpu_threads, (double)plan->workspace_size / (1024.0 * 1024.0));
+           bq, bn, st->threads, (double)plan->workspace_size / (1024.0 * 1024.0));
   return ANYATTN_STATUS_OK;
 }
 
@@ -812,7 +826,7 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
   return (int64_t)((q_len + job->bq - 1) / job->bq) * job->kvh;
 }
 
-anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
+static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
   if (a->num_tokens == 0 || a->num_seqs == 0) return ANYATTN_STATUS_OK;
   aa_cpu_job job;
   job.plan = plan;
@@ -823,10 +837,10 @@ anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
   job.group = plan->group;
   job.nqh = plan->problem.num_q_heads;
   job.kvh = plan->problem.num_kv_heads;
-  job.bq = plan->cpu_block_q;
+  job.bq = aa_cpu_state_of(plan)->block_q;
 
   int nt = omp_get_max_threads();
-  if (nt > plan->cpu_threads) nt = plan->cpu_threads; /* the workspace holds cpu_threads scratches */
+  if (nt > aa_cpu_state_of(plan)->threads) nt = aa_cpu_state_of(plan)->threads; /* the workspace holds that many scratches */
 
   /* kv heads per decode item: as many as the scratch holds, but keep at
    * least 4 items per thread for load balance; a divisor of num_kv_heads. */
@@ -855,7 +869,7 @@ anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * plan->cpu_thread_bytes);
+    float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * aa_cpu_state_of(plan)->thread_bytes);
     /* dynamic: items differ in cost (causal diagonal, ragged lengths) */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < total; it++) {
@@ -883,3 +897,31 @@ anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
   }
   return ANYATTN_STATUS_OK;
 }
+
+/* ---- the backend table ------------------------------------------------------------ */
+static anyattn_status aa_cpu_device_count(int *count) {
+  *count = 1;
+  return ANYATTN_STATUS_OK;
+}
+
+static anyattn_status aa_cpu_context_init(anyattn_context *ctx) {
+  AA_CHECK(ctx->device == 0, ANYATTN_STATUS_NO_DEVICE, "device %d: the CPU backend has device 0 only", ctx->device);
+  aa_cpu_device_name(ctx->device_name, sizeof ctx->device_name);
+  ctx->num_sms = aa_cpu_threads();
+  return ANYATTN_STATUS_OK;
+}
+
+static void aa_cpu_plan_free(anyattn_plan *plan) {
+  free(plan->state);
+  plan->state = NULL;
+}
+
+static int aa_cpu_config_count(void) { return 0; }
+
+static anyattn_status aa_cpu_config_get(int index, anyattn_config_info *info) {
+  (void)info;
+  return aa_error(ANYATTN_STATUS_INVALID_SIZE, "index %d: the CPU backend has no config table", index);
+}
+
+const aa_backend_ops aa_cpu_backend = {ANYATTN_BACKEND_CPU, aa_cpu_device_count, aa_cpu_context_init, aa_cpu_plan,
+                                       aa_cpu_plan_free,    aa_cpu_run,          aa_cpu_config_count, aa_cpu_config_get};

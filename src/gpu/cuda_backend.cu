@@ -10,7 +10,7 @@
 #if defined(AA_VENDOR_NVIDIA)
 #include <cudaTypedefs.h> /* the driver's tensor-map types and encoder signature (header only) */
 #endif
-#include "internal.h"
+#include "backend.h"
 #include "kernels.cuh"
 #include "select.h"
 
@@ -36,6 +36,22 @@ aa::KernelF32Fn aa_reduce_f16(void);
 aa::KernelF32Fn aa_reduce_bf16(void);
 
 namespace {
+
+/* The GPU backend's plan state (plan->state): the choices plan makes. */
+struct GpuState {
+  int config;          /* index into the config table, -1 for none */
+  int config_forced;   /* 1: problem->config named it; run keeps it */
+  const aa_tree *tree; /* the tree serving the device when the plan was made, or NULL: the fallback heuristic */
+  int num_splits;      /* split-KV segments per sequence (1: no split): the most run may use */
+  int split_rows;      /* token rows of split-KV partials the workspace holds (segments x tokens) */
+  int forced_splits;   /* 0 the backend decides; 1 never split; S >= 2 exactly S segments for
+                        * decode-like batches (problem->config "NAME-kS") */
+  int cluster_max[16]; /* per config index: the most split-KV segments that merge inside one
+                        * thread-block cluster (0: never; they merge in the reduce kernel) */
+  int cluster_slots[16]; /* per config index: programs the device co-schedules in clusters of
+                          * cluster_max[i] blocks (a cluster's blocks share a GPC) */
+};
+GpuState *gs(const anyattn_plan *plan) { return static_cast<GpuState *>(plan->state); }
 
 struct ConfigRow {
   const char *name;
@@ -139,10 +155,10 @@ int choose_config(const anyattn_plan *plan, int num_seqs, int num_tokens, int ma
    * split count (0: the backend decides) goes to *tree_splits (may be
    * NULL); -1 there means the heuristic below chose. */
   if (tree_splits) *tree_splits = -1;
-  if (plan->tree) {
+  if (gs(plan)->tree) {
     double f[AA_F_COUNT];
     aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
-    const aa_tree_node *leaf = aa_tree_eval((const aa_tree *)plan->tree, f);
+    const aa_tree_node *leaf = aa_tree_eval((const aa_tree *)gs(plan)->tree, f);
     const int idx = leaf ? config_index(leaf->config) : -1;
     if (idx >= 0 && config_fits(plan, idx)) {
       if (tree_splits) *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
@@ -211,7 +227,7 @@ int split_config_auto(const anyattn_plan *plan) {
 }
 
 /* The config that runs the segments: the forced one, else the above. */
-int split_config(const anyattn_plan *plan) { return plan->config_forced ? plan->config : split_config_auto(plan); }
+int split_config(const anyattn_plan *plan) { return gs(plan)->config_forced ? gs(plan)->config : split_config_auto(plan); }
 
 int split_occupancy(const anyattn_plan *plan, int cfg) {
   const size_t smem = kConfigs[cfg].smem[head_dim_index(plan->problem.head_dim)];
@@ -222,7 +238,7 @@ int split_occupancy(const anyattn_plan *plan, int cfg) {
 }
 
 size_t split_ml_bytes(const anyattn_plan *plan) {
-  const size_t b = (size_t)plan->split_rows * plan->problem.num_q_heads * 8;
+  const size_t b = (size_t)gs(plan)->split_rows * plan->problem.num_q_heads * 8;
   return (b + 255) / 256 * 256;
 }
 
@@ -231,12 +247,12 @@ bool decode_like(const anyattn_args *a) { return (a->num_tokens + a->num_seqs - 
 
 /* A fixed count S (problem->config "C-kS", or a tree leaf's splits): S
  * segments for a decode-like batch (mean q_len <= 8) when the workspace
- * holds them (at most plan->num_splits), else no split. */
+ * holds them (at most gs(plan)->num_splits), else no split. */
 int fixed_split_count(const anyattn_plan *plan, const anyattn_args *a, int S) {
-  if (plan->num_splits < 2 || a->num_tokens <= 0 || S < 2) return 1;
+  if (gs(plan)->num_splits < 2 || a->num_tokens <= 0 || S < 2) return 1;
   if (!decode_like(a)) return 1;
-  if (S > plan->num_splits) S = plan->num_splits;
-  return (long long)S * a->num_tokens <= plan->split_rows ? S : 1;
+  if (S > gs(plan)->num_splits) S = gs(plan)->num_splits;
+  return (long long)S * a->num_tokens <= gs(plan)->split_rows ? S : 1;
 }
 
 /* Programs of config cfg with work, before any split: Q blocks with work
@@ -252,11 +268,11 @@ long long busy_programs(const anyattn_plan *plan, int cfg, const anyattn_args *a
 
 /* Segments for this run, from host scalars only; 1 = no split. */
 int split_count(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
-  if (plan->forced_splits > 0) return fixed_split_count(plan, a, plan->forced_splits);
-  if (plan->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !decode_like(a)) return 1;
+  if (gs(plan)->forced_splits > 0) return fixed_split_count(plan, a, gs(plan)->forced_splits);
+  if (gs(plan)->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !decode_like(a)) return 1;
   const long long base = busy_programs(plan, cfg, a);
-  long long s = plan->num_splits;
-  const long long by_rows = plan->split_rows / a->num_tokens;
+  long long s = gs(plan)->num_splits;
+  const long long by_rows = gs(plan)->split_rows / a->num_tokens;
   const long long by_fill = (long long)split_occupancy(plan, cfg) * plan->ctx->num_sms / base;
   const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
   const long long by_keys = ((long long)kv + kConfigs[cfg].block_n - 1) / kConfigs[cfg].block_n;
@@ -363,7 +379,7 @@ int cluster_limit(const anyattn_plan *plan, int cfg, int occ, int *slots) {
 }
 
 /* Clusters pack into GPCs, so fewer programs may be co-resident in clusters
- * (plan->cluster_slots) than without. Merge in clusters only when that adds
+ * (gs(plan)->cluster_slots) than without. Merge in clusters only when that adds
  * no wave: on one H200, 4x32768 decode with 4 segments of the 148 KB tile
  * (128 programs) ran in two waves as clusters, 252.7 us, against 154.8 us
  * for 16 segments (bench/results/h200_tune_2026-11-29d/); merged by the
@@ -376,7 +392,7 @@ long long wave_programs(const anyattn_plan *plan, int cfg) {
 bool cluster_adds_no_wave(const anyattn_plan *plan, int cfg, const anyattn_args *a, int splits) {
   const long long programs = busy_programs(plan, cfg, a) * splits;
   const long long plain = wave_programs(plan, cfg);
-  const long long cl = plan->cluster_slots[cfg];
+  const long long cl = gs(plan)->cluster_slots[cfg];
   return cl > 0 && (programs + cl - 1) / cl <= (programs + plain - 1) / plain;
 }
 
@@ -398,9 +414,8 @@ void aa_fastdiv_init(uint32_t d, uint32_t *magic, uint32_t *shift) {
   *shift = l;
 }
 
-}  // namespace
 
-extern "C" anyattn_status aa_cuda_device_count(int *count) {
+anyattn_status aa_cuda_device_count(int *count) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   *count = 0;
@@ -413,7 +428,7 @@ extern "C" anyattn_status aa_cuda_device_count(int *count) {
   return ANYATTN_STATUS_OK;
 }
 
-extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
+anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   int n = 0;
   AA_TRY(aa_cuda_device_count(&n));
   AA_CHECK(ctx->device < n, ANYATTN_STATUS_NO_DEVICE, "device %d: there are %d " AA_GPU_NAME " devices", ctx->device, n);
@@ -444,9 +459,9 @@ extern "C" anyattn_status aa_cuda_context_init(anyattn_context *ctx) {
   return ANYATTN_STATUS_OK;
 }
 
-extern "C" int aa_cuda_config_count(void) { return kNumConfigs; }
+int aa_cuda_config_count(void) { return kNumConfigs; }
 
-extern "C" anyattn_status aa_cuda_config_get(int index, anyattn_config_info *info) {
+anyattn_status aa_cuda_config_get(int index, anyattn_config_info *info) {
   AA_CHECK(index >= 0 && index < kNumConfigs, ANYATTN_STATUS_INVALID_SIZE, "index %d: %d " AA_GPU_NAME " configs", index,
            kNumConfigs);
   const ConfigRow &c = kConfigs[index];
@@ -458,11 +473,13 @@ extern "C" anyattn_status aa_cuda_config_get(int index, anyattn_config_info *inf
   return ANYATTN_STATUS_OK;
 }
 
-/* plan->config_forced records whether problem->config forced the config (1)
+/* gs(plan)->config_forced records whether problem->config forced the config (1)
  * or run may re-choose it from the batch's sizes (0). */
-extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
+anyattn_status aa_cuda_plan(anyattn_plan *plan) {
   const anyattn_problem *pr = &plan->problem;
   const anyattn_context *ctx = plan->ctx;
+  plan->state = calloc(1, sizeof(GpuState));
+  AA_CHECK(plan->state != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " state allocation failed");
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
            ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the " AA_GPU_NAME " backend", (int)pr->dtype);
   const int hdi = head_dim_index(pr->head_dim);
@@ -483,15 +500,15 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
              pr->config, kConfigs[forced].smem[hdi], pr->head_dim, ctx->smem_per_block);
   }
   plan->workspace_size = 0;
-  plan->num_splits = 1;
-  plan->split_rows = 0;
-  plan->forced_splits = forced_splits;
+  gs(plan)->num_splits = 1;
+  gs(plan)->split_rows = 0;
+  gs(plan)->forced_splits = forced_splits;
   const char *dt = pr->dtype == ANYATTN_DTYPE_F32 ? "f32" : pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16";
 
   if (pr->dtype == ANYATTN_DTYPE_F32) {
     /* fp32 runs on the CUDA-core kernel; a forced tile config has no meaning there. */
-    plan->config = forced;
-    plan->config_forced = forced >= 0;
+    gs(plan)->config = forced;
+    gs(plan)->config_forced = forced >= 0;
     snprintf(plan->describe, sizeof plan->describe, "cuda f32 d%d group %d: CUDA-core kernel, one warp per (token, head)",
              pr->head_dim, plan->group);
     return ANYATTN_STATUS_OK;
@@ -499,17 +516,17 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
 
   /* Raise the shared-memory limit of every variant run() may pick; ask how
    * many split segments each can merge in a cluster. */
-  memset(plan->cluster_max, 0, sizeof plan->cluster_max);
-  memset(plan->cluster_slots, 0, sizeof plan->cluster_slots);
-  static_assert(kNumConfigs <= (int)(sizeof plan->cluster_max / sizeof plan->cluster_max[0]), "cluster_max");
+  memset(gs(plan)->cluster_max, 0, sizeof gs(plan)->cluster_max);
+  memset(gs(plan)->cluster_slots, 0, sizeof gs(plan)->cluster_slots);
+  static_assert(kNumConfigs <= (int)(sizeof gs(plan)->cluster_max / sizeof gs(plan)->cluster_max[0]), "cluster_max");
   for (int i = 0; i < kNumConfigs; i++) {
     if (!config_fits(plan, i) || (forced >= 0 && i != forced)) continue;
     const size_t smem = kConfigs[i].smem[hdi];
     AA_CUDA_TRY(cudaFuncSetAttribute((const void *)tc_kernel(pr->dtype, pr->head_dim, i),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    plan->cluster_max[i] = cluster_limit(plan, i, split_occupancy(plan, i), &plan->cluster_slots[i]);
+    gs(plan)->cluster_max[i] = cluster_limit(plan, i, split_occupancy(plan, i), &gs(plan)->cluster_slots[i]);
   }
-  plan->tree = aa_tree_for(ctx->device_name, ctx->family);
+  gs(plan)->tree = aa_tree_for(ctx->device_name, ctx->family);
   const int cfg = forced >= 0 ? forced : choose_config(plan, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
@@ -520,8 +537,8 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
                              pr->num_kv_heads * m.n_hchunks;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
-  plan->config = cfg;
-  plan->config_forced = forced >= 0;
+  gs(plan)->config = cfg;
+  gs(plan)->config_forced = forced >= 0;
 
   /* Split-KV limits and workspace (formula at split_count). A forced config
    * or split count changes what runs, not the plan's limits: they come from
@@ -533,7 +550,7 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
    * tree's leaf m16n128w8s2/4, in a plan sized for 16, ran 4 segments
    * (296 us; bench/results/h200_2026-11-29_session4/). */
   int lcfg = split_config_auto(plan);
-  if (lcfg < 0 && plan->config_forced) lcfg = plan->config; /* no decode tile fits: the forced one may */
+  if (lcfg < 0 && gs(plan)->config_forced) lcfg = gs(plan)->config; /* no decode tile fits: the forced one may */
   if (lcfg >= 0) {
     const RowMap ms = row_map(plan->group, kConfigs[lcfg].block_m);
     long long smax = kMaxSplits;
@@ -542,22 +559,22 @@ extern "C" anyattn_status aa_cuda_plan(anyattn_plan *plan) {
     const long long by_keys = ((long long)plan->limits.max_context + kSplitMinKeys - 1) / kSplitMinKeys;
     if (by_fill < smax) smax = by_fill;
     if (by_keys < smax) smax = by_keys;
-    if (plan->forced_splits > smax) smax = plan->forced_splits;
+    if (gs(plan)->forced_splits > smax) smax = gs(plan)->forced_splits;
     if (smax >= 2) {
-      plan->num_splits = (int)smax;
-      plan->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens
+      gs(plan)->num_splits = (int)smax;
+      gs(plan)->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens
                                                                                 : kSplitMaxTokens);
       plan->workspace_size =
-          split_ml_bytes(plan) + (size_t)plan->split_rows * pr->num_q_heads * pr->head_dim * sizeof(float);
+          split_ml_bytes(plan) + (size_t)gs(plan)->split_rows * pr->num_q_heads * pr->head_dim * sizeof(float);
     }
   }
   char split_txt[96] = "";
   const int scfg = split_config(plan);
-  if (plan->num_splits > 1 && scfg >= 0 && plan->cluster_max[scfg] >= 2)
+  if (gs(plan)->num_splits > 1 && scfg >= 0 && gs(plan)->cluster_max[scfg] >= 2)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments (up to %d merged in a cluster)",
-             plan->num_splits, plan->cluster_max[scfg]);
-  else if (plan->num_splits > 1)
-    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", plan->num_splits);
+             gs(plan)->num_splits, gs(plan)->cluster_max[scfg]);
+  else if (gs(plan)->num_splits > 1)
+    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", gs(plan)->num_splits);
   snprintf(plan->describe, sizeof plan->describe,
            "cuda %s %s d%d group %d: %d tokens x %d heads per program, %s%s%s", kConfigs[cfg].name, dt,
            pr->head_dim, plan->group, m.bq, m.gh, forced >= 0 ? "forced" : "chosen from the limits",
@@ -678,7 +695,7 @@ void tma_setup(aa::AttnParams *p, const anyattn_plan *plan, const anyattn_args *
 }
 #endif
 
-extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_args *a) {
+anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
   const size_t es = anyattn_dtype_size(pr->dtype);
@@ -739,8 +756,8 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     aa_kernel_f32()<<<grid, aa::kF32Warps * AA_WARP_SIZE, 0, stream>>>(p, pr->head_dim);
   } else {
     int tree_splits = -1;
-    int cfg = plan->config_forced
-                  ? plan->config
+    int cfg = gs(plan)->config_forced
+                  ? gs(plan)->config
                   : choose_config(plan, a->num_seqs, a->num_tokens, a->max_q_len, a->max_kv_len, &tree_splits);
     int splits;
     if (tree_splits >= 0) { /* the tree's leaf: its config runs the segments too */
@@ -752,7 +769,7 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
     }
     if (splits > 1) {
       p.num_splits = splits;
-      p.cluster = splits <= plan->cluster_max[cfg] && cluster_adds_no_wave(plan, cfg, a, splits);
+      p.cluster = splits <= gs(plan)->cluster_max[cfg] && cluster_adds_no_wave(plan, cfg, a, splits);
       p.part_ml = reinterpret_cast<float2 *>(a->workspace);
       p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + split_ml_bytes(plan));
     } else {
@@ -793,3 +810,14 @@ extern "C" anyattn_status aa_cuda_run(const anyattn_plan *plan, const anyattn_ar
   AA_CUDA_TRY(cudaGetLastError());
   return ANYATTN_STATUS_OK;
 }
+
+void aa_cuda_plan_free(anyattn_plan *plan) {
+  free(plan->state);
+  plan->state = nullptr;
+}
+
+}  // namespace
+
+extern "C" const aa_backend_ops AA_GPU_BACKEND_OPS = {AA_GPU_BACKEND_ID,   aa_cuda_device_count, aa_cuda_context_init,
+                                                     aa_cuda_plan,        aa_cuda_plan_free,    aa_cuda_run,
+                                                     aa_cuda_config_count, aa_cuda_config_get};

@@ -62,14 +62,10 @@
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 
-/* The launcher (src/gpu/cuda_backend.cu) is written once with the aa_cuda_*
- * names of src/core/internal.h; compiled as HIP it defines the aa_hip_* ones. */
-#define aa_cuda_device_count aa_hip_device_count
-#define aa_cuda_context_init aa_hip_context_init
-#define aa_cuda_plan aa_hip_plan
-#define aa_cuda_run aa_hip_run
-#define aa_cuda_config_count aa_hip_config_count
-#define aa_cuda_config_get aa_hip_config_get
+/* The backend is written once against the CUDA runtime; compiled as HIP it
+ * is the HIP backend's table (src/core/backend.h). */
+#define AA_GPU_BACKEND_OPS aa_hip_backend
+#define AA_GPU_BACKEND_ID ANYATTN_BACKEND_HIP
 #define AA_GPU_NAME "HIP"
 
 /* Device-side shims for the few CUDA intrinsics the body uses. */
@@ -128,6 +124,8 @@ typedef __half aa_f16;
 typedef __nv_bfloat16 aa_bf16;
 #define AA_WARP_SIZE 32
 #define AA_GPU_NAME "CUDA"
+#define AA_GPU_BACKEND_OPS aa_cuda_backend
+#define AA_GPU_BACKEND_ID ANYATTN_BACKEND_CUDA
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). */
 #define AA_MAX_SMEM_PER_BLOCK 232448
 /* Oldest architecture served (sm_80) and the family name decision trees are keyed by ("sm_90"). */
