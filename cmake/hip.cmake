@@ -130,14 +130,9 @@ set(ANYATTN_HIP_OBJECTS)
 foreach(src ${_hip_cu})
   get_filename_component(n ${src} NAME_WE)
   set(obj ${CMAKE_BINARY_DIR}/hip/${n}.o)
-  # The backend's host files (src/gpu/*.cu) define no kernels: host pass only.
-  set(_only "")
-  if(NOT src MATCHES "/inst/")
-    set(_only --offload-host-only)
-  endif()
   add_custom_command(OUTPUT ${obj}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
-    COMMAND ${ANYATTN_HIP_COMPILER} ${ANYATTN_HIP_FLAGS} ${_only} -c ${src} -o ${obj}
+    COMMAND ${ANYATTN_HIP_COMPILER} ${ANYATTN_HIP_FLAGS} -c ${src} -o ${obj}
     DEPENDS ${src} ${_hip_headers}
     COMMENT "HIP ${n}.cu (${ANYATTN_HIP_ARCHS})" VERBATIM)
   list(APPEND ANYATTN_HIP_OBJECTS ${obj})

@@ -29,7 +29,7 @@ typedef struct {
  * long max_context) into more segments than a cluster holds, so the reduce
  * kernel merges them; the second is captured prefill-like and does not split.
  * The last two force 8 and 3 segments: 8 merge in the reduce kernel, 3 inside
- * a thread-block cluster on sm_90 (cuda_backend.cu, kClusterMerge). */
+ * a thread-block cluster on sm_90 (src/gpu/policy.h, AA_GPU_CLUSTER_MERGE). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500, NULL},
     {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200, NULL},

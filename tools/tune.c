@@ -114,7 +114,7 @@ int tune_main(const tune_options *opt) {
   /* Candidates: every row of the config table (the CPU has one tiling), and
    * for the 16-row (decode) rows also fixed KV split counts: config C with
    * splits S runs as "C-kS" (splits 0: the backend decides). A split count
-   * only changes decode-like batches (mean q_len <= 8, cuda_backend.cu's
+   * only changes decode-like batches (mean q_len <= 8, src/gpu/policy.c's
    * split_count), so on other cells those candidates take C's own time. */
   static const int kSplitCands[] = {1, 4, 16};
   const int num_rows = anyattn_config_count(be);

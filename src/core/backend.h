@@ -36,9 +36,11 @@ struct aa_backend_ops {
  * (AUTO is not a backend: NULL). */
 AA_HIDDEN const aa_backend_ops *aa_backend_ops_of(anyattn_backend backend);
 
-AA_HIDDEN extern const aa_backend_ops aa_cpu_backend;
-AA_HIDDEN extern const aa_backend_ops aa_cuda_backend; /* ANYATTN_WITH_CUDA builds */
-AA_HIDDEN extern const aa_backend_ops aa_hip_backend;  /* ANYATTN_WITH_HIP builds */
+/* Each backend's table. Functions, not variables: a GPU backend's file is also
+ * compiled for the device, where a table of host functions cannot live. */
+AA_HIDDEN const aa_backend_ops *aa_cpu_backend(void);
+AA_HIDDEN const aa_backend_ops *aa_cuda_backend(void); /* ANYATTN_WITH_CUDA builds */
+AA_HIDDEN const aa_backend_ops *aa_hip_backend(void);  /* ANYATTN_WITH_HIP builds */
 
 #ifdef __cplusplus
 }

@@ -923,5 +923,8 @@ static anyattn_status aa_cpu_config_get(int index, anyattn_config_info *info) {
   return aa_error(ANYATTN_STATUS_INVALID_SIZE, "index %d: the CPU backend has no config table", index);
 }
 
-const aa_backend_ops aa_cpu_backend = {ANYATTN_BACKEND_CPU, aa_cpu_device_count, aa_cpu_context_init, aa_cpu_plan,
-                                       aa_cpu_plan_free,    aa_cpu_run,          aa_cpu_config_count, aa_cpu_config_get};
+const aa_backend_ops *aa_cpu_backend(void) {
+  static const aa_backend_ops ops = {ANYATTN_BACKEND_CPU, aa_cpu_device_count, aa_cpu_context_init, aa_cpu_plan,
+                                     aa_cpu_plan_free,    aa_cpu_run,          aa_cpu_config_count, aa_cpu_config_get};
+  return &ops;
+}

@@ -1,7 +1,8 @@
 /* tile_amd.cuh: AMD CDNA tile primitives for the attention body (gfx90a MI200,
  * gfx942 MI300): 16x16x16 matrix-core tiles from one MFMA (fp32 accumulate) on a
  * 64-lane wavefront, plain LDS loads, synchronous 16-byte copies, wave shuffles.
- * Same names and contract as tile_nv.cuh; attention.cuh sees only these.
+ * Same names and contract as tile_nv.cuh; the kernel parts (src/gpu/kernel/) see
+ * only these.
  *
  * Layouts of v_mfma_f32_16x16x16{f16,bf16_1k} (AMD matrix instruction calculator,
  * gfx9 rules; L = lane, e = element 0..3 of the lane's 4-vector):
@@ -208,9 +209,37 @@ __device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }
 __device__ __forceinline__ float4 cluster_ld4(uint32_t) { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
 __device__ __forceinline__ float2 cluster_ld2(uint32_t) { return make_float2(0.0f, 0.0f); }
 
-/* A time stamp for -DAA_TRACE experiment builds (attention.cuh): the
- * compute unit's clock cycles (not ns). */
-__device__ __forceinline__ unsigned long long trace_now() { return (unsigned long long)clock64(); }
+/* ---- Hopper-only primitives (tile_nv_sm90.cuh) -----------------------------------
+ * Never reached on CDNA (kArchWgmma and kArchTma are false, kTileWgmma and
+ * kTileTma too); declared so the one kernel source compiles for both vendors. */
+constexpr bool kArchWgmma = false;
+constexpr bool kArchTma = false;
+/* Used for alignment arithmetic only: the low 32 bits of a generic LDS address
+ * are its LDS offset (the aperture base is 4 GB aligned). */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)reinterpret_cast<uintptr_t>(p); }
+__device__ __forceinline__ uint64_t wg_desc(uint32_t, uint32_t, uint32_t) { return 0; }
+__device__ __forceinline__ void wg_fence() { __builtin_trap(); }
+__device__ __forceinline__ void wg_commit() { __builtin_trap(); }
+__device__ __forceinline__ void wg_wait_all() { __builtin_trap(); }
+__device__ __forceinline__ void wg_keep(float &) {}
+__device__ __forceinline__ void wg_keep(uint32_t &) {}
+__device__ __forceinline__ void wg_keep(FragC &) {}
+__device__ __forceinline__ void wg_keep(FragA &) {}
+template <typename T, int N, int TRANS>
+__device__ __forceinline__ void wg_mma(float *, const FragA &, uint64_t, int) { __builtin_trap(); }
+template <typename T, int N>
+__device__ __forceinline__ void wg_mma_ss(float *, uint64_t, uint64_t, int) { __builtin_trap(); }
+__device__ __forceinline__ void fence_proxy_async_smem() {}
+__device__ __forceinline__ void mbar_init(uint64_t *, unsigned) { __builtin_trap(); }
+__device__ __forceinline__ void mbar_init_fence() { __builtin_trap(); }
+__device__ __forceinline__ void mbar_arrive_copies(uint64_t *) { __builtin_trap(); }
+__device__ __forceinline__ void mbar_arrive(uint64_t *) { __builtin_trap(); }
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *, uint32_t) { __builtin_trap(); }
+__device__ __forceinline__ void mbar_wait(uint64_t *, uint32_t) { __builtin_trap(); }
+__device__ __forceinline__ void tma_prefetch_map(const void *) {}
+__device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int, int, uint64_t *) { __builtin_trap(); }
+__device__ __forceinline__ void named_sync(int, int) { __builtin_trap(); }
+__device__ __forceinline__ void named_arrive(int, int) { __builtin_trap(); }
 
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (v_rcp_f32); x = 0 gives +inf, which

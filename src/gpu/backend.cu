@@ -1,0 +1,216 @@
+/* backend.cu: the GPU backend's entry points (the table of src/core/backend.h),
+ * written once for CUDA and HIP: device discovery, plan (support checks, the
+ * config table at the head dim, the policy's plan-time choices, shared-memory
+ * and cluster set-up) and run (argument checks, then launch.cu). Compiled as
+ * HIP it is the HIP backend (vendor/vendor.h names the table). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "host.cuh"
+#include "launch.h"
+#include "select.h"
+
+namespace {
+
+/* Every runtime call goes through this: DEVICE_ERROR with file:line and the runtime's message. */
+#define AA_CUDA_TRY(call)                                                                                    \
+  do {                                                                                                       \
+    cudaError_t aa_e_ = (call);                                                                              \
+    if (aa_e_ != cudaSuccess)                                                                                \
+      return aa_error(ANYATTN_STATUS_DEVICE_ERROR, "%s:%d: %s: %s", __FILE__, __LINE__, #call,               \
+                      cudaGetErrorString(aa_e_));                                                            \
+  } while (0)
+
+aa_gpu_plan_state *state_of(const anyattn_plan *plan) { return static_cast<aa_gpu_plan_state *>(plan->state); }
+
+anyattn_status select_device(int device) {
+  int cur = -1;
+  AA_CUDA_TRY(cudaGetDevice(&cur));
+  if (cur != device) AA_CUDA_TRY(cudaSetDevice(device));
+  return ANYATTN_STATUS_OK;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+anyattn_status device_count(int *count) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  *count = 0;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* not sticky: leave no error behind for the caller */
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "no " AA_GPU_NAME " device: %s", cudaGetErrorString(e));
+  }
+  if (n <= 0) return aa_error(ANYATTN_STATUS_NO_DEVICE, "no " AA_GPU_NAME " device: the runtime reports 0 devices");
+  *count = n;
+  return ANYATTN_STATUS_OK;
+}
+
+anyattn_status context_init(anyattn_context *ctx) {
+  int n = 0;
+  AA_TRY(device_count(&n));
+  AA_CHECK(ctx->device < n, ANYATTN_STATUS_NO_DEVICE, "device %d: there are %d " AA_GPU_NAME " devices", ctx->device, n);
+  cudaDeviceProp prop;
+  AA_CUDA_TRY(cudaGetDeviceProperties(&prop, ctx->device));
+  snprintf(ctx->device_name, sizeof ctx->device_name, "%.127s", prop.name);
+  ctx->num_sms = prop.multiProcessorCount;
+  ctx->smem_per_block = prop.sharedMemPerBlockOptin;
+  ctx->arch = prop.major * 10 + prop.minor;
+  AA_DEVICE_FAMILY(prop, ctx->family, sizeof ctx->family);
+  AA_CHECK(ctx->arch >= AA_MIN_ARCH, ANYATTN_STATUS_NO_DEVICE,
+           "device %d (%s, %s) is older than this " AA_GPU_NAME " backend supports", ctx->device, prop.name,
+           ctx->family);
+  /* Fail here, not at the first run, when this build has no code for the device. */
+  AA_TRY(select_device(ctx->device));
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)aa::tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, %s): no kernel image in this build: %s",
+                    ctx->device, prop.name, ctx->family, cudaGetErrorString(e));
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+int config_count(void) { return aa::config_count(); }
+
+anyattn_status config_get(int index, anyattn_config_info *info) {
+  AA_CHECK(index >= 0 && index < aa::config_count(), ANYATTN_STATUS_INVALID_SIZE, "index %d: %d " AA_GPU_NAME " configs",
+           index, aa::config_count());
+  aa::config_info(index, info);
+  return ANYATTN_STATUS_OK;
+}
+
+/* Raise the shared-memory limit of every variant run may pick, and ask how
+ * many split segments each can merge in a cluster (ANYATTN_CUDA_CLUSTERS=0:
+ * none, for comparisons; clusters exist on sm_90+ only). */
+anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int forced) {
+  aa_gpu_plan_state *st = state_of(plan);
+  const anyattn_problem *pr = &plan->problem;
+  const char *env = getenv("ANYATTN_CUDA_CLUSTERS");
+  const bool clusters = aa::kHasClusters && dev->arch >= 90 && !(env && strcmp(env, "0") == 0);
+  for (int i = 0; i < st->num_configs; i++) {
+    if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
+    const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i);
+    AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st->configs[i].smem));
+    if (!clusters) continue;
+    int active[AA_GPU_CLUSTER_MERGE + 1];
+    for (int c = 0; c <= AA_GPU_CLUSTER_MERGE; c++)
+      active[c] = c >= 2 && (c & (c - 1)) == 0
+                      ? aa::cluster_active(k, st->configs[i].warps * AA_WARP_SIZE, st->configs[i].smem, c)
+                      : -1;
+    st->cluster_max[i] = aa_gpu_cluster_limit(st, dev, i, active, &st->cluster_slots[i]);
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool forced) {
+  const aa_gpu_plan_state *st = state_of(plan);
+  const aa_gpu_config &c = st->configs[st->config];
+  const aa_gpu_row_map m = aa_gpu_rows(plan->group, c.block_m);
+  char split_txt[96] = "";
+  const int scfg = aa_gpu_split_config(plan, dev);
+  if (st->num_splits > 1 && scfg >= 0 && st->cluster_max[scfg] >= 2)
+    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments (up to %d merged in a cluster)", st->num_splits,
+             st->cluster_max[scfg]);
+  else if (st->num_splits > 1)
+    snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", st->num_splits);
+  snprintf(plan->describe, sizeof plan->describe, "%s %s %s d%d group %d: %d tokens x %d heads per program, %s%s%s",
+           anyattn_backend_name(plan->ctx->backend), c.name, dt, plan->problem.head_dim, plan->group, m.bq, m.gh,
+           forced ? "forced" : "chosen from the limits", forced ? "" : " (run re-chooses from each batch)", split_txt);
+}
+
+/* st->config_forced records whether problem->config forced the config (1)
+ * or run may re-choose it from the batch's sizes (0). */
+anyattn_status plan(anyattn_plan *plan) {
+  const anyattn_problem *pr = &plan->problem;
+  const anyattn_context *ctx = plan->ctx;
+  AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
+           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the " AA_GPU_NAME " backend",
+           (int)pr->dtype);
+  aa_gpu_plan_state *st = static_cast<aa_gpu_plan_state *>(calloc(1, sizeof(aa_gpu_plan_state)));
+  AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " state allocation failed");
+  plan->state = st;
+  AA_CHECK(aa::config_table(pr->head_dim, st), ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+           "problem->head_dim is %d; the " AA_GPU_NAME " backend supports 64, 96, 128 and 256", pr->head_dim);
+  aa_gpu_policy_init(st);
+  const aa_gpu_device dev = aa::device_of(ctx);
+  /* Any block_size >= 1 works: K/V rows are gathered one by one (page = j / block_size). */
+  AA_TRY(select_device(ctx->device));
+
+  int forced = -1;
+  if (pr->config) {
+    forced = aa_gpu_config_parse(st, pr->config, &st->forced_splits);
+    AA_CHECK(forced >= 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s' is not a " AA_GPU_NAME " config (see anyattn_config_get; an optional "
+             "suffix -kS, 1 <= S <= %d, forces S KV segments)",
+             pr->config, AA_GPU_MAX_SPLITS);
+    AA_CHECK(aa_gpu_config_fits(st, &dev, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s' needs %zu bytes of shared memory at head_dim %d; the device allows %zu", pr->config,
+             st->configs[forced].smem, pr->head_dim, ctx->smem_per_block);
+  }
+  plan->workspace_size = 0;
+  st->num_splits = 1;
+  st->config = forced;
+  st->config_forced = forced >= 0;
+  if (pr->dtype == ANYATTN_DTYPE_F32) { /* the CUDA-core kernel: a forced tile config has no meaning there */
+    snprintf(plan->describe, sizeof plan->describe, "%s f32 d%d group %d: CUDA-core kernel, one warp per (token, head)",
+             anyattn_backend_name(ctx->backend), pr->head_dim, plan->group);
+    return ANYATTN_STATUS_OK;
+  }
+  AA_TRY(prepare_kernels(plan, &dev, forced));
+  st->tree = aa_tree_for(ctx->device_name, ctx->family);
+  const int cfg =
+      forced >= 0 ? forced : aa_gpu_choose_config(plan, &dev, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
+  AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+           "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
+           ctx->smem_per_block);
+  /* The largest grid run can launch under these limits must fit one grid dimension. */
+  const aa_gpu_row_map m = aa_gpu_rows(plan->group, st->configs[cfg].block_m);
+  const long long programs =
+      ((long long)plan->limits.max_tokens / m.bq + plan->limits.max_seqs) * pr->num_kv_heads * m.n_hchunks;
+  AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+           "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
+  st->config = cfg;
+  AA_TRY(aa_gpu_plan_splits(plan, &dev));
+  describe(plan, &dev, pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16", forced >= 0);
+  return ANYATTN_STATUS_OK;
+}
+
+void plan_free(anyattn_plan *plan) {
+  free(plan->state);
+  plan->state = nullptr;
+}
+
+anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
+  const anyattn_problem *pr = &plan->problem;
+  if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
+  const size_t es = anyattn_dtype_size(pr->dtype);
+  AA_CHECK(aligned16(a->k_cache) && aligned16(a->v_cache), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->k_cache and v_cache must be 16-byte aligned for the " AA_GPU_NAME " backend");
+  AA_CHECK(aligned16(a->q) && aligned16(a->out), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->q and out must be 16-byte aligned for the " AA_GPU_NAME " backend");
+  const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
+  const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
+  for (int i = 0; i < 3; i++) {
+    AA_CHECK((ks[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i]);
+    AA_CHECK((vs[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i]);
+  }
+  AA_TRY(select_device(plan->ctx->device));
+  AA_TRY(aa::launch_attention(plan, a));
+  AA_CUDA_TRY(cudaGetLastError());
+  return ANYATTN_STATUS_OK;
+}
+
+}  // namespace
+
+extern "C" const aa_backend_ops *AA_GPU_BACKEND_OPS(void) {
+  static const aa_backend_ops ops = {AA_GPU_BACKEND_ID, device_count, context_init, plan,
+                                     plan_free,         run,          config_count, config_get};
+  return &ops;
+}

@@ -1,0 +1,251 @@
+/* epilogue.cuh: how a program's results leave. The WN warps that split a
+ * tile's keys merge their rows through shared memory (by their log-sum-exp
+ * weights), then the program writes out and lse, or, as a split-KV segment,
+ * its fp32 partial (for the reduce kernel, reduce.cuh) or its rows to the
+ * cluster's merge (sm_90: the segments of a program merge through distributed
+ * shared memory and write out themselves). Sinks enter once, in the last merge. */
+#ifndef ANYATTN_GPU_KERNEL_EPILOGUE_CUH
+#define ANYATTN_GPU_KERNEL_EPILOGUE_CUH
+
+#include "softmax.cuh"
+
+namespace aa {
+
+/* Most segments one cluster can merge (the portable cluster size on sm_90);
+ * the host uses fewer (src/gpu/policy.c, the cluster merge limit). */
+constexpr int kClusterMax = 8;
+
+/* ---- split-KV merge inside a cluster (sm_90) ---------------------------------------
+ * Every segment of the program has left its merged rows (fp32, normalised by
+ * its own sum) and their (max, sum) in its shared memory; after a cluster
+ * barrier, segment `rank` merges every S-th (row, 8-column chunk) of the
+ * program from all S segments' shared memory, with the reduce kernel's
+ * arithmetic (sinks, lse, rows with no key: 0 / -inf), and writes out and
+ * lse. A second barrier (relaxed) keeps each block's shared memory alive
+ * until the others have read it. Every thread of every segment must call it. */
+template <typename T, class S>
+__device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program<S> &g, unsigned char *smem) {
+  constexpr int CH = S::CHUNKS, BLOCK_M = S::WM * 16, HEAD_DIM = S::HD;
+  const int rank = g.seg;
+  const int NS = p.num_splits;
+  const float *cO = reinterpret_cast<const float *>(smem + S::CL_OFF);
+  const float2 *cML = reinterpret_cast<const float2 *>(smem + S::CL_ML_OFF);
+  cluster_sync();
+  for (int i = (int)threadIdx.x * NS + rank; i < BLOCK_M * CH; i += S::THREADS * NS) {
+    const int r = i / CH, c = i % CH;
+    if (!g.row_valid(r)) continue;
+    float m_s[kClusterMax], w_s[kClusterMax];
+    float M = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < kClusterMax; u++) {
+      const float2 ml = u < NS ? cluster_ld2(cluster_map(cML + r, u)) : make_float2(-INFINITY, 0.0f);
+      m_s[u] = ml.x;
+      w_s[u] = ml.y;
+      M = fmaxf(M, ml.x);
+    }
+    const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
+    const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;
+    M = fmaxf(M, sink);
+    float L = 0.0f;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
+    const float *src = cO + r * S::OROW + c * 8;
+#pragma unroll
+    for (int u = 0; u < kClusterMax; u++) {
+      if (u >= NS) break;
+      const float wt = m_s[u] == -INFINITY ? 0.0f : w_s[u] * fast_exp2(m_s[u] - M);
+      L += wt;
+      const uint32_t ad = cluster_map(src, u);
+      const float4 x = cluster_ld4(ad), y = cluster_ld4(ad + 16); /* written by every segment: finite */
+      a.x = fmaf(wt, x.x, a.x), a.y = fmaf(wt, x.y, a.y), a.z = fmaf(wt, x.z, a.z), a.w = fmaf(wt, x.w, a.w);
+      b.x = fmaf(wt, y.x, b.x), b.y = fmaf(wt, y.y, b.y), b.z = fmaf(wt, y.z, b.z), b.w = fmaf(wt, y.w, b.w);
+    }
+    if (any && sink != -INFINITY) L += fast_exp2(sink - M);
+    const float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+    uint4 o;
+    o.x = pack2<T>(a.x * f, a.y * f);
+    o.y = pack2<T>(a.z * f, a.w * f);
+    o.z = pack2<T>(b.x * f, b.y * f);
+    o.w = pack2<T>(b.z * f, b.w * f);
+    const int64_t ro = g.row_offset(r);
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + ro * HEAD_DIM + c * 8) = o;
+    if (p.lse && c == 0) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+  cluster_sync_relaxed(); /* the values loaded above are consumed: no ordering needed */
+}
+
+/* A split-KV segment with no tile of its program's keys: an empty partial,
+ * which the reduce skips. */
+template <class S>
+__device__ __forceinline__ void write_empty_partial(const AttnParams &p, const Program<S> &g) {
+  for (int r = g.tid; r < S::BM; r += S::THREADS)
+    if (g.row_valid(r)) p.part_ml[g.part_row(r)] = make_float2(-INFINITY, 0.0f);
+}
+
+/* Merge the WN warps of each row band through shared memory, then write. Two
+ * orders, fixed by the tile shape:
+ * - early scale (WN < kLateMergeWarps): a barrier publishes every warp's rows'
+ *   (max, sum); each lane scales its own accumulators by 2^(m - M)/L and
+ *   stores them; after a second barrier, threads sum the WN partials. Every
+ *   lane works, which suits the 4-warp tiles run 2 per SM.
+ * - late scale (WN >= kLateMergeWarps: the 8-warp decode tile): warps store
+ *   raw accumulators with their (max, sum); after one barrier, only threads
+ *   owning a valid (row, 8-column) chunk weigh the WN partials and normalise.
+ *   A decode program has 4 valid rows of 16 at GQA 4, and one barrier fewer
+ *   shortens the latency-bound batch-1 epilogue (docs/design/decode.md). */
+constexpr int kLateMergeWarps = 8;
+
+template <typename T, class S>
+struct Epilogue {
+  static constexpr int WN = S::WN, BLOCK_M = S::BM, CH = S::CHUNKS;
+  static constexpr bool LATE = WN >= kLateMergeWarps;
+  const AttnParams &p;
+  const Program<S> &g;
+  unsigned char *smem;
+  float *sM, *sL, *sO; /* [WN][BLOCK_M] maxima and sums, [WN][BLOCK_M][OROW] rows */
+  bool sink;           /* sinks enter here (not in a later merge of segments) */
+
+  __device__ __forceinline__ Epilogue(const AttnParams &p_, const Program<S> &g_, unsigned char *smem_)
+      : p(p_), g(g_), smem(smem_) {
+    sM = reinterpret_cast<float *>(smem);
+    sL = sM + WN * BLOCK_M;
+    sO = sL + WN * BLOCK_M;
+    sink = p.sinks && !g.split; /* a split's sink enters once, in the merge of the segments */
+  }
+
+  /* A merged row's (max, sum): to the cluster's merge, the segment's partial or the lse. */
+  __device__ __forceinline__ void store_row_ml(int r, bool any, float M, float L) const {
+    if (g.cl) reinterpret_cast<float2 *>(smem + S::CL_ML_OFF)[r] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+    else if (g.split) p.part_ml[g.part_row(r)] = make_float2(any ? M : -INFINITY, any ? L : 0.0f);
+    else if (p.lse) p.lse[g.row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+
+  /* Each warp's (max, sum) of its rows. */
+  __device__ __forceinline__ void publish_stats(const OnlineSoftmax<S> &sx) const {
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const float l_tot = row_allreduce_sum(sx.l_run[sl]);
+      if (frag_c_row_owner()) {
+        const int r = g.wm * 16 + frag_c_row(sl);
+        sM[g.wn * BLOCK_M + r] = sx.m_run[sl];
+        sL[g.wn * BLOCK_M + r] = l_tot;
+      }
+    }
+  }
+
+  /* Early scale: this lane's factor per row slot, 2^(m - M) / L over the WN warps. */
+  __device__ __forceinline__ void early_factors(const OnlineSoftmax<S> &sx, float (&f)[kFragCSlots]) const {
+    block_sync();
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const int r = g.wm * 16 + frag_c_row(sl);
+      float M = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
+      const bool any = M != -INFINITY;
+      const int h = g.row_head(r);
+      if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
+      float L = 0.0f;
+#pragma unroll
+      for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
+      if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
+      f[sl] = any ? fast_exp2(sx.m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
+      if (g.wn == 0 && frag_c_row_owner() && (g.cl || g.row_valid(r))) store_row_ml(r, any, M, L);
+    }
+  }
+
+  /* Late scale: chunk c of valid row r weighed over the WN warps and normalised. */
+  __device__ __forceinline__ void merge_late(int r, int c, float (&v)[8]) const {
+    float mu[WN], M = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < WN; u++) {
+      mu[u] = sM[u * BLOCK_M + r];
+      M = fmaxf(M, mu[u]);
+    }
+    const bool any = M != -INFINITY;
+    const float sk = sink ? p.sinks[g.head0 + (r - g.row_tok(r) * p.gh)] * kLog2e : -INFINITY; /* r is valid */
+    M = fmaxf(M, sk);
+    float L = sink && any ? fast_exp2(sk - M) : 0.0f;
+#pragma unroll
+    for (int u = 0; u < WN; u++) {
+      const float wt = mu[u] == -INFINITY ? 0.0f : fast_exp2(mu[u] - M); /* a warp that saw no key: 0 */
+      L = fmaf(sL[u * BLOCK_M + r], wt, L);
+      const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
+      const float4 a = src[0], b = src[1];
+      v[0] = fmaf(wt, a.x, v[0]), v[1] = fmaf(wt, a.y, v[1]), v[2] = fmaf(wt, a.z, v[2]), v[3] = fmaf(wt, a.w, v[3]);
+      v[4] = fmaf(wt, b.x, v[4]), v[5] = fmaf(wt, b.y, v[5]), v[6] = fmaf(wt, b.z, v[6]), v[7] = fmaf(wt, b.w, v[7]);
+    }
+    const float fr = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] *= fr;
+    if (c == 0) store_row_ml(r, any, M, L); /* r is valid here */
+  }
+
+  /* Early scale: chunk c of row r summed over the WN warps (already scaled). */
+  __device__ __forceinline__ void sum_early(int r, int c, float (&v)[8]) const {
+#pragma unroll
+    for (int u = 0; u < WN; u++) {
+      const float4 *src = reinterpret_cast<const float4 *>(sO + ((size_t)u * BLOCK_M + r) * S::OROW + c * 8);
+      const float4 a = src[0], b = src[1];
+      v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
+      v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+    }
+  }
+
+  /* Chunk c of merged row r to the cluster's merge, the segment's partial, or out. */
+  __device__ __forceinline__ void emit(int r, int c, const float (&v)[8]) const {
+    if (g.cl) {
+      float4 *dst = reinterpret_cast<float4 *>(smem + S::CL_OFF) + (r * S::OROW + c * 8) / 4;
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      return;
+    }
+    if (g.split) {
+      float4 *dst = reinterpret_cast<float4 *>(p.part_o + g.part_row(r) * S::HD + c * 8);
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      return;
+    }
+    uint4 o;
+    o.x = pack2<T>(v[0], v[1]);
+    o.y = pack2<T>(v[2], v[3]);
+    o.z = pack2<T>(v[4], v[5]);
+    o.w = pack2<T>(v[6], v[7]);
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * S::HD + c * 8) = o;
+  }
+
+  __device__ __forceinline__ void run(const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) const {
+    publish_stats(sx);
+    float f[kFragCSlots];
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) f[sl] = 1.0f;
+    if constexpr (!LATE) early_factors(sx, f);
+    float *sOw = sO + (size_t)g.wn * BLOCK_M * S::OROW;
+#pragma unroll
+    for (int d = 0; d < S::DK; d++)
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) {
+        const int sl = frag_c_slot(e);
+        sOw[(g.wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = LATE ? acc[d].x[e] : acc[d].x[e] * f[sl];
+      }
+    block_sync();
+    constexpr int OL = (BLOCK_M * CH + S::THREADS - 1) / S::THREADS;
+#pragma unroll
+    for (int k = 0; k < OL; k++) {
+      const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
+      if (((BLOCK_M * CH) % S::THREADS != 0 && i >= BLOCK_M * CH) || !g.row_valid(r)) continue;
+      float v[8];
+#pragma unroll
+      for (int k = 0; k < 8; k++) v[k] = 0.0f;
+      if constexpr (LATE) merge_late(r, c, v);
+      else sum_early(r, c, v);
+      emit(r, c, v);
+    }
+    if constexpr (kHasClusters) {
+      if (g.cl) cluster_merge<T, S>(p, g, smem);
+    }
+  }
+};
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_EPILOGUE_CUH */

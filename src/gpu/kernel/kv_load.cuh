@@ -1,0 +1,235 @@
+/* kv_load.cuh: how K/V tiles of the paged caches reach shared memory for the
+ * padded (and single-warpgroup wgmma) tiles: 16-byte asynchronous copies on
+ * every vendor (KvCopies), or on sm_90 TMA boxes of whole page rows (KvBoxes).
+ * Tiles are decoupled from pages: a BLOCK_N-key tile gathers its rows from
+ * whatever pages hold them. The two-warpgroup tile has its own loader
+ * (mainloop_sm90.cuh) built on the page lookups here. */
+#ifndef ANYATTN_GPU_KERNEL_KV_LOAD_CUH
+#define ANYATTN_GPU_KERNEL_KV_LOAD_CUH
+
+#include "scheduler.cuh"
+#include "shape.cuh"
+
+namespace aa {
+
+/* Where the key rows of the program's sequence and kv head live. */
+template <typename T, class S>
+struct KvPages {
+  const AttnParams &p;
+  const Program<S> &g;
+  const int32_t *bt_row; /* the sequence's row of the block table */
+  const T *kc, *vc;      /* the caches at the program's kv head */
+
+  __device__ __forceinline__ KvPages(const AttnParams &p_, const Program<S> &g_) : p(p_), g(g_) {
+    bt_row = p.block_table + (int64_t)g.w.seq * p.bt_stride;
+    kc = static_cast<const T *>(p.k) + (int64_t)g.kvh * p.k_sh;
+    vc = static_cast<const T *>(p.v) + (int64_t)g.kvh * p.v_sh;
+  }
+  /* Page id of row r of the tile at n0 (-1 outside [lo, hi)). */
+  __device__ __forceinline__ int page_id(int r, int n0) const {
+    const int j = n0 + r;
+    return (r < S::BN && j >= g.lo && j < g.hi) ? bt_row[fast_div(j, p.bs_magic, p.bs_shift)] : -1;
+  }
+  /* Element offset of key j's row in a cache of block/token strides sb, st (-1: no row). */
+  __device__ __forceinline__ int64_t row_elems(int pg, int j, int64_t sb, int64_t st) const {
+    const int jr = j - fast_div(j, p.bs_magic, p.bs_shift) * p.block_size;
+    return pg >= 0 ? (int64_t)pg * sb + (int64_t)jr * st : (int64_t)-1;
+  }
+  /* First key of the TMA box meant to start at key j0 (a multiple of R =
+   * p.tma_rows), or of the nearest box inside [lo, hi). R is a power of two:
+   * BLOCK_N, or a block size dividing it (the host checks). */
+  __device__ __forceinline__ int box_key(int j0) const {
+    const int mask = ~(p.tma_rows - 1);
+    return min(max(j0, g.lo & mask), (g.hi - 1) & mask);
+  }
+};
+
+/* Paging in two steps. Step 1, one iteration ahead: the threads owning a row
+ * read its page id (the read's latency hides behind a tile of math), then
+ * store the row's K and V offsets in a shared slot. Step 2: every thread
+ * issues its 16-byte copies from those offsets. Keys outside [lo, hi) are
+ * masked anyway: offset -1, the copy zero-fills. WG: the tiles are stored
+ * swizzled for wgmma. */
+template <typename T, class S, bool WG>
+struct KvCopies {
+  static constexpr int ROWS_PT = (S::BN + S::THREADS - 1) / S::THREADS; /* page ids per thread */
+  static constexpr int LOADS = (S::BN * S::CHUNKS + S::THREADS - 1) / S::THREADS; /* 16-byte chunks per thread */
+  const KvPages<T, S> &pg;
+  const SmemTiles<T, S> &sm;
+
+  __device__ __forceinline__ void lookup_pages(int n0, int (&ids)[ROWS_PT]) const {
+#pragma unroll
+    for (int q = 0; q < ROWS_PT; q++) ids[q] = pg.page_id(pg.g.tid + q * S::THREADS, n0);
+  }
+  __device__ __forceinline__ void store_offsets(int slot, int n0, const int (&ids)[ROWS_PT]) const {
+#pragma unroll
+    for (int q = 0; q < ROWS_PT; q++) {
+      const int r = pg.g.tid + q * S::THREADS;
+      if (r < S::BN) {
+        int64_t *o = sm.off + (slot * S::BN + r) * 2;
+        o[0] = pg.row_elems(ids[q], n0 + r, pg.p.k_sb, pg.p.k_st);
+        o[1] = pg.row_elems(ids[q], n0 + r, pg.p.v_sb, pg.p.v_st);
+      }
+    }
+  }
+  __device__ __forceinline__ void issue_tile(int stage, int slot) const {
+    constexpr int CH = S::CHUNKS;
+    const int tid = pg.g.tid;
+    T *dk = sm.k + stage * S::BN * S::ROW;
+    T *dv = sm.v + stage * S::BN * S::ROW;
+#pragma unroll
+    for (int k = 0; k < LOADS; k++) {
+      int r, c;
+      if constexpr (S::THREADS % CH == 0) { /* fixed column per thread: immediate smem offsets */
+        r = tid / CH + k * (S::THREADS / CH);
+        c = tid % CH;
+      } else {
+        r = (tid + k * S::THREADS) / CH;
+        c = (tid + k * S::THREADS) % CH;
+      }
+      /* tid < THREADS: with an exact split every r is in range */
+      if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
+        const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
+        const bool ok = ok_ >= 0;
+        const uint32_t pad = (uint32_t)((r * S::ROW + c * 8) * sizeof(T)), sw = kv_smem_offset<S::BN>(r, c);
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG ? sw : pad), pg.kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dv) + (WG ? sw : pad), pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+      }
+    }
+  }
+  /* The first STAGES tiles' page ids are read at once: one round trip; the
+   * first STAGES - 1 tiles' copies go out, each its own cp.async group. */
+  __device__ __forceinline__ void prologue() const {
+    int ids[S::PIPE_STAGES][ROWS_PT];
+#pragma unroll
+    for (int st = 0; st < S::PIPE_STAGES; st++) lookup_pages(pg.g.n_begin + st * S::BN, ids[st]);
+#pragma unroll
+    for (int st = 0; st < S::PIPE_STAGES - 1; st++) {
+      store_offsets(st & 1, pg.g.n_begin + st * S::BN, ids[st]);
+      block_sync();
+      if (st < pg.g.ntiles) issue_tile(st, st & 1);
+      async_commit();
+    }
+    store_offsets((S::PIPE_STAGES - 1) & 1, pg.g.n_begin + (S::PIPE_STAGES - 1) * S::BN, ids[S::PIPE_STAGES - 1]);
+  }
+  /* Tile `it` ready in its stage: tile nx's copies out, tile nx + 1's page
+   * ids on their way (into ids, stored after this tile's math). */
+  __device__ __forceinline__ void wait_tile(int nx, int (&ids)[ROWS_PT]) const {
+    if (nx < pg.g.ntiles) issue_tile(nx % S::PIPE_STAGES, nx & 1);
+    lookup_pages(pg.g.n_begin + (nx + 1) * S::BN, ids);
+    async_commit();
+    async_wait<S::PIPE_STAGES - 1>();
+    if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+    block_sync();
+  }
+};
+
+/* TMA boxes (sm_90): lane b of warp 0 owns box b of a tile, the R =
+ * p.tma_rows cache rows from key n0 + b R, all in one page (R is the block
+ * size, or BLOCK_N when pages are larger). It reads the box's page id a tile
+ * ahead into registers and issues the box of K and of V; lane 0 announces the
+ * stage's bytes on the stage's mbarrier. A box wholly outside [lo, hi) reads
+ * the nearest box inside instead: finite cache data whose keys are masked (V
+ * rows outside [lo, hi) are zeroed after landing, as they may hold a page's
+ * unwritten tail).
+ * Boxes only for programs of kMinTiles tiles or more: on one H200 the first
+ * box lands ~0.3 us later than the first 16-byte copies (1x500, one tile per
+ * program: 9.6 vs 9.4-9.5 us), and the boxes pay off in the tiles after it
+ * (1x8192, 8 tiles: 22.8-23.1 vs 23.3 us); see docs/design/decode.md. A choice
+ * per program, from its own tile count. */
+template <typename T, class S>
+struct KvBoxes {
+  static constexpr int kMinTiles = 3;
+  const KvPages<T, S> &pg;
+  const SmemTiles<T, S> &sm;
+  bool on;    /* this program takes boxes */
+  bool owner; /* this lane issues a box */
+  int lane;
+  int next_pg = 0, next_row = 0; /* the next tile's box */
+
+  __device__ __forceinline__ KvBoxes(const KvPages<T, S> &pg_, const SmemTiles<T, S> &sm_) : pg(pg_), sm(sm_) {
+    on = PassCaps<S>::TMA && pg.p.tma_rows > 0 && pg.g.ntiles >= kMinTiles; /* run encoded the tensor maps */
+    lane = lane_id();
+    owner = on && pg.g.warp == 0 && lane * pg.p.tma_rows < S::BN;
+  }
+  /* The tensor maps are parameters, not outputs of the kernel before: fetch
+   * them while it drains (the first box would wait for them otherwise). */
+  __device__ __forceinline__ static void prefetch_maps(const AttnParams &p) {
+    if constexpr (kTileTma) {
+      if (p.tma_rows > 0 && threadIdx.x == 0) { /* run sets it only for kernels that take boxes */
+        tma_prefetch_map(&p.k_map);
+        tma_prefetch_map(&p.v_map);
+      }
+    }
+  }
+  __device__ __forceinline__ void lookup(int n0, int &page, int &row) const {
+    const int jb = pg.box_key(n0 + lane * pg.p.tma_rows);
+    const int pi = fast_div(jb, pg.p.bs_magic, pg.p.bs_shift);
+    row = jb - pi * pg.p.block_size;
+    page = pg.bt_row[pi];
+  }
+  __device__ __forceinline__ void issue(int stage, int page, int row) const {
+    if (pg.g.warp == 0) {
+      if (lane == 0) mbar_arrive_expect_tx(sm.bar + stage, (uint32_t)(2 * S::BN * S::ROW * sizeof(T)));
+      if (owner) {
+        const int r0 = (stage * S::BN + lane * pg.p.tma_rows) * S::ROW;
+        tma_load_4d(sm.k + r0, &pg.p.k_map, 0, pg.g.kvh, row, page, sm.bar + stage);
+        tma_load_4d(sm.v + r0, &pg.p.v_map, 0, pg.g.kvh, row, page, sm.bar + stage);
+      }
+    }
+  }
+  /* The first STAGES tiles' boxes at once (one round trip for their page
+   * ids), the first STAGES - 1 issued with no barrier between; empty cp.async
+   * groups keep Q's group where the wait after the prologue expects it. */
+  __device__ __forceinline__ void prologue() {
+    constexpr int ST = S::PIPE_STAGES;
+    int pages[ST] = {}, rows[ST] = {};
+    if (owner) {
+#pragma unroll
+      for (int st = 0; st < ST; st++) lookup(pg.g.n_begin + st * S::BN, pages[st], rows[st]);
+    }
+    /* The mbarriers, while the page ids are on their way: visible to the copy
+     * engine (the fence) and to warp 0's lanes before any box names them; the
+     * other warps wait on them only after the block barrier that follows. */
+    if (pg.g.warp == 0) {
+      if (lane == 0) {
+        for (int i = 0; i < ST; i++) mbar_init(sm.bar + i, 1);
+        mbar_init_fence();
+      }
+      warp_sync();
+    }
+#pragma unroll
+    for (int st = 0; st < ST - 1; st++) {
+      if (st < pg.g.ntiles) issue(st, pages[st], rows[st]);
+      async_commit();
+    }
+    next_pg = pages[ST - 1], next_row = rows[ST - 1];
+  }
+  /* Tile `it` landed in its stage: tile nx's boxes out, tile nx + 1's page id
+   * on its way; V rows outside [lo, hi) zeroed (P is 0 there, V must be finite). */
+  __device__ __forceinline__ void wait_tile(int it, int nx) {
+    constexpr int ST = S::PIPE_STAGES, CH = S::CHUNKS;
+    if (nx < pg.g.ntiles) issue(nx % ST, next_pg, next_row);
+    if (owner) lookup(pg.g.n_begin + (nx + 1) * S::BN, next_pg, next_row); /* used next iteration */
+    mbar_wait(sm.bar + it % ST, (uint32_t)(it / ST) & 1u); /* every box of the tile has landed */
+    const int n0 = pg.g.n_begin + it * S::BN;
+    if (n0 < pg.g.lo || n0 + S::BN > pg.g.hi) {
+      /* With one row band each warp reads only its own keys' rows and zeroes
+       * them itself; else the block zeroes the tile together. */
+      constexpr bool OWN = S::WM == 1;
+      const int r0 = OWN ? pg.g.wn * S::KW : 0;
+      T *tv0 = sm.v + ((it % ST) * S::BN + r0) * S::ROW;
+      for (int i = OWN ? lane : pg.g.tid; i < (OWN ? S::KW : S::BN) * CH; i += OWN ? AA_WARP_SIZE : S::THREADS) {
+        const int r = i / CH, j = n0 + r0 + r;
+        if (j < pg.g.lo || j >= pg.g.hi) *reinterpret_cast<uint4 *>(tv0 + r * S::ROW + (i % CH) * 8) = make_uint4(0u, 0u, 0u, 0u);
+      }
+      fence_proxy_async_smem(); /* before the stage's next box lands over these */
+      if constexpr (OWN) warp_sync();
+      else block_sync();
+    }
+  }
+};
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_KV_LOAD_CUH */

@@ -1,0 +1,62 @@
+/* mainloop.cuh: the KV loop of every tile but the two-warpgroup one, on every
+ * vendor. A STAGES-deep ring of K/V tiles in shared memory, filled by 16-byte
+ * copies (or, on sm_90 for one-wave decode launches, TMA boxes: kv_load.cuh)
+ * while the warps compute S = Q K^T, the online softmax and O += P V of the
+ * tile before (products.cuh, softmax.cuh). Warps split a tile's keys when the
+ * shape has more warps than row bands (TileShape::WN > 1); the epilogue merges
+ * them. Q arrives as the oldest cp.async group (attention.cuh). */
+#ifndef ANYATTN_GPU_KERNEL_MAINLOOP_CUH
+#define ANYATTN_GPU_KERNEL_MAINLOOP_CUH
+
+#include "kv_load.cuh"
+#include "products.cuh"
+#include "softmax.cuh"
+
+namespace aa {
+
+template <typename T, class S>
+__device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                         OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+  using C = PassCaps<S>;
+  using Copies = KvCopies<T, S, C::WG>;
+  constexpr int ST = S::PIPE_STAGES;
+  const KvPages<T, S> pages(p, g);
+  const Copies copies{pages, sm};
+  KvBoxes<T, S> boxes(pages, sm);
+  int pg_next[Copies::ROWS_PT];
+  if (boxes.on) boxes.prologue();
+  else copies.prologue();
+
+  sx.rows(p, g);
+  async_wait<ST - 1>(); /* the Q group is the oldest */
+  block_sync();
+  const T *sQw = sm.q + g.wm * 16 * S::ROW;
+  FragA qf[C::QREG ? S::DK : 1];
+  if constexpr (C::QREG) {
+#pragma unroll
+    for (int kk = 0; kk < S::DK; kk++) load_a(qf[kk], [&](int r, int c) { return sQw + r * S::ROW + kk * 16 + c; });
+  }
+#pragma unroll
+  for (int d = 0; d < S::DK; d++) zero(acc[d]);
+  sx.reset();
+
+  for (int it = 0; it < g.ntiles; it++) {
+    const int nx = it + ST - 1; /* the tile whose loads start now */
+    if (boxes.on) boxes.wait_tile(it, nx);
+    else copies.wait_tile(nx, pg_next);
+    const int n0 = g.n_begin + it * S::BN;
+    const T *tk = sm.k + (it % ST) * S::BN * S::ROW + g.wn * S::KW * S::ROW;
+    const T *tv = sm.v + (it % ST) * S::BN * S::ROW + g.wn * S::KW * S::ROW;
+    FragC s[S::NK];
+    tile_scores<T, S, C::WG, C::QREG>(s, qf, sQw, smem_u32(sm.q), (g.warp >> 2) * 64, tk);
+    FragA pa[S::NK];
+    sx.template tile<T>(p, g, n0, s, pa, acc);
+    tile_pv<T, S, C::WG>(acc, pa, tv);
+    if (!boxes.on) copies.store_offsets((nx + 1) & 1, g.n_begin + (nx + 1) * S::BN, pg_next);
+    block_sync(); /* the stage is refilled next iteration */
+  }
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_MAINLOOP_CUH */

@@ -1,0 +1,213 @@
+/* mainloop_sm90.cuh: the KV loop of the 128-row prefill tile on sm_90a
+ * (TileShape::PP): two consumer warpgroups on warpgroup MMA, half a KV tile
+ * apart, so one warpgroup's softmax runs while the other's products keep the
+ * tensor cores busy (docs/design/prefill.md). Each warpgroup also loads half
+ * of every tile: the first K, the second V, as 16-byte copies tracked by
+ * mbarriers or, where the cache layout allows, as 128-byte-swizzled TMA boxes
+ * that land in exactly the wgmma layout. */
+#ifndef ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
+#define ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
+
+#include "kv_load.cuh"
+#include "products.cuh"
+#include "softmax.cuh"
+
+namespace aa {
+
+/* Named barriers of the pipelined tile (0 is the block barrier): whose turn it
+ * is to issue products (one per warpgroup), K and V stages free for
+ * refilling, and one per warpgroup for its copy offsets. */
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5;
+
+template <typename T, class S>
+struct PipelinedTile {
+  static_assert(S::WM == 8 && S::PIPE_STAGES == 2, "two warpgroups of 64 rows, two stages");
+  const AttnParams &p;
+  const Program<S> &g;
+  const SmemTiles<T, S> &sm;
+  const KvPages<T, S> pages;
+  int grp, lt; /* warpgroup (0 copies K, 1 copies V) and thread within it: owns row lt of a tile */
+  bool tma;    /* halves may come as TMA boxes */
+  int pg_next; /* page id (or box page) of the next half this thread loads */
+
+  /* The four mbarriers (full K and full V of each stage), one arrival per
+   * copying thread of a warpgroup (128). Before the work search, whose
+   * barrier publishes the init. */
+  __device__ __forceinline__ static void init_barriers(const SmemTiles<T, S> &sm) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < 4; i++) mbar_init(sm.bar + i, 128);
+      mbar_init_fence();
+    }
+  }
+
+  __device__ __forceinline__ PipelinedTile(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
+      : p(p_), g(g_), sm(sm_), pages(p_, g_) {
+    grp = g.tid >> 7, lt = g.tid & 127;
+    tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
+  }
+
+  /* A half is boxes when it is K, or V of a tile wholly inside [lo, hi) (a
+   * boundary V tile keeps the 16-byte copies, which zero-fill rows past the
+   * range: those may hold a page's unwritten tail, and P = 0 times NaN is
+   * NaN). Box b of a tile is issued by thread lt = b R of the warpgroup,
+   * which reads its page id a tile ahead instead of its row's. */
+  __device__ __forceinline__ bool box(int n0) const { return tma && (grp == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi)); }
+  __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
+  __device__ __forceinline__ int lookup(int n0) const {
+    if (box(n0)) return box_owner() ? pages.bt_row[fast_div(pages.box_key(n0 + lt), p.bs_magic, p.bs_shift)] : 0;
+    return pages.page_id(lt, n0);
+  }
+  /* Offsets go to off[slot][row][grp]; a warpgroup's named barrier publishes them. */
+  __device__ __forceinline__ void store(int slot, int n0, int pg) const {
+    if (lt < S::BN)
+      sm.off[(slot * S::BN + lt) * 2 + grp] =
+          pages.row_elems(pg, n0 + lt, grp ? p.v_sb : p.k_sb, grp ? p.v_st : p.k_st);
+  }
+  /* This warpgroup's half of tile (stage, slot) as 16-byte copies; its
+   * arrival on the stage's mbarrier comes when the copies have landed.
+   * Committed as a group of their own (nobody waits on the group: the
+   * mbarrier tracks them; the kernel's last wait_group covers them before
+   * shared memory is reused). */
+  __device__ __forceinline__ void issue(int stage, int slot) const {
+    constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    const T *src = grp ? pages.vc : pages.kc;
+#pragma unroll
+    for (int k = 0; k < LOADS; k++) {
+      const int r = lt / CH + k * (128 / CH), c = lt % CH;
+      const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+      async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (o >= 0 ? o + c * 8 : 0), o >= 0);
+    }
+    mbar_arrive_copies(sm.bar + 2 * grp + stage);
+    async_commit();
+  }
+  /* Tile n0's half (K for warpgroup 0, V for 1) into stage/slot from page id
+   * pg (lookup's, a tile ahead): boxes, or offsets published to the
+   * warpgroup then 16-byte copies. One cp.async group either way; all 128
+   * threads arrive on the half's mbarrier either way (thread 0 with the
+   * byte count for boxes). */
+  __device__ __forceinline__ void fill(int stage, int slot, int n0, int pg) const {
+    if (box(n0)) {
+      uint64_t *bar = sm.bar + 2 * grp + stage;
+      if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * S::HD * sizeof(T)));
+      else mbar_arrive(bar);
+      if (box_owner()) {
+        const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+        unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) +
+                             (size_t)stage * S::BN * S::ROW * sizeof(T) + (size_t)lt * 128;
+        fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
+#pragma unroll
+        for (int pn = 0; pn < S::HD / 64; pn++)
+          tma_load_4d(dst + pn * (S::BN * 128), grp ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg, bar);
+      }
+      async_commit();
+      return;
+    }
+    store(slot, n0, pg);
+    named_sync(kBarWg0 + grp, 128);
+    issue(stage, slot);
+  }
+  /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and K(2)
+   * follow inside the loop. One round trip for the page ids. */
+  __device__ __forceinline__ void prologue() {
+    const int n0 = g.n_begin;
+    const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
+    const int pg2 = grp == 0 ? lookup(n0 + 2 * S::BN) : 0;
+    if (g.ntiles > 0) fill(0, 0, n0, pg0);
+    else async_commit();
+    if (grp == 0 && g.ntiles > 1) fill(1, 1, n0 + S::BN, pg1);
+    else async_commit(); /* two groups after Q's on every thread */
+    pg_next = grp == 0 ? pg2 : pg1;
+  }
+
+  /* One product phase: O += P(it-1) V(it-1) (PV) and S = Q K(it)^T (QK)
+   * issued together, then the softmax of S. Fixed per instantiation: ptxas
+   * serialises every wgmma of a kernel that issues one on a path it cannot
+   * prove uniform. A warpgroup issues its products only in its turn
+   * (kBarSched0 + grp, handed over right after issuing). Stages: K(it) and
+   * V(it) land in stage it % 2, each half tracked by its own mbarrier (phase
+   * it / 2). Refills: the first warpgroup copies K(it+2) once the second is
+   * done with K(it) (kBarKFree), after its own softmax; the second copies
+   * V(it+1) once the first is done with V(it-1) (kBarVFree), right after its
+   * products. The second takes kBarVFree before handing the turn back, and
+   * the first takes kBarKFree before its next turn, so neither named barrier
+   * is passed twice by the same side before the other side took it. */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    FragC s[S::NK];
+    named_sync(kBarSched0 + grp, 256);
+#pragma unroll
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+    wg_fence();
+    if constexpr (PV) wg_issue_pv<T, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
+    if constexpr (QK) wg_issue_scores<T, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
+    wg_commit();
+    const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
+    if (grp == 1 && vfree) named_sync(kBarVFree, 256);
+    named_arrive(kBarSched0 + (grp ^ 1), 256);
+    wg_wait_all();
+#pragma unroll
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) {
+      wg_keep(pa[n]);
+      wg_keep(s[n]);
+    }
+    const bool kfree = it + 2 < g.ntiles; /* K(it+2) refills K(it)'s stage */
+    if (grp == 0 && vfree) {
+      fence_proxy_async_smem();
+      named_arrive(kBarVFree, 256);
+    }
+    if (grp == 1 && kfree) {
+      fence_proxy_async_smem();
+      named_arrive(kBarKFree, 256);
+    }
+    if (grp == 1 && vissue) {
+      fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
+      pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+    }
+    if constexpr (QK) {
+      sx.template tile<T>(p, g, g.n_begin + it * S::BN, s, pa, acc);
+      if (grp == 0 && kfree) {
+        named_sync(kBarKFree, 256);
+        fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+        pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+      }
+    }
+  }
+};
+
+/* The pipelined tile's loop; Q arrives as the oldest cp.async group. */
+template <typename T, class S>
+__device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                              OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+  PipelinedTile<T, S> pt(p, g, sm);
+  pt.prologue();
+  sx.rows(p, g);
+  async_wait<2>(); /* Q's group, before the two of the first K/V copies; wgmma reads Q next */
+  fence_proxy_async_smem();
+  block_sync();
+#pragma unroll
+  for (int d = 0; d < S::DK; d++) zero(acc[d]);
+  sx.reset();
+  if (g.ntiles > 0) {
+    FragA pa[S::NK];
+    if (pt.grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
+    pt.template phase<false, true>(0, sx, acc, pa);
+    for (int it = 1; it < g.ntiles; it++) pt.template phase<true, true>(it, sx, acc, pa);
+    pt.template phase<true, false>(g.ntiles, sx, acc, pa);
+    /* The second warpgroup handed the turn over once more than the first took
+     * it (its arrival before the loop): take it, so no named barrier is left
+     * with arrivals pending when the program goes on or exits. */
+    if (pt.grp == 0) named_sync(kBarSched0, 256);
+  }
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH */

@@ -1,0 +1,144 @@
+/* params.cuh: what a launch of the attention kernels receives (AttnParams,
+ * filled on the host by src/gpu/launch.cu from the plan and the call) and the
+ * per-key helpers every kernel shares: masks, key ranges, page offsets.
+ *
+ * Tensors (device memory, see include/anyattn.h): q, out [num_tokens,
+ * num_q_heads, D] dense; k/v caches paged with element strides; lse
+ * [num_tokens, num_q_heads] fp32; metadata int32. */
+#ifndef ANYATTN_GPU_KERNEL_PARAMS_CUH
+#define ANYATTN_GPU_KERNEL_PARAMS_CUH
+
+#include <stdint.h>
+
+#include "tile.cuh"
+
+namespace aa {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+/* A CUtensorMap's 128 opaque bytes: the host encodes it with the driver's
+ * cuTensorMapEncodeTiled (vendor/host_nv.cuh); kernels pass its address to
+ * TMA copies. */
+struct alignas(64) TmaMap {
+  unsigned long long w[16];
+};
+
+/* Everything a launch of any attention kernel needs. */
+struct AttnParams {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *out;
+  float *lse;
+  const int32_t *cu_seqlens_q;
+  const int32_t *seq_lens_k;
+  const int32_t *block_table;
+  int64_t bt_stride;
+  int64_t k_sb, k_st, k_sh; /* element strides: block, token, head */
+  int64_t v_sb, v_st, v_sh;
+  const float *alibi; /* [num_q_heads] or NULL */
+  const float *sinks; /* [num_q_heads] or NULL */
+  int num_seqs;
+  int num_tokens;
+  int num_qblocks; /* Q blocks the grid covers: num_tokens / bq + num_seqs */
+  int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
+  int num_q_heads;
+  int group;     /* q heads per kv head */
+  int gh;        /* q heads of the group per program: min(group, BLOCK_M) */
+  int bq;        /* query tokens per program: BLOCK_M / gh */
+  int n_hchunks; /* programs along a group: ceil(group / gh) */
+  int block_size;
+  /* Run-time divisors as multiply-shifts (see fast_div): a division by a
+   * kernel argument costs ~20 dependent instructions, and the prologue and
+   * epilogue of a short decode program are a chain of them otherwise. */
+  uint32_t bs_magic, bs_shift; /* j / block_size */
+  uint32_t gh_magic, gh_shift; /* row / gh: a program row's token and head */
+  uint32_t bq_magic, bq_shift; /* token / bq: Q block numbering */
+  uint32_t hp_magic, hp_shift; /* blockIdx.x / hprogs */
+  uint32_t hc_magic, hc_shift; /* hprog / n_hchunks */
+  uint32_t qh_magic, qh_shift; /* row / num_q_heads (the reduce) */
+  int causal;
+  int window_left;
+  int window_right;
+  float scale_log2;     /* scale * log2(e) */
+  float softcap;        /* 0: off */
+  float softcap_in;     /* scale / softcap */
+  float softcap_out;    /* softcap * log2(e) */
+  /* Split-KV (gridDim.y segments per program when > 1): each segment writes
+   * partials for its rows to the workspace instead of out/lse, and
+   * attn_split_reduce_kernel (reduce.cuh) merges them. Row index of a partial:
+   * (segment * num_tokens + token) * num_q_heads + head. */
+  int num_splits;
+  /* 1 (sm_90, num_splits <= kClusterMax): the num_splits segments of a
+   * program are one thread-block cluster (launched with cluster dims
+   * (1, num_splits, 1)); they merge through distributed shared memory at the
+   * end and write out/lse themselves: no partials, no reduce kernel. */
+  int cluster;
+  float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
+  float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
+  /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
+   * boxes of this many cache rows (min(block_size, BLOCK_N)) through k_map
+   * and v_map, 4-d views (head_dim, kv head, row in page, page) of the
+   * caches whose rows are HEAD_DIM + 8 elements wide, the last 8 outside
+   * the tensor and so zeros: the padded shared-memory rows. 0: cp.async. */
+  int tma_rows;
+  TmaMap k_map, v_map;
+};
+
+/* ---- per-key helpers shared by the tensor-core and the fp32 kernels ------------ */
+
+/* Logit in the log2 domain for raw dot product s at key j, query position pos. */
+__device__ __forceinline__ float score_log2(const AttnParams &p, float s, float slope_log2, int j, int pos) {
+  float x = p.softcap > 0.0f ? tanhf(s * p.softcap_in) * p.softcap_out : s * p.scale_log2;
+  if (p.alibi) x += slope_log2 * (float)(j - pos);
+  return x;
+}
+
+__device__ __forceinline__ bool key_visible(const AttnParams &p, int j, int pos, int kv_len) {
+  bool ok = j < kv_len && j >= 0;
+  if (p.causal) ok = ok && j <= pos;
+  else if (p.window_right >= 0) ok = ok && j <= pos + p.window_right;
+  if (p.window_left >= 0) ok = ok && j >= pos - p.window_left;
+  return ok;
+}
+
+/* Keys [lo, hi) that any query at positions [pos_min, pos_max] can see. A
+ * split-KV launch intersects this with its segment. */
+__device__ __forceinline__ void kv_range(const AttnParams &p, int pos_min, int pos_max, int kv_len, int &lo,
+                                         int &hi) {
+  hi = kv_len;
+  if (p.causal) hi = min(hi, pos_max + 1);
+  else if (p.window_right >= 0) hi = min(hi, pos_max + p.window_right + 1);
+  lo = 0;
+  if (p.window_left >= 0) lo = max(0, pos_min - p.window_left);
+}
+
+/* Largest s in [0, num_seqs) with key(s) <= x, key non-decreasing in s. */
+template <class Key>
+__device__ __forceinline__ int upper_search(int num_seqs, int x, Key key) {
+  int lo = 0, hi = num_seqs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (key(mid) <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* n / d for 0 <= n < 2^31 with (magic, shift) from the host's aa_fastdiv_init:
+ * a run-time division costs ~20 dependent instructions, this one three. */
+__device__ __forceinline__ int fast_div(int n, uint32_t magic, uint32_t shift) {
+  return (int)(((uint64_t)__umulhi((uint32_t)n, magic) + (uint32_t)n) >> shift);
+}
+
+/* Offset in elements of row j of one kv head in a paged cache. */
+__device__ __forceinline__ int64_t page_row(const AttnParams &p, const int32_t *bt_row, int j, int64_t sb,
+                                            int64_t st) {
+  const int pi = fast_div(j, p.bs_magic, p.bs_shift);
+  return (int64_t)bt_row[pi] * sb + (int64_t)(j - pi * p.block_size) * st;
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_PARAMS_CUH */

@@ -1,0 +1,112 @@
+/* products.cuh: the two products of a KV tile for the rows a warp (or a
+ * warpgroup) owns: S = Q K^T and O += P V. On every vendor from 16x16 mma.sync
+ * (MFMA) tiles loaded from padded shared-memory rows; on sm_90a, for shapes
+ * with TileShape::WG, as warpgroup MMA (wgmma) over 128-byte-swizzled tiles
+ * (shape.cuh, kv_smem_offset) that read Q, K and V from shared memory once per
+ * warpgroup, not once per warp (P stays in registers). */
+#ifndef ANYATTN_GPU_KERNEL_PRODUCTS_CUH
+#define ANYATTN_GPU_KERNEL_PRODUCTS_CUH
+
+#include "shape.cuh"
+
+namespace aa {
+
+/* ---- warpgroup MMA (sm_90a) --------------------------------------------------------- */
+/* S = Q K^T of one tile for the warpgroup's 64 rows (warp w: rows 16w..,
+ * the FragC layout): DK k16 steps along the head dim, Q (the program's
+ * BLOCK_M rows, this warpgroup's 64 from q_rows) and K from swizzled tiles at
+ * shared addresses q_tile and k_tile. Waits for the result. */
+template <typename T, class S>
+__device__ __forceinline__ void wg_issue_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
+  constexpr int QPANEL = S::WM * 16 * 128; /* BLOCK_M rows of 128 bytes */
+#pragma unroll
+  for (int kk = 0; kk < S::DK; kk++) /* 64 head-dim elements per panel, 32 bytes per k16 step */
+    wg_mma_ss<T, S::BN>(&s[0].x[0], wg_desc(q_tile + (kk >> 2) * QPANEL + q_rows * 128 + (kk & 3) * 32, 16, 1024),
+                        wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024), kk > 0);
+}
+template <typename T, class S>
+__device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
+  wg_fence();
+  wg_issue_scores<T, S>(s, q_tile, q_rows, k_tile);
+  wg_commit();
+  wg_wait_all();
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) wg_keep(s[n]); /* nothing reads the scores before the wait */
+}
+/* O += P V for the warpgroup's rows: NK k16 steps along the keys (16 rows =
+ * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
+ * N-major (head-dim panels BN * 128 bytes apart). Waits, so the stage can be
+ * refilled after the next barrier. */
+template <typename T, class S>
+__device__ __forceinline__ void wg_issue_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+}
+template <typename T, class S>
+__device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
+  /* The rescaled accumulators and P are written before the fence; P's
+   * registers, read by the MMA until the wait, stay allocated until then. */
+  auto keep = [&] {
+#pragma unroll
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+  };
+  keep();
+  wg_fence();
+  wg_issue_pv<T, S>(acc, pa, v_tile);
+  wg_commit();
+  wg_wait_all();
+  keep();
+}
+
+/* ---- per tile, either way ------------------------------------------------------------ */
+/* S = Q K^T for this warp's 16 rows x KW keys of the tile at tk (its key
+ * slice), Q from qf (registers, QREG) or from sQw (the warp's rows of the
+ * padded Q tile); with WG, the warpgroup's product from the swizzled tiles
+ * (sq: the whole Q tile, q_rows: the warpgroup's first row). */
+template <typename T, class S, bool WG, bool QREG>
+__device__ __forceinline__ void tile_scores(FragC (&s)[S::NK], const FragA *qf, const T *sQw, uint32_t sq, int q_rows,
+                                            const T *tk) {
+  if constexpr (WG) {
+    wg_scores<T, S>(s, sq, q_rows, smem_u32(tk));
+  } else {
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) zero(s[n]);
+#pragma unroll
+    for (int kk = 0; kk < S::DK; kk++) {
+      FragA a;
+      if constexpr (QREG) a = qf[kk];
+      else load_a(a, [&](int r, int c) { return sQw + r * S::ROW + kk * 16 + c; });
+#pragma unroll
+      for (int n = 0; n < S::NK; n++) {
+        FragB b;
+        load_b_nk(b, [&](int r, int c) { return tk + (n * 16 + r) * S::ROW + kk * 16 + c; });
+        mma<T>(s[n], a, b);
+      }
+    }
+  }
+}
+
+/* O += P V for this warp's rows: P (softmax weights, the A fragments pa) over
+ * the tile's KW keys at tv; with WG, the warpgroup's product. */
+template <typename T, class S, bool WG>
+__device__ __forceinline__ void tile_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const T *tv) {
+  if constexpr (WG) {
+    wg_pv<T, S>(acc, pa, smem_u32(tv));
+  } else {
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) {
+#pragma unroll
+      for (int d = 0; d < S::DK; d++) {
+        FragB b;
+        load_b_kn(b, [&](int r, int c) { return tv + (n * 16 + r) * S::ROW + d * 16 + c; });
+        mma<T>(acc[d], pa[n], b);
+      }
+    }
+  }
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_PRODUCTS_CUH */

@@ -1,0 +1,162 @@
+/* scheduler.cuh: which tile a program computes. A program is (Q block, kv
+ * head, head chunk) from blockIdx.x, and one split-KV segment from blockIdx.y;
+ * it finds its sequence on the device (find_work), maps its rows to (token, q
+ * head), and cuts its range of KV tiles. Everything here is read from the
+ * device-side metadata, so a graph captured once stays right when lengths change. */
+#ifndef ANYATTN_GPU_KERNEL_SCHEDULER_CUH
+#define ANYATTN_GPU_KERNEL_SCHEDULER_CUH
+
+#include "params.cuh"
+
+namespace aa {
+
+/* Where a program's work lies: sequence, its query tokens and lengths. */
+struct Work {
+  int seq, q_len, kv_len;
+  int q_first; /* first query token of the block, within the sequence */
+  int tok0;    /* its global token index */
+  int n_tok;   /* valid tokens in the block (>= 1) */
+};
+
+/* Q blocks are numbered as in vLLM's unified kernel: sequence s owns blocks
+ * [cu[s]/bq + s, cu[s+1]/bq + s + 1), enough for its ceil(q_len/bq) blocks;
+ * the grid covers num_tokens/bq + num_seqs of them, spare ones exit.
+ *
+ * The whole block searches together, so the metadata costs one dependent
+ * memory round trip instead of a chain: the threads probe THREADS evenly
+ * spaced sequences at once (key(i) = cu[i]/bq + i is non-decreasing, and
+ * key(num_seqs) closes the range, so blocks past the last sequence, e.g. a
+ * graph captured at padded sizes, find s = num_seqs and exit); a barrier
+ * counts the probes at or below the block, which is the index of the last
+ * one. One round when num_seqs < THREADS, two up to THREADS^2. In the last
+ * round each probe also loads its sequence's lengths, so they arrive with the
+ * search. `meta` is 4 ints of shared memory. Every thread must call it. */
+template <int THREADS>
+__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta) {
+  const int32_t *cu = p.cu_seqlens_q;
+  const int bq = p.bq, tid = threadIdx.x;
+  int lo = 0, n = p.num_seqs + 1; /* candidates [lo, lo + n), the answer is among them */
+  for (;;) {
+    const int stride = (n + THREADS - 1) / THREADS;
+    const int i = lo + tid * stride;
+    const bool probe = tid * stride < n;
+    int c0 = 0, c1 = 0, kv = 0;
+    if (probe) {
+      c0 = cu[i];
+      if (stride == 1 && i < p.num_seqs) {
+        c1 = cu[i + 1];
+        kv = p.seq_lens_k[i];
+      }
+    }
+    const int cnt = block_sync_count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
+    const int s = lo + (cnt - 1) * stride;
+    if (stride == 1) {
+      if (i == s) {
+        meta[0] = c0;
+        meta[1] = c1;
+        meta[2] = kv;
+      }
+      block_sync();
+      if (s >= p.num_seqs) return false;
+      w.seq = s;
+      const int local = block - (fast_div(meta[0], p.bq_magic, p.bq_shift) + s);
+      w.q_len = meta[1] - meta[0];
+      w.q_first = local * bq;
+      w.kv_len = meta[2];
+      w.tok0 = meta[0] + w.q_first;
+      w.n_tok = min(bq, w.q_len - w.q_first);
+      return local >= 0 && w.q_first < w.q_len;
+    }
+    lo = s;
+    n = min(stride, p.num_seqs + 1 - s);
+  }
+}
+
+/* Fewest KV tiles a split-KV segment takes before another segment is used. */
+constexpr int kSplitMinTiles = 1;
+
+/* One program of shape S: its place in the grid, its work, its rows and its keys. */
+template <class S>
+struct Program {
+  const AttnParams &p;
+  int qblock, hprog; /* Q block and (kv head, head chunk) index from blockIdx.x */
+  Work w;
+  int kvh, head0, heads_here; /* kv head, first q head, q heads of the group it holds */
+  int tid, warp, wm, wn;      /* thread; warp, its row band and its key slice */
+  int pos_base, pos_min, pos_max; /* positions of the block's first and last tokens */
+  int lo, hi;           /* keys [lo, hi) any row of the program may see (this segment's, when split) */
+  int n_begin, ntiles;  /* the BLOCK_N-key tiles covering them */
+  bool split, cl;       /* split-KV segment; merged in the cluster (not the reduce kernel) */
+  int seg;              /* segment index (blockIdx.y) */
+
+  /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
+   * mask later blocks see more keys, so the longest programs start first and
+   * the last wave holds short ones. Reads the parameters only. */
+  __device__ __forceinline__ explicit Program(const AttnParams &p_) : p(p_) {
+    const int bx = (int)blockIdx.x, bxq = fast_div(bx, p.hp_magic, p.hp_shift);
+    hprog = bx - bxq * p.hprogs;
+    qblock = p.num_qblocks - 1 - bxq;
+  }
+
+  /* The work search (every thread calls it); false: the program has none. */
+  __device__ __forceinline__ bool find(int *meta) { return find_work<S::THREADS>(p, qblock, w, meta); }
+
+  /* Heads, rows and the KV tiles of this program (before any split). */
+  __device__ __forceinline__ void map() {
+    kvh = fast_div(hprog, p.hc_magic, p.hc_shift);
+    head0 = kvh * p.group + (hprog - kvh * p.n_hchunks) * p.gh;
+    heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
+    tid = threadIdx.x;
+    warp = tid / AA_WARP_SIZE;
+    wm = warp % S::WM, wn = warp / S::WM;
+    pos_base = w.kv_len - w.q_len + w.q_first;
+    pos_min = pos_base, pos_max = pos_base + w.n_tok - 1;
+    kv_range(p, pos_min, pos_max, w.kv_len, lo, hi);
+    n_begin = (lo / S::BN) * S::BN;
+    ntiles = hi > lo ? (hi - n_begin + S::BN - 1) / S::BN : 0;
+    split = p.num_splits > 1;
+    cl = kHasClusters && split && p.cluster;
+    seg = (int)blockIdx.y;
+  }
+
+  /* Split-KV: segment `seg` takes its even share of the tiles. Tile-aligned
+   * cuts give every key to one segment; masks still come from each row's own
+   * range. Short ranges use fewer segments, each at least kSplitMinTiles
+   * tiles, so a graph captured with many segments for long contexts does not
+   * pay a wide merge of near-empty partials at short ones; the idle segments
+   * write empty partials (cheap: a few stores, no K/V). */
+  __device__ __forceinline__ void cut_segment() {
+    const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
+    /* 32-bit unsigned: ntiles * (seg + 1) <= (2^31 / BLOCK_N) * 128 segments,
+     * under 2^32 for 64-key tiles; 32-key tiles (AMD's table) would need a
+     * 2^30-token context (a 4 TB cache at Llama-8B shapes) to overflow */
+    const int t0 = seg < s_eff ? (int)((unsigned)ntiles * seg / (unsigned)s_eff) : ntiles;
+    const int t1 = seg < s_eff ? (int)((unsigned)ntiles * (seg + 1) / (unsigned)s_eff) : ntiles;
+    n_begin += t0 * S::BN;
+    ntiles = t1 - t0;
+    lo = max(lo, n_begin);
+    hi = min(hi, n_begin + ntiles * S::BN);
+  }
+
+  /* Row r of the program: token r / gh of the block, head head0 + r % gh. */
+  __device__ __forceinline__ int row_tok(int r) const { return fast_div(r, p.gh_magic, p.gh_shift); }
+  __device__ __forceinline__ bool row_valid(int r) const {
+    const int t = row_tok(r);
+    return t < w.n_tok && r - t * p.gh < heads_here;
+  }
+  /* Element offset of row r in q / out over head_dim; its lse offset. */
+  __device__ __forceinline__ int64_t row_offset(int r) const {
+    const int t = row_tok(r);
+    return ((int64_t)(w.tok0 + t) * p.num_q_heads + head0 + (r - t * p.gh));
+  }
+  /* The q head of row r, clamped into the group for rows past it (padding rows). */
+  __device__ __forceinline__ int row_head(int r) const { return head0 + min(r - row_tok(r) * p.gh, heads_here - 1); }
+  /* Row of r's split-KV partial: (segment * num_tokens + token) * num_q_heads + head. */
+  __device__ __forceinline__ int64_t part_row(int r) const {
+    return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r);
+  }
+};
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_SCHEDULER_CUH */

@@ -1,0 +1,136 @@
+/* shape.cuh: the compile-time shape of a tensor-core program (TileShape: warps,
+ * keys per warp, shared-memory layout and size, which loaders and products the
+ * shape can use) and the swizzled layout of its wgmma tiles. The host reads
+ * SMEM_BYTES and TMA_KIND too (src/gpu/launch.cu), so nothing here depends on
+ * the device pass being compiled. */
+#ifndef ANYATTN_GPU_KERNEL_SHAPE_CUH
+#define ANYATTN_GPU_KERNEL_SHAPE_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tile.cuh"
+
+namespace aa {
+
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+struct TileShape {
+  static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
+  static constexpr int WN = WARPS / WM;         /* warps splitting the keys of a tile */
+  static constexpr int KW = BLOCK_N / WN;       /* keys per warp per tile */
+  static constexpr int NK = KW / 16;            /* 16-key steps per warp */
+  static constexpr int DK = HEAD_DIM / 16;      /* 16-wide steps along the head dim */
+  static constexpr int ROW = HEAD_DIM + 8;      /* smem row, padded by 16 bytes: ldmatrix without bank conflicts */
+  static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
+  static constexpr int THREADS = WARPS * AA_WARP_SIZE;
+  static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M, PIPE_STAGES = STAGES;
+  /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
+   * built for sm_90a): a tile whose warps each own 16 rows against all its
+   * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
+   * Q K^T and P V as whole-warpgroup products that read Q, K and V from
+   * shared memory once per warpgroup, not once per warp (P stays in
+   * registers). Its Q, K and V tiles are then stored 128-byte swizzled
+   * (kv_smem_offset) from a 1024-byte aligned base, hence WG_ALIGN bytes of
+   * slack (also reserved, unused, in the sm_80 build of the same shape).
+   * On one H200 the two tiles it covers, m64n64w4s2 and m128n128w8s2, run
+   * causal prefill 1.24-1.29x faster than on mma.sync (docs/design/prefill.md). */
+  static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
+                             (BLOCK_N == 64 || BLOCK_N == 128);
+  /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
+   * the tile layer has them (sm_90+, kTileTma) and run says so
+   * (AttnParams::tma_rows): one mbarrier per stage counts the bytes, and the
+   * pipeline starts 128-byte aligned. A box row is one padded smem row
+   * (ROW elements, at most 256: not d256). The mbarriers and the alignment
+   * slack are reserved on every build of the shape, so host and device agree
+   * on the size. */
+  static constexpr bool TMA = kTileTma && !WG && ROW <= 256;
+  static constexpr size_t WG_ALIGN = WG ? 1024 : TMA ? 128 : 0;
+  /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
+  static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
+  static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
+  static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
+  static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
+  /* per-row cache offsets (K, V) of the next two tiles, int64 each */
+  static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
+  static constexpr size_t PIPE_BYTES = WG_ALIGN + Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
+  static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
+  /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
+   * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
+   * after the warp-merge buffers, so writing them never races with reading those.
+   * Only where the tile layer has clusters: on AMD's 64 KB of LDS the region
+   * would push the d128 64-row tile out of the table. */
+  static constexpr size_t CL_OFF = MERGE_BYTES;
+  static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
+  static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
+  /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
+   * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
+   * the two stages) after the scratch. */
+  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128;
+  /* The pipelined tile can take its K/V halves as 128-byte-swizzled TMA
+   * boxes (64 columns each), which land in exactly its wgmma layout. */
+  static constexpr bool TMA_PP = kTileTma && PP;
+  /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled panels. */
+  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : 0;
+  /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
+  static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
+  static constexpr size_t BAR_OFF = META_OFF + 16;
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : TMA ? 8 * STAGES : 0);
+  /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
+   * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
+  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
+  static_assert(BLOCK_M % 16 == 0 && WM >= 1 && WM * WN == WARPS, "warps must tile BLOCK_M x BLOCK_N");
+  static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
+  static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
+  static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
+  static_assert(TMA_KIND == 0 || (BLOCK_N & (BLOCK_N - 1)) == 0, "TMA boxes start at keys masked with a power of two");
+};
+
+/* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
+ * the head dim in panels of 64 elements (128 bytes), each panel BN rows of
+ * 128 bytes, chunk c's slot XORed with r % 8 (the 128-byte swizzle pattern,
+ * which repeats every 8 rows = 1024 bytes). wgmma reads such a tile as K
+ * (K-major: rows are keys, 8-row groups 1024 bytes apart) or as V (N-major:
+ * panels BN * 128 bytes apart). Copies into it hit 8 distinct bank groups
+ * per 8 rows, like the padded rows of the other tiles. */
+template <int BN>
+__device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
+  return (uint32_t)((c >> 3) * (BN * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+/* What this compilation pass runs for shape S (unlike TileShape, these depend
+ * on the device pass: wgmma needs sm_90a, TMA sm_90; false elsewhere and on AMD). */
+template <class S>
+struct PassCaps {
+  static constexpr bool WG = S::WG && kArchWgmma;      /* Q K^T and P V on wgmma */
+  static constexpr bool TMA = S::TMA && kArchTma;      /* padded tiles may take TMA boxes */
+  static constexpr bool PP = S::PP && kArchWgmma;      /* the two-warpgroup pipelined tile */
+  static constexpr bool TMA_PP = S::TMA_PP && kArchWgmma; /* its halves may be TMA boxes */
+  static constexpr bool QREG = S::Q_IN_REGS && !WG;    /* Q fragments held in registers */
+};
+
+/* The program's shared memory: the pipeline (Q, STAGES K and V tiles, the
+ * next tiles' cache offsets) from a 1024-byte boundary when its tiles are
+ * swizzled, a 128-byte one for TMA boxes; the work search's scratch and the
+ * mbarriers after everything else (TileShape's offsets). */
+template <typename T, class S>
+struct SmemTiles {
+  unsigned char *base;
+  T *q, *k, *v;
+  int64_t *off; /* [2][BLOCK_N][K, V] element offsets of the next tiles' rows */
+  int *meta;    /* 4 ints: find_work's scratch */
+  uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP) or [STAGES] (TMA) */
+  __device__ __forceinline__ explicit SmemTiles(unsigned char *smem) : base(smem) {
+    constexpr uint32_t AL = (uint32_t)S::WG_ALIGN;
+    unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
+    q = reinterpret_cast<T *>(pipe);
+    k = q + S::WM * 16 * S::ROW;
+    v = k + S::PIPE_STAGES * S::BN * S::ROW;
+    off = reinterpret_cast<int64_t *>(v + S::PIPE_STAGES * S::BN * S::ROW);
+    meta = reinterpret_cast<int *>(smem + S::META_OFF);
+    bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
+  }
+};
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_SHAPE_CUH */

@@ -1,0 +1,117 @@
+/* softmax.cuh: the online softmax of a program's rows (FlashAttention style):
+ * scores in the log2 domain, masked only on tiles that cross a row's visible
+ * range, running maxima and sums per row, and the output rescaled to each new
+ * maximum. The accumulators and state live in registers in the FragC layout of
+ * the tile layer; the epilogue (epilogue.cuh) merges and normalises them. */
+#ifndef ANYATTN_GPU_KERNEL_SOFTMAX_CUH
+#define ANYATTN_GPU_KERNEL_SOFTMAX_CUH
+
+#include "scheduler.cuh"
+
+namespace aa {
+
+/* Scores of one S tile in the log2 domain, masked where needed. The two
+ * uniform choices (plain scaling or softcap/ALiBi; masked or not) are
+ * template arguments so each loop is straight-line code; the kernel branches
+ * once per tile between them. jlo/jhi: each row slot's visible key range. */
+template <bool PLAIN, bool MASK, int NK>
+__device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], int nw0, const int *jlo,
+                                           const int *jhi, const float *slope, const int *pos, float *mx) {
+#pragma unroll
+  for (int n = 0; n < NK; n++) {
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e++) {
+      const int sl = frag_c_slot(e);
+      const int j = nw0 + n * 16 + frag_c_col(e);
+      float x; /* PLAIN: left unscaled, the scale is folded into the exponent */
+      if constexpr (PLAIN) x = s[n].x[e];
+      else x = score_log2(p, s[n].x[e], slope[sl], j, pos[sl]);
+      if constexpr (MASK) x = (j >= jlo[sl] && j < jhi[sl]) ? x : -INFINITY;
+      s[n].x[e] = x;
+      mx[sl] = fmaxf(mx[sl], x);
+    }
+  }
+}
+
+/* The softmax state of this lane's kFragCSlots rows. */
+template <class S>
+struct OnlineSoftmax {
+  int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots]; /* position and visible keys of each row */
+  float slope[kFragCSlots];                                 /* ALiBi slope, log2 domain */
+  bool plain;                                               /* no softcap, no ALiBi: scale folded in */
+  float m_run[kFragCSlots], l_run[kFragCSlots];             /* running max (log2 domain) and sum */
+
+  /* Per-lane rows: position, visible range and ALiBi slope of each row slot
+   * (rows past the block's tokens or heads take the last valid ones). */
+  __device__ __forceinline__ void rows(const AttnParams &p, const Program<S> &g) {
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const int r = g.wm * 16 + frag_c_row(sl);
+      const int rt = g.row_tok(r);
+      const int t = min(rt, g.w.n_tok - 1);
+      const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
+      pos[sl] = g.pos_base + t;
+      kv_range(p, pos[sl], pos[sl], g.w.kv_len, jlo[sl], jhi[sl]);
+      slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
+    }
+    plain = p.alibi == nullptr && !(p.softcap > 0.0f);
+  }
+
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      m_run[sl] = -INFINITY;
+      l_run[sl] = 0.0f;
+    }
+  }
+
+  /* Scores of tile n0 in s -> P in pa (masks only on tiles that cross a
+   * boundary, online softmax), and the output acc rescaled to the new maxima. */
+  template <typename T>
+  __device__ __forceinline__ void tile(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
+                                       FragA (&pa)[S::NK], FragC (&acc)[S::DK]) {
+    const int nw0 = n0 + g.wn * S::KW;
+    const bool full = nw0 >= g.lo && nw0 + S::KW <= g.w.kv_len &&
+                      (p.causal ? nw0 + S::KW - 1 <= g.pos_min
+                                : (p.window_right < 0 || nw0 + S::KW - 1 <= g.pos_min + p.window_right)) &&
+                      (p.window_left < 0 || nw0 >= g.pos_max - p.window_left);
+    float mx[kFragCSlots];
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
+    const float sc = plain ? p.scale_log2 : 1.0f; /* raw dot products -> log2 domain */
+    if (plain) {
+      if (full) score_tile<true, false>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      else score_tile<true, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+    } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
+      score_tile<false, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+    }
+    float alpha[kFragCSlots], m_use[kFragCSlots];
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) {
+      const float m_new = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
+      m_use[sl] = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
+      alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
+      m_run[sl] = m_new;
+      l_run[sl] *= alpha[sl];
+    }
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) {
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) {
+        const int sl = frag_c_slot(e);
+        const float pe = fast_exp2(fmaf(s[n].x[e], sc, -m_use[sl]));
+        s[n].x[e] = pe;
+        l_run[sl] += pe;
+      }
+      acc_to_a<T>(pa[n], s[n]);
+    }
+#pragma unroll
+    for (int d = 0; d < S::DK; d++)
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+  }
+};
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_SOFTMAX_CUH */

@@ -1,0 +1,218 @@
+/* launch.cu: the GPU backend's kernels as the host sees them (the config table
+ * with each row's shared memory, the kernel tables of src/gpu/inst/) and one
+ * call's launches: the policy's choice, the kernel parameters, the attention
+ * kernel and, for segments that do not merge in a cluster, the reduce. */
+#include <string.h>
+
+#include "host.cuh"
+#include "kernels.cuh"
+#include "launch.h"
+
+AA_DECLARE_KERNEL_TABLE(f16, 64)
+AA_DECLARE_KERNEL_TABLE(f16, 96)
+AA_DECLARE_KERNEL_TABLE(f16, 128)
+AA_DECLARE_KERNEL_TABLE(f16, 256)
+AA_DECLARE_KERNEL_TABLE(bf16, 64)
+AA_DECLARE_KERNEL_TABLE(bf16, 96)
+AA_DECLARE_KERNEL_TABLE(bf16, 128)
+AA_DECLARE_KERNEL_TABLE(bf16, 256)
+aa::KernelF32Fn aa_kernel_f32(void);
+aa::KernelF32Fn aa_reduce_f16(void);
+aa::KernelF32Fn aa_reduce_bf16(void);
+
+namespace aa {
+namespace {
+
+struct ConfigRow {
+  const char *name;
+  int block_m, block_n, warps, stages;
+  size_t smem[4]; /* dynamic shared memory per head dim 64, 96, 128, 256 */
+  int tma[4];     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
+};
+
+#define AA_SMEM_(hd, bm, bn, w, s) TileShape<hd, bm, bn, w, s>::SMEM_BYTES
+#define AA_TMA_(hd, bm, bn, w, s) TileShape<hd, bm, bn, w, s>::TMA_KIND
+#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                         \
+  {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s),     \
+                         AA_SMEM_(256, bm, bn, w, s)},                                                             \
+   {AA_TMA_(64, bm, bn, w, s), AA_TMA_(96, bm, bn, w, s), AA_TMA_(128, bm, bn, w, s), AA_TMA_(256, bm, bn, w, s)}},
+const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
+constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
+static_assert(kNumConfigs <= AA_GPU_MAX_CONFIGS, "the plan state holds AA_GPU_MAX_CONFIGS rows");
+static_assert(AA_GPU_MAX_SPLITS == kReduceMaxSplits, "the policy splits no wider than the reduce merges");
+static_assert(AA_GPU_CLUSTER_MERGE <= kClusterMax, "the kernel's cluster merge holds kClusterMax segments");
+
+int head_dim_index(int hd) {
+  switch (hd) {
+    case 64: return 0;
+    case 96: return 1;
+    case 128: return 2;
+    case 256: return 3;
+    default: return -1;
+  }
+}
+
+/* (magic, shift) with n / d == (umulhi(n, magic) + n) >> shift for n < 2^31
+ * (round-up reciprocal; d = 1 gives magic 1, shift 0); kernel/params.cuh's fast_div. */
+void fastdiv_init(uint32_t d, uint32_t *magic, uint32_t *shift) {
+  uint32_t l = 0;
+  while ((1ull << l) < d) l++;
+  *magic = (uint32_t)(((1ull << 32) * ((1ull << l) - d)) / d + 1);
+  *shift = l;
+}
+
+/* The parameters every kernel of the call shares. */
+AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
+  const anyattn_problem *pr = &plan->problem;
+  AttnParams p;
+  memset(&p, 0, sizeof p);
+  p.q = a->q;
+  p.k = a->k_cache;
+  p.v = a->v_cache;
+  p.out = a->out;
+  p.lse = a->lse;
+  p.cu_seqlens_q = a->cu_seqlens_q;
+  p.seq_lens_k = a->seq_lens_k;
+  p.block_table = a->block_table;
+  p.bt_stride = a->block_table_stride;
+  p.k_sb = a->k_stride_block;
+  p.k_st = a->k_stride_token;
+  p.k_sh = a->k_stride_head;
+  p.v_sb = a->v_stride_block;
+  p.v_st = a->v_stride_token;
+  p.v_sh = a->v_stride_head;
+  p.alibi = a->alibi_slopes;
+  p.sinks = a->sinks;
+  p.num_seqs = a->num_seqs;
+  p.num_tokens = a->num_tokens;
+  p.num_q_heads = pr->num_q_heads;
+  p.group = plan->group;
+  p.block_size = pr->block_size;
+  fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
+  fastdiv_init((uint32_t)pr->num_q_heads, &p.qh_magic, &p.qh_shift);
+  p.causal = pr->causal;
+  p.window_left = pr->window_left;
+  p.window_right = pr->window_right;
+  p.scale_log2 = plan->scale * kLog2e;
+  p.softcap = pr->softcap;
+  p.softcap_in = pr->softcap > 0.0f ? plan->scale / pr->softcap : 0.0f;
+  p.softcap_out = pr->softcap * kLog2e;
+  p.num_splits = 1;
+  return p;
+}
+
+/* The grid of the tensor-core kernel for config cfg: programs along the GQA
+ * group (aa_gpu_rows), Q blocks numbered as in scheduler.cuh. */
+void map_programs(AttnParams &p, const anyattn_plan *plan, const aa_gpu_config &c) {
+  const aa_gpu_row_map m = aa_gpu_rows(plan->group, c.block_m);
+  p.gh = m.gh;
+  p.bq = m.bq;
+  p.n_hchunks = m.n_hchunks;
+  p.num_qblocks = p.num_tokens / m.bq + p.num_seqs;
+  p.hprogs = plan->problem.num_kv_heads * m.n_hchunks;
+  fastdiv_init((uint32_t)m.gh, &p.gh_magic, &p.gh_shift);
+  fastdiv_init((uint32_t)m.bq, &p.bq_magic, &p.bq_shift);
+  fastdiv_init((uint32_t)p.hprogs, &p.hp_magic, &p.hp_shift);
+  fastdiv_init((uint32_t)m.n_hchunks, &p.hc_magic, &p.hc_shift);
+}
+
+/* fp32: the CUDA-core kernel, one warp per (token, q head). */
+anyattn_status launch_f32(const anyattn_plan *plan, const AttnParams &p, cudaStream_t stream) {
+  const long long rows = (long long)p.num_tokens * plan->problem.num_q_heads;
+  const dim3 grid((unsigned)((rows + kF32Warps - 1) / kF32Warps));
+  return launch(aa_kernel_f32(), grid, dim3(kF32Warps * AA_WARP_SIZE), 0, stream, false, 0, p, plan->problem.head_dim);
+}
+
+}  // namespace
+
+int config_count() { return kNumConfigs; }
+
+void config_info(int i, anyattn_config_info *info) {
+  const ConfigRow &c = kConfigs[i];
+  snprintf(info->name, sizeof info->name, "%s", c.name);
+  info->block_m = c.block_m;
+  info->block_n = c.block_n;
+  info->warps = c.warps;
+  info->stages = c.stages;
+}
+
+bool config_table(int head_dim, aa_gpu_plan_state *st) {
+  const int hdi = head_dim_index(head_dim);
+  if (hdi < 0) return false;
+  for (int i = 0; i < kNumConfigs; i++) {
+    const ConfigRow &r = kConfigs[i];
+    aa_gpu_config &c = st->configs[i];
+    c.name = r.name;
+    c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
+    c.smem = r.smem[hdi];
+    c.tma = r.tma[hdi];
+  }
+  st->num_configs = kNumConfigs;
+  return true;
+}
+
+KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg) {
+  KernelFn k[kNumConfigs];
+  const bool bf = dtype == ANYATTN_DTYPE_BF16;
+  switch (hd) {
+    case 64: bf ? aa_kernel_table_bf16_d64(k) : aa_kernel_table_f16_d64(k); break;
+    case 96: bf ? aa_kernel_table_bf16_d96(k) : aa_kernel_table_f16_d96(k); break;
+    case 128: bf ? aa_kernel_table_bf16_d128(k) : aa_kernel_table_f16_d128(k); break;
+    default: bf ? aa_kernel_table_bf16_d256(k) : aa_kernel_table_f16_d256(k); break;
+  }
+  return k[cfg];
+}
+
+aa_gpu_device device_of(const anyattn_context *ctx) {
+  aa_gpu_device d;
+  d.num_sms = ctx->num_sms;
+  d.smem_per_block = ctx->smem_per_block;
+  d.arch = ctx->arch;
+  return d;
+}
+
+anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a) {
+  const anyattn_problem *pr = &plan->problem;
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  const aa_gpu_device dev = device_of(plan->ctx);
+  cudaStream_t stream = (cudaStream_t)a->stream;
+  AttnParams p = params_of(plan, a);
+  if (pr->dtype == ANYATTN_DTYPE_F32) return launch_f32(plan, p, stream);
+
+  const aa_gpu_choice ch = aa_gpu_choose(plan, &dev, a);
+  const aa_gpu_config &c = st->configs[ch.config];
+  if (ch.splits > 1) {
+    p.num_splits = ch.splits;
+    p.cluster = ch.cluster;
+    p.part_ml = reinterpret_cast<float2 *>(a->workspace);
+    p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + aa_gpu_split_ml_bytes(plan));
+  }
+  map_programs(p, plan, c);
+  const long long programs = (long long)p.num_qblocks * p.hprogs;
+  AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
+  const int rows = aa_gpu_tma_rows(plan, &dev, ch.config, programs * p.num_splits, tma_mode());
+  if (rows > 0) {
+    const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
+    const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
+    if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
+                 pr->num_kv_heads, pr->block_size, rows, c.tma))
+      p.tma_rows = rows;
+  }
+  /* On sm_90 both kernels go out with programmatic dependent launch: each
+   * launches while the kernel before it drains and waits on the device
+   * (griddepcontrol.wait, before reading any input) for its writes. */
+  const bool pdl = dev.arch >= 90;
+  const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
+  AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config), grid, dim3(c.warps * AA_WARP_SIZE), c.smem, stream, pdl,
+                p.cluster ? p.num_splits : 0, p));
+  if (p.num_splits > 1 && !p.cluster) {
+    const long long rrows = (long long)a->num_tokens * pr->num_q_heads;
+    const dim3 rgrid((unsigned)((rrows + kReduceWarps - 1) / kReduceWarps));
+    KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16();
+    AA_TRY(launch(reduce, rgrid, dim3(kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, 0, p, pr->head_dim));
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+}  // namespace aa

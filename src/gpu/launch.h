@@ -1,0 +1,27 @@
+/* launch.h: the GPU backend's compiled kernels and one launch of them
+ * (launch.cu), used by its entry points (backend.cu). */
+#ifndef ANYATTN_GPU_LAUNCH_H
+#define ANYATTN_GPU_LAUNCH_H
+
+#include "attention.cuh"
+#include "policy.h"
+
+namespace aa {
+
+/* Rows of the config table (src/choose/configs.h), in table order. */
+int config_count();
+/* Row i (name, tile shape) as the API reports it. */
+void config_info(int i, anyattn_config_info *info);
+/* The table as head dim `head_dim` sees it (shared memory, TMA kind) into
+ * st->configs and st->num_configs; false if the head dim is not compiled. */
+bool config_table(int head_dim, aa_gpu_plan_state *st);
+/* The tensor-core kernel of config cfg (nullptr where it is not compiled). */
+KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg);
+/* The device facts the policy reads. */
+aa_gpu_device device_of(const anyattn_context *ctx);
+/* One call: the choice (policy.h), the parameters, the launches. */
+anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a);
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_LAUNCH_H */

@@ -1,0 +1,116 @@
+/* policy.h: the GPU backend's host-side choices, in plain C so that they are
+ * unit-tested without a device (tests/test_gpu_policy.c): which tile config a
+ * batch runs on, how many split-KV segments it takes and whether they merge
+ * in a cluster, whether K/V come as TMA boxes, and the split limits and
+ * workspace a plan sets. Every choice reads host-visible sizes only: run never
+ * reads device memory or times anything. Design: docs/design/decode.md
+ * (split-KV, clusters, boxes) and docs/design/tuning.md (the tree, the fallback). */
+#ifndef ANYATTN_GPU_POLICY_H
+#define ANYATTN_GPU_POLICY_H
+
+#include "internal.h"
+#include "tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AA_GPU_MAX_CONFIGS 16
+/* Split-KV segments the reduce kernel merges at most (kernel/reduce.cuh's kReduceMaxSplits). */
+#define AA_GPU_MAX_SPLITS 128
+/* Segments that merge inside one thread-block cluster at most (sm_90; more go
+ * to the reduce kernel). On one H200 the reduce, launched with programmatic
+ * dependent launch, is as cheap as an 8-block cluster's merge
+ * (docs/design/decode.md#merging-segments). */
+#define AA_GPU_CLUSTER_MERGE 4
+
+/* One row of the config table as the plan's head dim sees it. */
+typedef struct {
+  const char *name;
+  int block_m, block_n, warps, stages;
+  size_t smem; /* dynamic shared memory at this head dim (TileShape::SMEM_BYTES) */
+  int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels */
+} aa_gpu_config;
+
+/* What the device and the build offer a plan. */
+typedef struct {
+  int num_sms;
+  size_t smem_per_block; /* opt-in shared memory per block */
+  int arch;              /* 90 for sm_90 */
+} aa_gpu_device;
+
+/* The GPU backend's plan state (plan->state). */
+typedef struct {
+  aa_gpu_config configs[AA_GPU_MAX_CONFIGS]; /* the table at the plan's head dim */
+  int num_configs;
+  int config;          /* the config chosen at plan (the forced one, or from the limits); -1 for fp32 */
+  int config_forced;   /* 1: problem->config named it; run keeps it */
+  const aa_tree *tree; /* the tree serving the device when the plan was made, or NULL: the fallback heuristic */
+  int num_splits;      /* split-KV segments per sequence (1: no split): the most run may use */
+  int split_rows;      /* token rows of split-KV partials the workspace holds (segments x tokens) */
+  int forced_splits;   /* 0 the backend decides; 1 never split; S >= 2 exactly S segments for
+                        * decode-like batches (problem->config "NAME-kS") */
+  int cluster_max[AA_GPU_MAX_CONFIGS];   /* per config: the most segments merged inside one cluster (0: none) */
+  int cluster_slots[AA_GPU_MAX_CONFIGS]; /* per config: programs co-scheduled in such clusters */
+  /* The fallback heuristic's rows (-1 when this build's table lacks them). */
+  int decode, decode_long, small, large;
+} aa_gpu_plan_state;
+
+/* Programs along a GQA group: a program takes min(group, block_m) heads of it
+ * (gh) for block_m / gh tokens (bq); larger groups split into n_hchunks. */
+typedef struct {
+  int gh, bq, n_hchunks;
+} aa_gpu_row_map;
+
+/* What one run launches. */
+typedef struct {
+  int config;  /* table row */
+  int splits;  /* split-KV segments (1: none) */
+  int cluster; /* 1: the segments merge in a cluster, 0: in the reduce kernel */
+} aa_gpu_choice;
+
+AA_HIDDEN aa_gpu_row_map aa_gpu_rows(int group, int block_m);
+/* The row named by the first `len` characters of `name`, or -1. */
+AA_HIDDEN int aa_gpu_config_find(const aa_gpu_plan_state *st, const char *name, size_t len);
+/* "m16n128w8s2" or "m16n128w8s2-k8" (8 segments; -k1 never splits): the row
+ * (-1: unknown) and the suffix in *splits (0: none given). */
+AA_HIDDEN int aa_gpu_config_parse(const aa_gpu_plan_state *st, const char *name, int *splits);
+AA_HIDDEN int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
+/* Fills the fallback rows of st from its table. */
+AA_HIDDEN void aa_gpu_policy_init(aa_gpu_plan_state *st);
+
+/* The tile for a batch of these sizes (hints 0: unknown): the tree's leaf,
+ * else the fallback heuristic; -1 when nothing fits. *tree_splits (may be
+ * NULL) gets the leaf's split count (0: the backend decides), -1 when the
+ * heuristic chose. */
+AA_HIDDEN int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens,
+                                   int max_q_len, int max_kv_len, int *tree_splits);
+/* Programs of config cfg one multiprocessor holds while split (shared memory
+ * and the register cap of 16-row tiles), and a wave of them. */
+AA_HIDDEN int aa_gpu_split_occupancy(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
+AA_HIDDEN long long aa_gpu_wave_programs(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
+/* The config that runs split segments when nothing is forced, from the limits. */
+AA_HIDDEN int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev);
+/* Plan time: the split limits (st->num_splits, st->split_rows) and the
+ * workspace they need (plan->workspace_size); ANYATTN_STATUS_INVALID_SIZE if
+ * that size overflows. */
+AA_HIDDEN anyattn_status aa_gpu_plan_splits(anyattn_plan *plan, const aa_gpu_device *dev);
+/* Bytes of the split partials' (max, sum) rows at the head of the workspace. */
+AA_HIDDEN size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan);
+/* The most segments config cfg merges in a cluster on this device, given
+ * active[i] = clusters of size 2^(i+1) the device co-schedules (-1: unknown):
+ * the largest size whose clusters cover 7/8 of the slots a split launch aims
+ * to fill (a cluster's blocks share a GPC). *slots gets the programs they hold. */
+AA_HIDDEN int aa_gpu_cluster_limit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, const int *active,
+                                   int *slots);
+/* Run time: the config, segments and merge of this batch. */
+AA_HIDDEN aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, const anyattn_args *a);
+/* Rows per TMA box for this launch, or 0 for 16-byte copies: mode 0 never,
+ * 1 where it pays (padded tiles only in launches of one wave), 2 wherever the
+ * layout allows. */
+AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ANYATTN_GPU_POLICY_H */

@@ -1,0 +1,210 @@
+/* test_gpu_policy.c: the GPU backend's host-side choices (src/gpu/policy.c)
+ * on a described device, no GPU needed: config names and split suffixes, the
+ * plan's split limits and workspace (and their overflow check), the run-time
+ * choice of tile, segments and merge, the cluster limit and TMA boxes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy.h"
+
+static int failures, checks;
+#define EXPECT(cond, ...)                         \
+  do {                                            \
+    checks++;                                     \
+    if (!(cond)) {                                \
+      failures++;                                 \
+      printf("FAIL line %d: ", __LINE__);         \
+      printf(__VA_ARGS__);                        \
+      printf("\n");                               \
+    }                                             \
+  } while (0)
+
+/* The NVIDIA table's rows at head dim 128 with shared memory like the H200
+ * build's (TileShape::SMEM_BYTES) and their TMA kinds. */
+static const aa_gpu_config kRows[] = {
+    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1},
+    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1},
+    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2},
+};
+static const aa_gpu_device kH200 = {132, 232448, 90};
+
+typedef struct {
+  anyattn_plan plan;
+  aa_gpu_plan_state st;
+} fixture;
+
+/* A plan as core and the backend's plan would leave it (Llama-3-8B heads by default). */
+static void make_plan(fixture *f, int q_heads, int kv_heads, int head_dim, int max_seqs, int max_tokens,
+                      int max_context, const char *forced) {
+  memset(f, 0, sizeof *f);
+  anyattn_problem_init(&f->plan.problem);
+  f->plan.problem.num_q_heads = q_heads;
+  f->plan.problem.num_kv_heads = kv_heads;
+  f->plan.problem.head_dim = head_dim;
+  anyattn_limits_init(&f->plan.limits);
+  f->plan.limits.max_seqs = max_seqs;
+  f->plan.limits.max_tokens = max_tokens;
+  f->plan.limits.max_context = max_context;
+  f->plan.group = q_heads / kv_heads;
+  f->plan.state = &f->st;
+  memcpy(f->st.configs, kRows, sizeof kRows);
+  f->st.num_configs = (int)(sizeof kRows / sizeof kRows[0]);
+  aa_gpu_policy_init(&f->st);
+  f->st.num_splits = 1;
+  f->st.config = -1;
+  if (forced) {
+    f->st.config = aa_gpu_config_parse(&f->st, forced, &f->st.forced_splits);
+    f->st.config_forced = 1;
+  }
+}
+
+static anyattn_args batch(int num_seqs, int num_tokens, int max_kv_len) {
+  anyattn_args a;
+  memset(&a, 0, sizeof a);
+  a.num_seqs = num_seqs;
+  a.num_tokens = num_tokens;
+  a.max_kv_len = max_kv_len;
+  return a;
+}
+
+static void test_names(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 64, 64, 4096, NULL);
+  int s = -1;
+  EXPECT(aa_gpu_config_parse(&f.st, "m16n128w8s2", &s) == 3 && s == 0, "plain name");
+  EXPECT(aa_gpu_config_parse(&f.st, "m16n128w8s2-k8", &s) == 3 && s == 8, "suffix -k8");
+  EXPECT(aa_gpu_config_parse(&f.st, "m16n128w8s2-k128", &s) == 3 && s == 128, "suffix -k128");
+  const char *bad[] = {"m16n128w8s2-k0", "m16n128w8s2-k129", "m16n128w8s2-k8x", "m16n128w8s2-k", "m16n128w8s2-k+8",
+                       "nosuch", "m16n128w8s2x", "-k4", "m16n128w8s2-k99999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    EXPECT(aa_gpu_config_parse(&f.st, bad[i], &s) == -1, "'%s' must not parse", bad[i]);
+}
+
+/* Llama-3-8B on 132 SMs: the 128-key decode tile (one per SM) for contexts of
+ * 2048 and more gives 132 / 8 = 16 segments, rows 16 x min(max_tokens, 8). */
+static void test_plan_splits(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, NULL);
+  EXPECT(aa_gpu_plan_splits(&f.plan, &kH200) == ANYATTN_STATUS_OK, "plan splits");
+  EXPECT(f.st.num_splits == 16 && f.st.split_rows == 128, "S_max %d rows %d, want 16 and 128", f.st.num_splits,
+         f.st.split_rows);
+  const size_t ml = (128 * 32 * 8 + 255) / 256 * 256, want = ml + (size_t)128 * 32 * 128 * 4;
+  EXPECT(f.plan.workspace_size == want, "workspace %zu, want %zu", f.plan.workspace_size, want);
+  EXPECT(aa_gpu_split_ml_bytes(&f.plan) == ml, "ml bytes");
+
+  /* short contexts: the 64-key tile, two per SM by shared memory, 3 by registers */
+  make_plan(&f, 32, 8, 128, 256, 4, 1024, NULL);
+  EXPECT(aa_gpu_plan_splits(&f.plan, &kH200) == ANYATTN_STATUS_OK, "plan splits");
+  EXPECT(f.st.num_splits == 16 && f.st.split_rows == 64, "short: S_max %d rows %d, want 2*132/8 -> 16 (by keys "
+         "1024/64 = 16) and 16 x 4", f.st.num_splits, f.st.split_rows);
+
+  /* contexts too short to split */
+  make_plan(&f, 32, 8, 128, 256, 8, 64, NULL);
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  EXPECT(f.st.num_splits == 1 && f.plan.workspace_size == 0, "no split at 64 keys");
+
+  /* a forced count raises the limit */
+  make_plan(&f, 32, 8, 128, 256, 8, 32768, "m16n64w4s3-k32");
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  EXPECT(f.st.num_splits == 32, "forced -k32: S_max %d", f.st.num_splits);
+
+  /* sizes that overflow the workspace fail instead of wrapping */
+  make_plan(&f, 1 << 30, 1, 1 << 30, 1, 8, 32768, NULL);
+  f.plan.group = 1;
+  EXPECT(aa_gpu_plan_splits(&f.plan, &kH200) == ANYATTN_STATUS_INVALID_SIZE, "overflowing workspace must fail");
+}
+
+static void test_choose(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, NULL);
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  f.st.cluster_max[3] = 4;
+  f.st.cluster_slots[3] = 128;
+
+  /* batch-1 decode at 32k: the 128-key tile in 16 segments, merged by the reduce (16 > 4) */
+  anyattn_args a = batch(1, 1, 32768);
+  aa_gpu_choice c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3 && c.splits == 16 && !c.cluster, "1x32768: config %d splits %d cluster %d", c.config, c.splits,
+         c.cluster);
+  /* 4 sequences x 8 heads = 32 busy programs: 132 / 32 = 4 segments, in a cluster of 4 */
+  a = batch(4, 4, 32768);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3 && c.splits == 4 && c.cluster, "4x32768: config %d splits %d cluster %d", c.config, c.splits,
+         c.cluster);
+  /* a short context bounds the segments by its tiles: 500 keys / 128 = 4 */
+  a = batch(1, 1, 500);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.splits == 4, "1x500: splits %d", c.splits);
+  /* 64 decodes fill the device: no split, the 64-key decode tile */
+  a = batch(64, 64, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 2 && c.splits == 1, "64x8192: config %d splits %d", c.config, c.splits);
+  /* prefill: the 128-row tile with at least 2 programs per SM, no split */
+  a = batch(1, 8192, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.splits == 1, "1x8192 prefill: config %d splits %d", c.config, c.splits);
+  /* a short prefill: the 64-row tile */
+  a = batch(1, 500, 500);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 4 && c.splits == 1, "1x500 prefill: config %d splits %d", c.config, c.splits);
+
+  /* a tree's leaf picks the config and a fixed split count */
+  static const aa_tree_node nodes[] = {{-1, 0.0, 0, 0, "m16n64w4s2", 4}};
+  static const aa_tree tree = {"test", "sm_90", "test tree", 0, 1, nodes};
+  f.st.tree = &tree;
+  a = batch(1, 1, 32768);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 1 && c.splits == 4, "tree leaf: config %d splits %d", c.config, c.splits);
+  /* a leaf naming a row this table lacks falls back to the heuristic */
+  static const aa_tree_node bad_nodes[] = {{-1, 0.0, 0, 0, "m999", 0}};
+  static const aa_tree bad_tree = {"test", "sm_90", "test tree", 0, 1, bad_nodes};
+  f.st.tree = &bad_tree;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3 && c.splits == 16, "unknown leaf: config %d splits %d", c.config, c.splits);
+
+  /* a forced config with a fixed count: -k1 never splits */
+  make_plan(&f, 32, 8, 128, 256, 8, 32768, "m16n64w4s3-k1");
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  a = batch(1, 1, 32768);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 2 && c.splits == 1, "forced -k1: config %d splits %d", c.config, c.splits);
+}
+
+static void test_clusters_and_boxes(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 256, 8, 32768, NULL);
+  int slots = -1;
+  /* the 128-key tile, one per SM: clusters of 4 covering 7/8 of 132 slots qualify */
+  int active[AA_GPU_CLUSTER_MERGE + 1] = {-1, -1, 66, -1, 32};
+  EXPECT(aa_gpu_cluster_limit(&f.st, &kH200, 3, active, &slots) == 4 && slots == 128, "clusters of 4, slots %d", slots);
+  active[4] = 20; /* 80 slots: too few; clusters of 2 */
+  EXPECT(aa_gpu_cluster_limit(&f.st, &kH200, 3, active, &slots) == 2 && slots == 132, "clusters of 2, slots %d", slots);
+  active[2] = -1;
+  EXPECT(aa_gpu_cluster_limit(&f.st, &kH200, 3, active, &slots) == 0 && slots == 0, "no clusters");
+
+  /* TMA boxes: padded decode tiles in one wave only (mode 1), everywhere with mode 2 */
+  f.plan.problem.block_size = 16;
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 132, 1) == 16, "one wave: boxes of a page");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 1) == 0, "two waves: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 2) == 16, "mode all: boxes");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 0) == 0, "mode off: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 5, 100000, 1) == 16, "the pipelined tile takes boxes in every launch");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 4, 1, 2) == 0, "the single-warpgroup wgmma tile has none");
+  const aa_gpu_device a100 = {108, 166912, 80};
+  EXPECT(aa_gpu_tma_rows(&f.plan, &a100, 3, 1, 2) == 0, "no boxes before sm_90");
+  f.plan.problem.block_size = 256;
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 128, "pages larger than the tile: boxes of a tile");
+  f.plan.problem.block_size = 24;
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "a page size that does not divide the tile: copies");
+  f.plan.problem.block_size = 4;
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "boxes under 8 rows: copies");
+}
+
+int main(void) {
+  test_names();
+  test_plan_splits();
+  test_choose();
+  test_clusters_and_boxes();
+  printf("test_gpu_policy: %d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
