@@ -5,13 +5,15 @@ measured in the same run: torch SDPA's FlashAttention-2 and cuDNN backends on de
 device-to-device copy (bytes read + written) and a bf16 8192^3 matmul.
 
 Usage: python3 bench/peers.py [--out DIR] [--quick]
-Prints one JSON line per measurement, then a table; writes DIR/peers.json (DIR: $OUT or .).
+Prints one JSON line per measurement, then a table; writes DIR/peers.json (DIR: $OUT or .)
+with the device, date, commit (ANYATTN_COMMIT, as bench/run_h200.sh sets it) and command.
 Timing: median of triton.testing.do_bench (CUDA events), random inputs, warm-up first.
 """
 import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -135,7 +137,11 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "peers.json"), "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": recs}, f, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "commit": os.environ.get("ANYATTN_COMMIT") or None,
+                   "command": "python3 bench/peers.py" + (" --quick" if args.quick else ""),
+                   "results": recs}, f, indent=1)
 
     print(f"\n{'peer':8} {'case':22} {'us':>10} {'figure':>14}")
     for r in recs:

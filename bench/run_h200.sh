@@ -7,14 +7,24 @@
 #   OUT=/some/dir bash bench/run_h200.sh            # all steps
 #   STEPS="build check bench" bash bench/run_h200.sh  # a subset
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
-#       builds build-tune with src/gpu/tuning_configs.h and benches each forced config
+#       builds build-tune with src/choose/tuning_configs.h and benches each forced config
 #       (SWEEP empty: every config of that table)
 # Steps: build check ctest sanitize bench graph e2e sweep peers ibm tune tunex
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
-# calls). Logs: $OUT/log.txt (all output), $OUT/check.txt,
-# $OUT/{decode,prefill,mixed,decode_graph,ibm}.json, $OUT/e2e.txt, $OUT/peers.json.
+# calls).
+#
+# Data files, named as in bench/results/h200/ (docs/performance.md says how to
+# refresh the table from them): {decode,decode_graph,prefill,mixed,ibm,
+# e2e-llama8b}.json from `anyattn bench --json`, peers.json from peers.py,
+# h200_tune_<grid>.csv from `anyattn tune` with h200_tune_<grid>.meta.json
+# beside it. Each records its commit: ANYATTN_COMMIT if set (the device
+# machine has no git: pass `ANYATTN_COMMIT=<sha>` in the command), else
+# `git rev-parse HEAD` (with -dirty when the tree has changes). Logs:
+# $OUT/log.txt (all output), $OUT/check.txt, $OUT/e2e.txt. Everything but
+# log.txt is bundled into $OUT/results.tgz at the end (the device tool
+# returns at most 8 files).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench-out}
@@ -25,6 +35,10 @@ WORKLOADS=${WORKLOADS:-"decode prefill mixed"}
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 CLI=build/anyattn
 SUMMARY=$OUT/.summary
+if [ -z "${ANYATTN_COMMIT:-}" ] && ANYATTN_COMMIT=$(git rev-parse HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || ANYATTN_COMMIT="$ANYATTN_COMMIT-dirty"
+fi
+export ANYATTN_COMMIT=${ANYATTN_COMMIT:-}
 : >"$SUMMARY"
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 say() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
@@ -104,14 +118,14 @@ fi
 
 if has e2e; then
   say "bench e2e-llama8b"
-  timeout 240 $CLI bench --backend cuda --workload e2e-llama8b >"$OUT/e2e.txt" 2>&1
+  timeout 240 $CLI bench --backend cuda --workload e2e-llama8b --json "$OUT/e2e-llama8b.json" >"$OUT/e2e.txt" 2>&1
   rc=$?
   cat "$OUT/e2e.txt" >>"$LOG"
   note "bench e2e-llama8b: rc=$rc"
   grep -E "^e2e" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
-build_tune() { # candidate rows (src/gpu/tuning_configs.h) live in a second build
+build_tune() { # candidate rows (src/choose/tuning_configs.h) live in a second build
   say "build-tune (sm_90a, tuning config table)"
   cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
     -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >>"$LOG" 2>&1 &&
@@ -158,14 +172,24 @@ if has ibm; then
   tot=$(awk '/^ibm/{s+=$5} END{printf "%.0f", s}' "$OUT/.bench")
   note "bench ibm: rc=$rc, $n cases, sum of medians $tot us"
 fi
+# The sweep CSV's header has its date and device; a sidecar adds commit and command.
+meta_json() { # $1: file, $2: command
+  {
+    printf '{'
+    [ -n "$ANYATTN_COMMIT" ] && printf '"commit": "%s", ' "$ANYATTN_COMMIT"
+    printf '"command": "%s"}\n' "$2"
+  } >"$1"
+}
 # tune: the main table (TUNE_GRIDS, default "ibm"; "full ibm" fits on the
 # full grid and checks on the IBM one); tunex: the candidate table (build-tune).
 if has tune; then
   for g in ${TUNE_GRIDS:-ibm}; do
     say "tune --grid $g (sweep every candidate, fit a tree)"
+    cmd="anyattn tune --backend cuda --grid $g --out h200_tune_$g.csv --name h200 --iters ${TUNE_ITERS:-10}"
     timeout ${TUNE_TIMEOUT:-420} $CLI tune --backend cuda --grid $g --out "$OUT/h200_tune_$g.csv" --name h200 \
       --iters ${TUNE_ITERS:-10} >"$OUT/tune_$g.txt" 2>"$OUT/tune_progress_$g.txt"
     rc=$?
+    meta_json "$OUT/h200_tune_$g.meta.json" "$cmd"
     cat "$OUT/tune_$g.txt" >>"$LOG"
     note "tune $g: rc=$rc"
     sed 's/^/  /' "$OUT/tune_$g.txt" >>"$SUMMARY"

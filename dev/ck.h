@@ -1,7 +1,7 @@
 /* ck.h: the standalone experiments' check of a CUDA runtime call: on an
  * error, print file:line, the call and the runtime's message, and exit 1. */
-#ifndef ANYATTN_BENCH_EXPERIMENTS_CK_H
-#define ANYATTN_BENCH_EXPERIMENTS_CK_H
+#ifndef ANYATTN_DEV_CK_H
+#define ANYATTN_DEV_CK_H
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>

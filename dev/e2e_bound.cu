@@ -1,7 +1,7 @@
 // e2e_bound.cu: the floor of split-KV decode on this GPU under stream order,
-// for issue 4's three batch-1 targets: kernels that stream the paged K/V and
-// do none of the attention math (a floor of the designs measured here, not
-// a proof over every design). Three families:
+// for the batch-1 decode cases (1x500, 1x32768, e2e-llama8b): kernels that
+// stream the paged K/V and do none of the attention math (a floor of the
+// designs measured here, not a proof over every design). Three families:
 //   streaming only: context and segment count from the host, page ids from
 //     the block table; nothing written;
 //   + merge: a 4-row fp32 partial and its (max, sum) per program as split-KV
@@ -28,7 +28,7 @@
 //   one graph repeat it, so it cannot tag a call).
 //
 // The streaming loop is stream_probe.cu's cp.async path (paged_kv.cuh, shared
-// with the sixth session's ceiling probe), with the wait before it and the
+// with stream_probe.cu, the streaming ceiling probe), with the wait before it and the
 // merges after it.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -o e2e_bound e2e_bound.cu
@@ -40,7 +40,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "../../src/gpu/tile_nv.cuh"
+#include "../src/gpu/vendor/tile_nv.cuh"
 #include "ck.h"
 #include "paged_kv.cuh"
 
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
     if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
   }
   if constexpr (MERGE == 3) {
-    /* the library's own cluster primitives (src/gpu/tile_nv.cuh): a release/
+    /* the library's own cluster primitives (src/gpu/vendor/tile_nv.cuh): a release/
      * acquire cluster barrier, ld.shared::cluster through mapa, and a relaxed
      * barrier that keeps each block's shared memory alive for the readers */
     float4 *so = reinterpret_cast<float4 *>(smem); /* the pipeline is drained */

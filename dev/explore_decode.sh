@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # explore_decode.sh: one device call that places the fixed costs of batch-1
-# decode (issue 4): the graph/launch/latency floor (dev/floor.cu),
+# decode: the graph/launch/latency floor (dev/floor.cu),
 # decode under forced split counts, and ncu kernel durations. Logs in $OUT.
 set -u
 cd "$(dirname "$0")/.."

@@ -3,8 +3,8 @@
  * heads, head dim 128, 16-token pages; K and V caches [page][token][head][dim]),
  * the 16-byte cp.async copies, the STAGES-deep pipeline a program streams its
  * tiles through, and the host's median. */
-#ifndef ANYATTN_BENCH_EXPERIMENTS_PAGED_KV_CUH
-#define ANYATTN_BENCH_EXPERIMENTS_PAGED_KV_CUH
+#ifndef ANYATTN_DEV_PAGED_KV_CUH
+#define ANYATTN_DEV_PAGED_KV_CUH
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <algorithm>

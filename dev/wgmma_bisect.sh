@@ -11,10 +11,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bisect-out}
 mkdir -p "$OUT"
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
-nvcc -std=c++17 -O2 --expt-relaxed-constexpr $GENCODE -Isrc -Isrc/configs dev/wgmma_probe.cu \
+nvcc -std=c++17 -O2 --expt-relaxed-constexpr $GENCODE -Isrc/gpu/kernel -Isrc/gpu/vendor dev/wgmma_probe.cu \
   -o "$OUT/wgmma_probe.bin" && "$OUT/wgmma_probe.bin" >"$OUT/probe.txt" 2>&1
 rm -f "$OUT/wgmma_probe.bin"
-cuobjdump -sass build/CMakeFiles/anyattn_obj.dir/src/gpu/inst_bf16_d64.cu.o 2>/dev/null |
+cuobjdump -sass build/CMakeFiles/anyattn_obj.dir/src/gpu/inst/inst_bf16_d64.cu.o 2>/dev/null |
   awk '/Function : .*Li64ELi64ELi64ELi4ELi2/{on=1} /Function : /&&!/Li64ELi64ELi64ELi4ELi2/{on=0} on' >"$OUT/sass_m64n64_d64.txt"
 for v in 3 1 2; do
   cli=build/anyattn

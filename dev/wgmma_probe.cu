@@ -6,7 +6,7 @@
 // (64, 64), the K/V tiles written with st.shared or cp.async at the second
 // stage's offset. A failure in `anyattn check` for the wgmma tiles can be
 // narrowed with it. sm_90a only:
-//   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -Isrc/configs \
+//   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc/gpu/kernel -Isrc/gpu/vendor \
 //        dev/wgmma_probe.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe
 #include <cstdio>
 #include <cstdlib>

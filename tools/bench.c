@@ -5,7 +5,9 @@
  * dim 128), block size 16. */
 #include "bench.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,7 +453,13 @@ done:
  * Reported: total attention seconds and µs per call. */
 enum { E2E_LAYERS = 32, E2E_PROMPT = 500, E2E_STEPS = 12800 };
 
-static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes) {
+typedef struct {
+  double prefill_ms, decode_s, us_per_call, kv_gbs, total_s;
+  char plan[192];
+} e2e_result;
+
+static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes,
+                   e2e_result *res) {
   const anyattn_backend be = o->backend;
   const size_t es = anyattn_dtype_size(o->dtype);
   const int max_ctx = E2E_PROMPT + E2E_STEPS;
@@ -567,6 +575,12 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
          "(%.2f us per call, %.1f GB/s of K/V); attention total %.3f s  [%s]\n",
          E2E_PROMPT, E2E_LAYERS, prefill_ms, E2E_STEPS, E2E_LAYERS, decode_ms * 1e-3, 1e3 * decode_ms / calls,
          kv_bytes / (decode_ms * 1e-3) / 1e9, (prefill_ms + decode_ms) * 1e-3, anyattn_plan_describe(plan));
+  res->prefill_ms = prefill_ms;
+  res->decode_s = decode_ms * 1e-3;
+  res->us_per_call = 1e3 * decode_ms / calls;
+  res->kv_gbs = kv_bytes / (decode_ms * 1e-3) / 1e9;
+  res->total_s = (prefill_ms + decode_ms) * 1e-3;
+  snprintf(res->plan, sizeof res->plan, "%s", anyattn_plan_describe(plan));
   rc = 0;
 done:
   dm_graph_free(graph);
@@ -582,6 +596,140 @@ done:
   anyattn_plan_free(plan);
   free(bt);
   return rc;
+}
+
+/* ---- --json output -------------------------------------------------------------
+ * One object per run: what ran (library version, workload, backend, device,
+ * date, commit, command line), the ceilings measured in the run, the e2e
+ * figures (e2e-llama8b) and one entry per case; bench/results/make_table.py
+ * reads it. Every write is checked; the first failure is reported once, when
+ * the file is closed, and makes bench exit 1. */
+typedef struct {
+  FILE *f;
+  const char *path;
+  int err; /* errno of the first failed write; 0 while every write went through */
+} json_out;
+
+static void json_printf(json_out *j, const char *fmt, ...) {
+  if (!j->f || j->err) return;
+  va_list ap;
+  va_start(ap, fmt);
+  errno = 0;
+  if (vfprintf(j->f, fmt, ap) < 0) j->err = errno ? errno : EIO;
+  va_end(ap);
+}
+
+/* s as a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(json_out *j, const char *s) {
+  json_printf(j, "\"");
+  for (; *s; s++) {
+    const unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      json_printf(j, "\\%c", c);
+    else if (c < 0x20)
+      json_printf(j, "\\u%04x", c);
+    else
+      json_printf(j, "%c", c);
+  }
+  json_printf(j, "\"");
+}
+
+/* Closes the file; 0 when every write and the close succeeded, else 1 with
+ * one line on stderr. */
+static int json_close(json_out *j) {
+  if (!j->f) return 0;
+  errno = 0;
+  if (fclose(j->f) != 0 && !j->err) j->err = errno ? errno : EIO;
+  j->f = NULL;
+  if (!j->err) return 0;
+  fprintf(stderr, "anyattn: cannot write --json file '%s': %s\n", j->path, strerror(j->err));
+  return 1;
+}
+
+static void str_append(char *buf, size_t n, const char *fmt, ...) {
+  const size_t len = strlen(buf);
+  if (len + 1 >= n) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + len, n - len, fmt, ap);
+  va_end(ap);
+}
+
+/* The command line of this run, rebuilt from the parsed options (the --json
+ * path as its file name), after the environment settings that change what
+ * the library runs. */
+static void bench_command(const bench_options *o, char *buf, size_t n) {
+  static const char *const env[] = {"ANYATTN_TREE", "ANYATTN_CUDA_CLUSTERS", "ANYATTN_CUDA_TMA", "OMP_NUM_THREADS"};
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+    const char *v = getenv(env[i]);
+    if (v) str_append(buf, n, "%s=%s ", env[i], v);
+  }
+  str_append(buf, n, "anyattn bench");
+  if (o->backend != ANYATTN_BACKEND_AUTO) str_append(buf, n, " --backend %s", anyattn_backend_name(o->backend));
+  if (o->device) str_append(buf, n, " --device %d", o->device);
+  if (o->cases)
+    str_append(buf, n, " --cases %s", o->cases);
+  else
+    str_append(buf, n, " --workload %s", o->workload);
+  if (o->graph) str_append(buf, n, " --graph");
+  if (o->config) str_append(buf, n, " --config %s", o->config);
+  if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
+  if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
+  if (o->no_flush) str_append(buf, n, " --no-flush");
+  if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);
+  if (o->json_path) {
+    const char *base = strrchr(o->json_path, '/');
+    str_append(buf, n, " --json %s", base ? base + 1 : o->json_path);
+  }
+}
+
+/* The object's fields up to its e2e figures and cases. The commit comes from
+ * ANYATTN_COMMIT (bench/run_h200.sh sets it from git); null when unset. */
+static void json_header(json_out *j, const bench_options *req, const bench_options *o, const char *dev,
+                        const char *date, double bw_gbs, double peak_gflops) {
+  char cmd[1024];
+  bench_command(req, cmd, sizeof cmd);
+  const char *commit = getenv("ANYATTN_COMMIT");
+  json_printf(j, "{\"version\": ");
+  json_string(j, anyattn_version_string());
+  json_printf(j, ", \"workload\": ");
+  json_string(j, o->workload);
+  json_printf(j, ", \"backend\": ");
+  json_string(j, anyattn_backend_name(o->backend));
+  json_printf(j, ", \"device\": ");
+  json_string(j, dev);
+  json_printf(j, ", \"date\": ");
+  json_string(j, date);
+  json_printf(j, ", \"commit\": ");
+  if (commit && commit[0])
+    json_string(j, commit);
+  else
+    json_printf(j, "null");
+  json_printf(j, ", \"command\": ");
+  json_string(j, cmd);
+  json_printf(j, ", \"graph\": %d, \"dtype\": ", o->graph);
+  json_string(j, tl_dtype_name(o->dtype));
+  json_printf(j, ", \"bandwidth_gbs\": %.3f, \"peak_gflops\": %.3f, ", bw_gbs, peak_gflops);
+}
+
+static void json_e2e(json_out *j, const e2e_result *e) {
+  json_printf(j,
+              "\"e2e\": {\"prefill_ms\": %.3f, \"decode_s\": %.4f, \"us_per_call\": %.3f, \"kv_gbs\": %.3f, "
+              "\"total_s\": %.4f, \"plan\": ",
+              e->prefill_ms, e->decode_s, e->us_per_call, e->kv_gbs, e->total_s);
+  json_string(j, e->plan);
+  json_printf(j, "}, ");
+}
+
+static void json_case(json_out *j, int first, const char *name, const bench_result *r, double gbs, double gflops,
+                      double pct_bw, double pct_peak) {
+  json_printf(j, "%s  {\"case\": ", first ? "" : ",\n");
+  json_string(j, name);
+  json_printf(j, ", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, \"pct_peak\": %.2f, \"plan\": ",
+              r->us, gbs, gflops, pct_bw, pct_peak);
+  json_string(j, r->config);
+  json_printf(j, "}");
 }
 
 /* Cells too large to finish in seconds on a few CPU cores are reported, not run. */
@@ -673,26 +821,28 @@ int bench_main(const bench_options *opt) {
   size_t flush_bytes = gpu ? (size_t)256 << 20 : 0;
   void *flush_buf = gpu ? dm_alloc(o.backend, flush_bytes) : NULL;
 
-  FILE *json = NULL;
+  json_out json = {NULL, o.json_path, 0};
   if (o.json_path) {
-    json = fopen(o.json_path, "w");
-    if (!json) {
-      fprintf(stderr, "anyattn: cannot write --json file '%s'\n", o.json_path);
+    json.f = fopen(o.json_path, "w");
+    if (!json.f) {
+      fprintf(stderr, "anyattn: cannot write --json file '%s': %s\n", o.json_path, strerror(errno));
       free(chunk);
       dm_free(o.backend, flush_buf);
       bench_free_cases(&cases);
       anyattn_context_free(ctx);
       return 1;
     }
-    fprintf(json,
-            "{\"version\": \"%s\", \"workload\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", "
-            "\"date\": \"%s\", \"graph\": %d, \"dtype\": \"%s\", \"bandwidth_gbs\": %.3f, "
-            "\"peak_gflops\": %.3f, \"cases\": [\n",
-            anyattn_version_string(), o.workload, anyattn_backend_name(o.backend), dev, date, o.graph,
-            tl_dtype_name(o.dtype), bw_gbs, peak_gflops);
+    json_header(&json, opt, &o, dev, date, bw_gbs, peak_gflops);
   }
   int failures = 0, first = 1;
-  if (!strcmp(o.workload, "e2e-llama8b")) failures += run_e2e(&o, ctx, chunk, chunk_elems * es);
+  if (!strcmp(o.workload, "e2e-llama8b")) {
+    e2e_result e2e;
+    memset(&e2e, 0, sizeof e2e);
+    const int bad = run_e2e(&o, ctx, chunk, chunk_elems * es, &e2e);
+    failures += bad;
+    if (!bad) json_e2e(&json, &e2e);
+  }
+  json_printf(&json, "\"cases\": [\n");
   for (int i = 0; i < cases.count; i++) {
     const bench_case *c = &cases.items[i];
     if (!gpu && too_big_for_cpu(c)) {
@@ -712,19 +862,12 @@ int bench_main(const bench_options *opt) {
            bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0, gflops, peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0,
            r.config);
     fflush(stdout);
-    if (json) {
-      fprintf(json,
-              "%s  {\"case\": \"%s\", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, "
-              "\"pct_peak\": %.2f, \"plan\": \"%s\"}",
-              first ? "" : ",\n", c->name, r.us, gbs, gflops, bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0,
-              peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0, r.config);
-      first = 0;
-    }
+    json_case(&json, first, c->name, &r, gbs, gflops, bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0,
+              peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0);
+    first = 0;
   }
-  if (json) {
-    fprintf(json, "\n]}\n");
-    fclose(json);
-  }
+  json_printf(&json, "\n]}\n");
+  if (json_close(&json)) failures++;
   free(chunk);
   dm_free(o.backend, flush_buf);
   bench_free_cases(&cases);
