@@ -465,3 +465,20 @@ def test_library_errors_name_python_arguments(case, what, changes, needle):
                    "k_cache"):
         assert c_name not in msg, msg
     assert e.value.library_message  # the library's own text stays available
+
+
+def test_package_carries_the_library(tmp_path):
+    # A libanyattn.so copied into the package directory (what the wheel ships)
+    # is found before any other, with no environment variable set.
+    import os
+    import shutil
+    import subprocess
+    import sys
+    pkg = os.path.join(os.path.dirname(__file__), "..", "anyattn")
+    shutil.copytree(pkg, tmp_path / "anyattn", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copy(anyattn.library_path(), tmp_path / "anyattn" / "libanyattn.so")
+    env = {k: v for k, v in os.environ.items() if k != "ANYATTN_LIBRARY"}
+    env["PYTHONPATH"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", "import anyattn; print(anyattn.library_path())"],
+                       env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.stdout.strip() == str(tmp_path / "anyattn" / "libanyattn.so"), r.stderr
