@@ -128,9 +128,12 @@ def _get_plan(backend, device, problem_fields, limits_fields, config, names):
             import torch
             if torch.cuda.is_current_stream_capturing():
                 raise RuntimeError(
-                    "anyattn.unified_attention: no plan yet for this shape (%s, limits %s) and the "
-                    "current stream is capturing a CUDA graph; make one call with this shape "
-                    "before capture, so the plan exists" % (problem_fields, limits_fields))
+                    "anyattn.unified_attention: the current stream is capturing a CUDA graph and "
+                    "no plan exists yet for num_q_heads %d, num_kv_heads %d, head_dim %d, "
+                    "block_size %d with up to %d sequences, %d tokens and max_seqlen_k %d (this "
+                    "call's sizes rounded up to powers of two); make one call of this shape before "
+                    "capture, so the plan exists"
+                    % (problem_fields[:3] + (problem_fields[4],) + limits_fields))
         L = _lib.lib()
         (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap) = problem_fields
         problem = new_struct(Problem, num_q_heads=hq, num_kv_heads=hkv, head_dim=d, dtype=dtype,
