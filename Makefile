@@ -23,3 +23,10 @@ test: build
 
 clean:
 	rm -rf $(BUILD)
+
+# Installs the library, header, CLI, pkg-config file and CMake package under
+# PREFIX (default /usr/local): `make install PREFIX=$HOME/.local`.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)

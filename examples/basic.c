@@ -1,7 +1,9 @@
 /* basic.c: the README's usage example as a complete program. One decode and
  * one prefill sequence on the CPU backend: plan once, validate the metadata
- * once, run, read the output. Built and run by `make test` (example_basic).
- *   cc -std=c11 basic.c -Iinclude -Lbuild -lanyattn -o basic */
+ * once, run, read the output. Runs where there is no GPU. Built and run by
+ * `make test` (example_basic, and install_consumers against an installed copy).
+ *   cc -std=c11 examples/basic.c -Iinclude -Lbuild -lanyattn -lm -o basic
+ *   cc -std=c11 examples/basic.c $(pkg-config --cflags --libs anyattn) -lm -o basic  (installed) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,6 +37,42 @@ ANYATTN_API unsigned anyattn_version_number(void);
 ANYATTN_API const char *anyattn_version_string(void);
 
 /* ------------------------------------------------------------------------ */
+/* Threads. The library takes no locks: what calls share is one of the
+ * objects below, per-thread state, or the tree state of the last item
+ * (tests/test_threads.c exercises these rules).
+ *  - Contexts and plans are read-only once created: any number of threads
+ *    may create plans on one context, and run, validate or describe one plan,
+ *    at the same time. Free an object once, when no call is using it; a
+ *    context must outlive its plans.
+ *  - A workspace serves one run at a time: run writes into it (the CPU
+ *    backend its work-item prefix sums and each OpenMP thread's scratch, GPU
+ *    backends their split-KV partials), so give each thread (CPU) or each
+ *    stream (GPU) its own. On a GPU, runs ordered on one stream may share a
+ *    workspace without synchronising; runs on different streams may not
+ *    unless events order them. A captured graph keeps using the workspace it
+ *    was captured with: its replays count as runs. The same holds for out
+ *    and lse. q, the caches, alibi_slopes, sinks and the batch metadata are
+ *    only read: threads and streams may share them.
+ *  - Streams: run enqueues on the stream it is given and never synchronises;
+ *    several threads may launch into one stream. GPU context_create,
+ *    plan_create and run make the context's device current on the calling
+ *    thread (cudaSetDevice / hipSetDevice) and leave it so.
+ *  - The CPU backend runs each call on an OpenMP team of the calling
+ *    thread's omp_get_max_threads() threads, at most as many as the planning
+ *    thread's (the workspace holds one scratch per thread). Concurrent runs
+ *    each start a team: lower OMP_NUM_THREADS, or call omp_set_num_threads()
+ *    in each calling thread, so that they share the cores rather than
+ *    oversubscribe them.
+ *  - anyattn_last_error() is per thread: it describes the calling thread's
+ *    last call, whatever other threads do.
+ *  - anyattn_tree_load() replaces process-wide state without a lock: call it
+ *    while no other thread creates a plan, describes or loads a tree (at
+ *    start-up, say). Plans keep the tree they were made with (a replaced
+ *    tree is never freed), so runs may go on meanwhile. $ANYATTN_TREE is
+ *    loaded by the first GPU plan_create or tree_describe of the process:
+ *    make that first call before several threads plan at once. */
+
+/* ------------------------------------------------------------------------ */
 /* Status codes. Values are fixed and append-only.                           */
 typedef enum {
   ANYATTN_STATUS_OK = 0,

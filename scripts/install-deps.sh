@@ -16,6 +16,7 @@ PACKAGES=(
   "libgomp1            core  OpenMP runtime of the CPU backend"
   "python3             core  the Python binding and its tests"
   "binutils            core  objcopy, used by the HIP disassembly test"
+  "pkg-config          core  the install test builds examples/basic.c with pkg-config --cflags --libs anyattn"
   "libamdhip64-dev     hip   HIP runtime headers and library (Debian's ROCm 5.2)"
   "hipcc               hip   HIP compiler driver; the gfx90a fallback without clang-19"
   "rocm-device-libs    hip   AMD device bitcode (ocml, ockl) linked into device code"

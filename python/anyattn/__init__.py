@@ -6,7 +6,9 @@
                       block_table, softcap)
 
 The library is found at $ANYATTN_LIBRARY, else inside this package, else in
-the repository's build/ directory, else on the system loader path.
+the lib folder of the prefix the package is installed in, else in the
+repository's build/ directory, else in sys.prefix's lib folder, else on the
+system loader path. Calls are safe from several threads (see unified_attention).
 """
 
 import ctypes

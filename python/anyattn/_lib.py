@@ -9,6 +9,7 @@ AnyattnError carrying anyattn_last_error().
 import ctypes
 import enum
 import os
+import sys
 import threading
 
 __all__ = [
@@ -158,19 +159,38 @@ def new_struct(cls, **fields):
 _LIB_NAMES = ("libanyattn.so", "libanyattn.dylib", "anyattn.dll")
 
 
+def _prefix_libdirs(here):
+    """lib folders of the prefix this package is installed in: a package at
+    P/lib/pythonX.Y/site-packages/anyattn (pip into a virtual environment, or
+    `pip install --prefix P`) looks in P/lib and P/lib64, where `cmake
+    --install build --prefix P` puts libanyattn. None outside site-packages."""
+    site = os.path.dirname(here)
+    if os.path.basename(site) not in ("site-packages", "dist-packages"):
+        return []
+    libdir = os.path.dirname(os.path.dirname(site))  # P/lib from P/lib/pythonX.Y/site-packages
+    return [libdir, os.path.join(os.path.dirname(libdir), "lib64")]
+
+
 def _candidates():
-    """Search order: $ANYATTN_LIBRARY, a library shipped inside the package,
-    the repository build (../../build relative to this package), then the
-    system loader path."""
+    """Search order: $ANYATTN_LIBRARY; a library shipped inside the package;
+    the lib folder of the prefix the package is installed in; the repository
+    build (../../build relative to this package); the lib folder of the
+    running Python's prefix (sys.prefix); then the system loader path."""
     env = os.environ.get("ANYATTN_LIBRARY")
     if env:
         # An explicit choice is never silently replaced by another library.
         return [env], True
     here = os.path.dirname(os.path.abspath(__file__))
     repo_build = os.path.normpath(os.path.join(here, "..", "..", "build"))
-    paths = [os.path.join(here, n) for n in _LIB_NAMES]
-    paths += [os.path.join(repo_build, n) for n in _LIB_NAMES]
-    return [p for p in paths if os.path.exists(p)] + list(_LIB_NAMES), False
+    dirs = [here] + _prefix_libdirs(here) + [repo_build, os.path.join(sys.prefix, "lib"),
+                                             os.path.join(sys.prefix, "lib64")]
+    paths = []
+    for d in dirs:
+        for n in _LIB_NAMES:
+            p = os.path.join(d, n)
+            if p not in paths and os.path.exists(p):
+                paths.append(p)
+    return paths + list(_LIB_NAMES), False
 
 
 def _declare(lib):
@@ -236,7 +256,8 @@ def lib():
             return _lib
         hint = ("$ANYATTN_LIBRARY is set but could not be loaded" if explicit else
                 "set ANYATTN_LIBRARY to the path of libanyattn.so, copy it into the anyattn "
-                "package directory, or build the repository into build/")
+                "package directory, install it into this environment's prefix (cmake --install "
+                "build --prefix %s), or build the repository into build/" % sys.prefix)
         raise OSError("anyattn: cannot load libanyattn (%s). Tried:\n  %s"
                       % (hint, "\n  ".join(errors)))
 

@@ -2,19 +2,24 @@
 
 Every argument is checked on the host before anything is launched. Plans are
 cached, keyed by backend, device, the problem and limits rounded up to powers
-of two, so calls of similar size share one plan and its workspace. Once a
-plan exists, a call allocates nothing, never synchronises and reads no device
-memory, which is what CUDA graph capture needs.
+of two, so calls of similar size share one plan. A plan is shared by every
+thread; its workspace is not (include/anyattn.h, "Threads"): each thread has
+its own on the CPU, each stream its own on a GPU, made at that thread's or
+stream's first call. After that a call allocates nothing, never synchronises,
+reads no device memory and takes no lock, which is what CUDA graph capture
+and serving from several threads need.
 """
 
 import ctypes
 import math
 import operator
+import re
 import threading
 
 from . import _lib
 from ._arrays import FLOAT_DTYPES, info
-from ._lib import Backend, Batch, DType, Limits, Problem, Tensors, check, new_struct
+from ._lib import (AnyattnError, Backend, Batch, DType, Limits, Problem, Status, Tensors, check,
+                   new_struct)
 
 __all__ = ["unified_attention", "clear_plan_cache", "plan_cache_info", "round_limit"]
 
@@ -24,18 +29,54 @@ _INT_MAX = 2**31 - 1
 
 # ---- contexts and plans ------------------------------------------------------
 class _Plan:
-    """A plan handle with the workspace it owns (256-byte aligned)."""
+    """A plan handle, shared by every thread, and the workspaces of its users:
+    one per thread on the CPU (threading.local), one per stream on a GPU (runs
+    on one stream are ordered, so they may share one). Each is 256-byte
+    aligned; the lock is only taken to make one."""
 
-    def __init__(self, handle, workspace, workspace_ptr, workspace_size, describe):
+    def __init__(self, handle, workspace_size, describe, backend, device):
         self.handle = handle
-        self.workspace = workspace          # numpy array or torch tensor keeping the memory alive
-        self.workspace_ptr = workspace_ptr
         self.workspace_size = workspace_size
         self.describe = describe
-        self.calls = 0
+        self.backend = backend
+        self.device = device
+        self.calls = 0                      # counted without a lock: exact from one thread
+        self._local = threading.local()     # CPU: .ws = (buffer, aligned address)
+        self._by_stream = {}                # GPU: stream handle -> (buffer, aligned address)
+        self._lock = threading.Lock()
+
+    def workspace(self, stream=None):
+        """The aligned address of the calling thread's (CPU) or `stream`'s (GPU)
+        workspace, made on first use; None when the plan needs none."""
+        if self.workspace_size == 0:
+            return None
+        if self.backend == Backend.CPU:
+            ws = getattr(self._local, "ws", None)
+            if ws is None:
+                ws = self._local.ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
+            return ws[1]
+        ws = self._by_stream.get(stream)
+        if ws is None:
+            with self._lock:
+                ws = self._by_stream.get(stream)
+                if ws is None:
+                    # Allocated while `stream` is current, so torch's caching
+                    # allocator orders its reuse after this stream's work; inside
+                    # graph capture it comes from the graph's memory pool.
+                    ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
+                    self._by_stream[stream] = ws
+        return ws[1]
+
+    def workspaces(self):
+        """(buffer, aligned address) of the calling thread (CPU) or of every stream (GPU)."""
+        if self.backend == Backend.CPU:
+            ws = getattr(self._local, "ws", None)
+            return [ws] if ws is not None else []
+        with self._lock:
+            return list(self._by_stream.values())
 
 
-_cache_lock = threading.Lock()
+_cache_lock = threading.Lock()  # taken on a cache miss only
 _contexts = {}     # (backend, device) -> context handle (int)
 _plans = {}        # key -> _Plan
 _stats = {"hits": 0, "misses": 0}
@@ -59,9 +100,8 @@ def _context(backend, device):
 
 
 def _alloc_workspace(size, backend, device):
-    """Workspace for one plan, from the framework that owns the device memory."""
-    if size == 0:
-        return None, None
+    """One workspace from the framework that owns the device memory:
+    (buffer keeping the memory alive, its first 256-byte aligned address)."""
     if backend == Backend.CPU:
         import numpy as np
         buf = np.empty(size + 256, dtype=np.uint8)
@@ -73,21 +113,27 @@ def _alloc_workspace(size, backend, device):
     return buf, base + (-base) % 256
 
 
-def _get_plan(backend, device, problem_fields, limits_fields, config):
+def _get_plan(backend, device, problem_fields, limits_fields, config, names):
     key = (int(backend), device, problem_fields, limits_fields, config)
+    plan = _plans.get(key)  # a dict read is atomic: no lock on a hit
+    if plan is not None:
+        _stats["hits"] += 1  # no lock: exact from one thread, a lower bound from several
+        return plan
     with _cache_lock:
         plan = _plans.get(key)
-        if plan is not None:
+        if plan is not None:  # another thread made it meanwhile
             _stats["hits"] += 1
             return plan
         if backend != Backend.CPU:
             import torch
             if torch.cuda.is_current_stream_capturing():
                 raise RuntimeError(
-                    "anyattn.unified_attention: no plan yet for this shape (%s, limits %s) and the "
-                    "current stream is capturing a CUDA graph; make one call with this shape "
-                    "before capture, so the plan and its workspace exist" % (problem_fields,
-                                                                             limits_fields))
+                    "anyattn.unified_attention: the current stream is capturing a CUDA graph and "
+                    "no plan exists yet for num_q_heads %d, num_kv_heads %d, head_dim %d, "
+                    "block_size %d with up to %d sequences, %d tokens and max_seqlen_k %d (this "
+                    "call's sizes rounded up to powers of two); make one call of this shape before "
+                    "capture, so the plan exists"
+                    % (problem_fields[:3] + (problem_fields[4],) + limits_fields))
         L = _lib.lib()
         (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap) = problem_fields
         problem = new_struct(Problem, num_q_heads=hq, num_kv_heads=hkv, head_dim=d, dtype=dtype,
@@ -98,23 +144,19 @@ def _get_plan(backend, device, problem_fields, limits_fields, config):
                             max_context=limits_fields[2])
         ctx = _context(backend, device)
         handle = ctypes.c_void_p()
-        check(L.anyattn_plan_create(ctx, ctypes.byref(problem), ctypes.byref(limits),
-                                    ctypes.byref(handle)), "anyattn_plan_create")
-        try:
-            size = L.anyattn_plan_workspace_size(handle)
-            ws, ws_ptr = _alloc_workspace(size, backend, device)
-        except BaseException:
-            L.anyattn_plan_free(handle)
-            raise
+        _check(L.anyattn_plan_create(ctx, ctypes.byref(problem), ctypes.byref(limits),
+                                     ctypes.byref(handle)), names)
+        size = L.anyattn_plan_workspace_size(handle)
         describe = (L.anyattn_plan_describe(handle) or b"").decode("utf-8", "replace")
-        plan = _plans[key] = _Plan(handle.value, ws, ws_ptr, size, describe)
+        plan = _plans[key] = _Plan(handle.value, size, describe, backend, device)
         _stats["misses"] += 1
         return plan
 
 
 def clear_plan_cache():
-    """Frees every cached plan and its workspace. Graphs captured with them
-    must not be replayed afterwards (their workspace is gone)."""
+    """Frees every cached plan and the workspaces of every thread and stream.
+    Call it while no other thread is in unified_attention; graphs captured
+    with these plans must not be replayed afterwards (their workspace is gone)."""
     with _cache_lock:
         L = _lib.lib() if _plans or _contexts else None
         for plan in _plans.values():
@@ -131,6 +173,69 @@ def plan_cache_info():
     with _cache_lock:
         return {"hits": _stats["hits"], "misses": _stats["misses"],
                 "plans": [(k, p.describe, p.workspace_size, p.calls) for k, p in _plans.items()]}
+
+
+# ---- library errors in the caller's terms -----------------------------------------
+# The library names its C fields (batch->max_kv_len) and the plan's limits,
+# which this binding rounds up to powers of two from the arguments; the user
+# set neither. Messages are rewritten to name the arguments of
+# unified_attention. Rules apply in order; {max_seqlen_k} and friends are the
+# values of the call.
+_PY_NAMES = [
+    # a bound the plan rounded up: kv_len over it is over max_seqlen_k too
+    (r"over the plan's limits\.max_context \d+", "over max_seqlen_k {max_seqlen_k}"),
+    (r"(?:the plan's )?limits(?:\.|->)max_context[ =]?(\d+)",
+     r"max_seqlen_k (\1 once rounded up for the plan)"),
+    (r"(?:the plan's )?limits(?:\.|->)max_tokens[ =]?(\d+)",
+     r"num_tokens (\1 once rounded up for the plan)"),
+    (r"(?:the plan's )?limits(?:\.|->)max_seqs[ =]?(\d+)",
+     r"num_seqs (\1 once rounded up for the plan)"),
+    (r"batch->num_seqs", "num_seqs (len(cu_seqlens_q) - 1)"),
+    (r"batch->num_tokens", "num_tokens (q.shape[0])"),
+    (r"batch->max_q_len", "max_seqlen_q"),
+    (r"batch->max_kv_len", "max_seqlen_k"),
+    (r"(?:batch->)?block_table_stride", "the row stride of block_table"),
+    (r"batch->", ""),
+    (r"seq_lens_k", "seqused_k"),
+    (r"tensors->q, k_cache, v_cache and out", "q, k, v and out"),
+    (r"tensors->k_cache and v_cache", "k and v"),
+    (r"tensors->([kv])_stride_\{block,token,head\} are", r"\1's strides (block, token, head) are"),
+    (r"tensors->([kv])_stride_(block|token|head)", r"\1's \2 stride"),
+    (r"tensors->([kv]) strides", r"\1's strides"),
+    (r"tensors->([kv])_cache", r"\1"),
+    (r"tensors->num_blocks", "num_blocks (k.shape[0])"),
+    (r"tensors->", ""),
+    (r"problem->num_q_heads", "num_q_heads (q.shape[1])"),
+    (r"problem->num_kv_heads", "num_kv_heads (k.shape[2])"),
+    (r"problem->head_dim", "head_dim (q.shape[2])"),
+    (r"problem->block_size", "block_size (k.shape[1])"),
+    (r"problem->dtype", "the dtype"),
+    (r"problem->window_left", "window_size left"),
+    (r"problem->window_right", "window_size right"),
+    (r"problem->scale", "softmax_scale"),
+    (r"problem->", ""),
+]
+_PY_NAMES = [(re.compile(a), b) for a, b in _PY_NAMES]
+
+
+def python_names(message, **values):
+    """`message` from the library with its C fields and plan limits named as
+    unified_attention's arguments."""
+    for pattern, repl in _PY_NAMES:
+        if "{" in repl:
+            repl = repl.format(**values)
+        message = pattern.sub(repl, message)
+    return message
+
+
+def _check(status, values):
+    """check() for calls made on the caller's behalf: AnyattnError in the
+    caller's terms, the library's own text kept as .library_message."""
+    if status != Status.OK:
+        raw = _lib.last_error()
+        e = AnyattnError(status, python_names(raw, **values), "unified_attention")
+        e.library_message = raw
+        raise e
 
 
 # ---- argument checks ------------------------------------------------------------
@@ -194,7 +299,8 @@ def _cache_strides(a, head_dim):
     return tuple(s if n != 1 else head_dim for n, s in zip(a.shape[:3], a.strides[:3]))
 
 
-def _host_validate(plan, batch_fields, num_blocks, cu, seqused, table, table_width, block_size):
+def _host_validate(plan, batch_fields, num_blocks, cu, seqused, table, table_width, block_size,
+                   names):
     """anyattn_validate on host copies (it also checks max_seqlen_q/k as bounds),
     after the one check only Python can make: the table's real width."""
     import numpy as np
@@ -210,7 +316,7 @@ def _host_validate(plan, batch_fields, num_blocks, cu, seqused, table, table_wid
                    cu_seqlens_q=cu.ctypes.data, seq_lens_k=seqused.ctypes.data,
                    block_table=table.ctypes.data, block_table_stride=batch_fields[2],
                    max_q_len=batch_fields[3], max_kv_len=batch_fields[4])
-    check(_lib.lib().anyattn_validate(plan.handle, ctypes.byref(b), num_blocks), "anyattn_validate")
+    _check(_lib.lib().anyattn_validate(plan.handle, ctypes.byref(b), num_blocks), names)
 
 
 # ---- the call ---------------------------------------------------------------------
@@ -244,9 +350,15 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     torch CPU tensors run on the CPU backend and return when done. dtypes:
     float16, bfloat16, float32 (all of q, k, v, out alike). Returns out.
 
-    CUDA graphs: the first call with a new shape creates a plan and allocates
-    its workspace, so it must happen before capture; later calls of the same
-    shape (same rounded limits) allocate nothing and do not synchronise.
+    Threads and streams: calls from several threads at once are safe. They
+    share plans; each thread (CPU) or stream (GPU) gets its own workspace at
+    its first call of a shape, so no lock is taken after that.
+
+    CUDA graphs: the first call with a new shape creates a plan, so it must
+    happen before capture; the capture stream's workspace may be made during
+    capture (from the graph's memory pool). Later calls of the same shape
+    (same rounded limits) on the same stream allocate nothing and do not
+    synchronise.
     """
     for name, val in (("q_descale", q_descale), ("k_descale", k_descale),
                       ("v_descale", v_descale), ("output_scale", output_scale)):
@@ -376,7 +488,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     problem_fields = (num_q_heads, num_kv_heads, head_dim, int(_DTYPES[qa.dtype]), block_size,
                       int(causal), wl, wr, f32(scale), f32(cap))
     limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k))
-    plan = _get_plan(backend, device[1], problem_fields, limits_fields, config)
+    names = {"max_seqlen_k": max_seqlen_k, "max_seqlen_q": max_seqlen_q}
+    plan = _get_plan(backend, device[1], problem_fields, limits_fields, config, names)
 
     ks, vs = _cache_strides(ka, head_dim), _cache_strides(va, head_dim)
     batch = Batch(ctypes.sizeof(Batch), num_seqs, num_tokens, cua.ptr, ska.ptr, bta.ptr,
@@ -399,24 +512,26 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                   "validate=True copies metadata to the host and cannot run during graph capture")
             host = [a.obj.cpu().numpy() for a in (cua, ska, bta)]
         _host_validate(plan, batch_fields, num_blocks, host[0], host[1], host[2], bta.shape[1],
-                       block_size)
+                       block_size, names)
 
     L = _lib.lib()
     if backend == Backend.CPU:
         status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
-                               plan.workspace_ptr, plan.workspace_size, None)
+                               plan.workspace(), plan.workspace_size, None)
     else:
         import torch
         dev = device[1]
+        # The stream's own workspace: calls on other streams (from this thread
+        # or others) never share it; calls on this one are ordered by it.
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        ws = plan.workspace(stream)
         if torch.cuda.current_device() != dev:
             with torch.cuda.device(dev):
-                stream = torch.cuda.current_stream(dev).cuda_stream
                 status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
-                                       plan.workspace_ptr, plan.workspace_size, stream)
+                                       ws, plan.workspace_size, stream)
         else:
-            stream = torch.cuda.current_stream(dev).cuda_stream
             status = L.anyattn_run(plan.handle, ctypes.byref(batch), ctypes.byref(tensors),
-                                   plan.workspace_ptr, plan.workspace_size, stream)
-    check(status, "anyattn_run")
+                                   ws, plan.workspace_size, stream)
+    _check(status, names)
     plan.calls += 1
     return out

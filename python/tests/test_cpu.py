@@ -266,11 +266,12 @@ def test_workspace_is_aligned(rng):
     from anyattn import attention
     anyattn.clear_plan_cache()
     run_and_check(make_case(rng))
-    for plan in attention._plans.values():
-        if plan.workspace_size:
-            assert plan.workspace_ptr % 256 == 0
-            assert plan.workspace_ptr + plan.workspace_size <= \
-                plan.workspace.ctypes.data + plan.workspace.nbytes
+    plans = [p for p in attention._plans.values() if p.workspace_size]
+    assert plans
+    for plan in plans:
+        (buf, ptr), = plan.workspaces()  # this thread's
+        assert ptr % 256 == 0
+        assert buf.ctypes.data <= ptr and ptr + plan.workspace_size <= buf.ctypes.data + buf.nbytes
 
 
 # ---- errors ---------------------------------------------------------------------------
@@ -387,13 +388,13 @@ def test_other_metadata_errors_from_library(case):
     sk[1] = 3  # q_len 7 > kv_len 3
     with pytest.raises(AnyattnError, match="q_len 7"):
         _call(case, seqused_k=sk)
-    with pytest.raises(AnyattnError, match=r"seq_lens_k\[2\] is 20 > batch->max_kv_len 19"):
+    with pytest.raises(AnyattnError, match=r"seqused_k\[2\] is 20 > max_seqlen_k 19"):
         _call(case, max_seqlen_k=19)
-    with pytest.raises(AnyattnError, match="max_context 16"):
-        _call(case, max_seqlen_k=10)  # the plan's limit, 10 rounded up
+    with pytest.raises(AnyattnError, match=r"seqused_k\[2\] is 20, over max_seqlen_k 10$"):
+        _call(case, max_seqlen_k=10)  # the plan's limit is 16 (10 rounded up): not named
     with pytest.raises(ValueError, match="max_seqlen_k is 0"):
         _call(case, max_seqlen_k=0)
-    with pytest.raises(AnyattnError, match="max_q_len 3"):
+    with pytest.raises(AnyattnError, match="q_len 7 > max_seqlen_q 3"):
         _call(case, max_seqlen_q=3)
     assert np.isnan(case["out"]).all()
 
@@ -422,3 +423,62 @@ def test_library_search_order(tmp_path):
     code = "import anyattn; print(anyattn.library_path(), anyattn.version())"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.stdout.split() == [anyattn.library_path(), anyattn.version()], r.stderr
+
+
+def _misaligned(a):
+    """A copy of `a` whose data starts 2 bytes past an element boundary."""
+    raw = np.zeros(a.nbytes + a.itemsize, np.uint8)
+    b = np.frombuffer(raw.data, dtype=a.dtype, count=a.size, offset=2).reshape(a.shape)
+    b[...] = a
+    return b
+
+
+# Each: the call's changes, and what the message must say in the caller's terms.
+PY_NAMED_ERRORS = [
+    ("rounded limit", lambda c: dict(max_seqlen_k=10), r"seqused_k[2] is 20, over max_seqlen_k 10"),
+    ("kv bound", lambda c: dict(max_seqlen_k=19), "seqused_k[2] is 20 > max_seqlen_k 19"),
+    ("q bound", lambda c: dict(max_seqlen_q=3), "q_len 7 > max_seqlen_q 3"),
+    ("q_len > kv_len", lambda c: dict(seqused_k=np.array([9, 3, 20, 5], np.int32)),
+     "sequence 1 has q_len 7 > seqused_k[1] 3"),
+    ("negative kv_len", lambda c: dict(seqused_k=np.array([9, 7, -1, 5], np.int32)),
+     "seqused_k[2] is -1, must be >= 0"),
+    ("tokens, no sequences", lambda c: dict(cu_seqlens_q=np.zeros(1, np.int32),
+                                           seqused_k=np.zeros(0, np.int32)),
+     "num_tokens (q.shape[0]) is 12 with num_seqs (len(cu_seqlens_q) - 1) 0"),
+    ("head_dim", lambda c: dict(q=np.zeros((12, 4, 600), np.float32),
+                                out=np.zeros((12, 4, 600), np.float32),
+                                k=np.zeros(c["k"].shape[:3] + (600,), np.float32),
+                                v=np.zeros(c["k"].shape[:3] + (600,), np.float32)),
+     "head_dim (q.shape[2]) is 600; the CPU backend supports"),
+    ("config", lambda c: dict(config="nosuch"), "config 'nosuch' is not a CPU config"),
+    ("alignment", lambda c: dict(q=_misaligned(c["q"])), "q, k, v and out must be aligned"),
+]
+
+
+@pytest.mark.parametrize("what,changes,needle", PY_NAMED_ERRORS, ids=[e[0] for e in PY_NAMED_ERRORS])
+def test_library_errors_name_python_arguments(case, what, changes, needle):
+    with pytest.raises(AnyattnError) as e:
+        _call(case, **changes(case))
+    msg = str(e.value)
+    assert needle in msg, msg
+    for c_name in ("->", "limits", "max_context", "seq_lens_k", "max_kv_len", "max_q_len",
+                   "k_cache"):
+        assert c_name not in msg, msg
+    assert e.value.library_message  # the library's own text stays available
+
+
+def test_package_carries_the_library(tmp_path):
+    # A libanyattn.so copied into the package directory (what the wheel ships)
+    # is found before any other, with no environment variable set.
+    import os
+    import shutil
+    import subprocess
+    import sys
+    pkg = os.path.join(os.path.dirname(__file__), "..", "anyattn")
+    shutil.copytree(pkg, tmp_path / "anyattn", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copy(anyattn.library_path(), tmp_path / "anyattn" / "libanyattn.so")
+    env = {k: v for k, v in os.environ.items() if k != "ANYATTN_LIBRARY"}
+    env["PYTHONPATH"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", "import anyattn; print(anyattn.library_path())"],
+                       env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.stdout.strip() == str(tmp_path / "anyattn" / "libanyattn.so"), r.stderr

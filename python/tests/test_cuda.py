@@ -285,6 +285,95 @@ def test_first_call_inside_capture_is_refused(gen, monkeypatch):
         unified_attention(**case)
 
 
+# ---- several streams and threads ------------------------------------------------------
+def _split_kv_case(gen):
+    """Decode over long contexts: the plan splits the keys into segments whose
+    partials go through the workspace, the part streams must not share."""
+    return make_case(gen, "cuda", q_lens=(1, 1, 1, 1), kv_lens=(3000, 2500, 1800, 3100), hq=32,
+                     hkv=8, d=128)
+
+
+def _bits(t):
+    return t.view(torch.int16)  # bf16: NaN == NaN, an exact comparison
+
+
+def _calls_on(stream, case, outs):
+    """unified_attention into each of `outs` on `stream`, without waiting."""
+    stream.wait_stream(torch.cuda.default_stream())  # the inputs were made there
+    with torch.cuda.stream(stream):
+        for o in outs:
+            o.fill_(float("nan"))
+            unified_attention(**dict(case, out=o))
+
+
+@needs_cuda
+def test_cuda_streams_and_threads_match_one_stream(gen):
+    import threading
+    from anyattn import attention
+    anyattn.clear_plan_cache()
+    case = _split_kv_case(gen)
+    unified_attention(**case)
+    torch.cuda.synchronize()
+    check_against_reference(case)
+    want = case["out"].clone()
+    plan, = attention._plans.values()
+    assert plan.workspace_size > 0, plan.describe  # split-KV: the workspace is written
+
+    # Several streams from one thread, then one stream per thread, 20 calls each,
+    # nothing waited for in between: every output as the one-stream call's.
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    outs = [[torch.empty_like(want) for _ in range(20)] for _ in streams]
+    for s, o in zip(streams, outs):
+        _calls_on(s, case, o)
+    torch.cuda.synchronize()
+    bad = sum(not torch.equal(_bits(x), _bits(want)) for o in outs for x in o)
+    assert bad == 0, "%d of %d outputs on 4 streams of one thread differ" % (bad, 80)
+
+    errors = []
+    threads_streams = [torch.cuda.Stream() for _ in range(4)]
+    outs = [[torch.empty_like(want) for _ in range(20)] for _ in threads_streams]
+
+    def work(i):
+        try:
+            _calls_on(threads_streams[i], case, outs[i])
+        except BaseException as e:  # noqa: B036 -- handed to the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert not errors, errors[0]
+    bad = sum(not torch.equal(_bits(x), _bits(want)) for o in outs for x in o)
+    assert bad == 0, "%d of %d outputs from 4 threads on their own streams differ" % (bad, 80)
+    # one workspace per stream: the default one and the eight above
+    assert len(plan.workspaces()) == 9
+
+
+@needs_cuda
+def test_cuda_threads_on_one_stream_share_its_workspace(gen):
+    import threading
+    from anyattn import attention
+    anyattn.clear_plan_cache()
+    case = _split_kv_case(gen)
+    unified_attention(**case)
+    torch.cuda.synchronize()
+    want = case["out"].clone()
+    stream = torch.cuda.Stream()
+    outs = [[torch.empty_like(want) for _ in range(10)] for _ in range(4)]
+    threads = [threading.Thread(target=_calls_on, args=(stream, case, outs[i])) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert all(torch.equal(_bits(x), _bits(want)) for o in outs for x in o)
+    plan, = attention._plans.values()
+    assert len(plan.workspaces()) == 2  # the default stream's and `stream`'s
+
+
 # ---- torch CPU tensors -> the CPU backend ---------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_torch_cpu_tensors(gen, dtype):
