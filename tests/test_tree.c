@@ -15,15 +15,12 @@
 const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
 const aa_tree *aa_tree_for(const char *device_name, const char *family);
 
-/* The tile tables the committed trees name (plain preprocessor, as the
- * library compiles them: src/choose/configs.h, src/choose/configs_amd.h). */
+/* The rows the committed trees may name: each vendor's ship rows of the one
+ * config table (src/choose/configs.h), as the library builds compile them. */
 #define AA_NAME_(name, bm, bn, w, s) #name,
 #include "configs.h"
-static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
-#undef ANYATTN_GPU_CONFIGS
-#include "configs_amd.h"
-static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
-#undef ANYATTN_GPU_CONFIGS
+static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS_NVIDIA(AA_NAME_)};
+static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS_CDNA(AA_NAME_)};
 
 static int failures;
 #define EXPECT(cond, ...)                                  \
