@@ -171,7 +171,7 @@ int main(void) {
   fprintf(f, "{\"device\": \"x\", \"nodes\": [{\"feature\": 2, \"threshold\": 1, \"left\": 0, \"right\": 9}]}");
   fclose(f);
   EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION &&
-             strstr(anyattn_last_error(), "malformed"),
+             strstr(anyattn_last_error(), "node 0"),
          "malformed tree: %s", anyattn_last_error());
   f = fopen("test_tree_bad.json", "w");
   fprintf(f, "{\"device\": \"x\", \"nodes\": [{\"feature\": ");

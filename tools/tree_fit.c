@@ -300,7 +300,7 @@ void tf_report(const tf_table *t, const tf_node *nodes, FILE *out) {
 /* ---- writing ------------------------------------------------------------------------ */
 static void legend(FILE *f, const char *prefix) {
   fprintf(f, "%sfeatures (src/choose/tree.h):", prefix);
-  for (int i = 0; i < AA_F_COUNT; i++) fprintf(f, " %d=%s", i, aa_tree_feature_name(i));
+  for (int i = 0; i < AA_F_COUNT; i++) fprintf(f, " %d=%s", i, anyattn_tree_feature_name(i));
   fprintf(f, "\n%sinner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)\n",
           prefix);
 }
@@ -315,7 +315,7 @@ int tf_write_json(const tf_table *t, const tf_node *nodes, int n, const char *pr
   fprintf(f, "{\n  \"device\": \"%s\",\n  \"family\": \"%s\",\n  \"tuned\": %d,\n  \"provenance\": \"%s\",\n",
           t->device, t->family, tuned, provenance);
   fprintf(f, "  \"legend\": \"");
-  for (int i = 0; i < AA_F_COUNT; i++) fprintf(f, "%s%d=%s", i ? " " : "features ", i, aa_tree_feature_name(i));
+  for (int i = 0; i < AA_F_COUNT; i++) fprintf(f, "%s%d=%s", i ? " " : "features ", i, anyattn_tree_feature_name(i));
   fprintf(f, "; inner: left when features[feature] <= threshold; leaf: config, splits\",\n  \"nodes\": [\n");
   for (int i = 0; i < n; i++) {
     const tf_node *x = &nodes[i];
@@ -346,7 +346,7 @@ int tf_write_c(const tf_table *t, const tf_node *nodes, int n, const char *prove
     const tf_node *x = &nodes[i];
     if (x->feature >= 0)
       fprintf(f, "    {%d, %.17g, %d, %d, NULL, 0}, /* %s */\n", x->feature, x->threshold, x->left, x->right,
-              aa_tree_feature_name(x->feature));
+              anyattn_tree_feature_name(x->feature));
     else
       fprintf(f, "    {-1, 0, -1, -1, \"%s\", %d},\n", t->cand_config[x->cand], t->cand_splits[x->cand]);
   }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "anyattn.h"
 #include "tree.h"
 
 typedef struct {

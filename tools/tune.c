@@ -186,7 +186,7 @@ int tune_main(const tune_options *opt) {
   fprintf(csv, "# shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, causal\n", BENCH_HQ, BENCH_HKV,
           BENCH_D, tl_dtype_name(opt->dtype), BENCH_BS);
   fprintf(csv, "cell");
-  for (int f = 0; f < AA_F_COUNT; f++) fprintf(csv, ",%s", aa_tree_feature_name(f));
+  for (int f = 0; f < AA_F_COUNT; f++) fprintf(csv, ",%s", anyattn_tree_feature_name(f));
   fprintf(csv, ",config,splits,us,ok\n");
 
   const size_t es = anyattn_dtype_size(opt->dtype);
