@@ -245,10 +245,12 @@ ANYATTN_API anyattn_status anyattn_config_get(anyattn_backend backend, int index
  * INVALID_OPTION when the file cannot be read or is not such a tree,
  * INVALID_SIZE when it is too large or has too many nodes, OUT_OF_MEMORY; the
  * message names the file and the node and field at fault. A failed load leaves
- * the tree in use before it in place. $ANYATTN_TREE is loaded the same way at
- * the first plan unless this was called before; a bad one is reported by one
- * line on stderr (the library's only output of its own) and by
- * anyattn_tree_describe, and the compiled-in trees stay in charge. */
+ * the tree in use before it in place. A plan keeps the tree in use when it was
+ * made (replaced trees are never freed); loads may come from any thread. The
+ * first plan or tree call loads $ANYATTN_TREE the same way, unless this was
+ * called before; a bad one is reported by one line on stderr (the library's
+ * only output of its own) and by anyattn_tree_describe, and the compiled-in
+ * trees stay in charge. */
 ANYATTN_API anyattn_status anyattn_tree_load(const char *path);
 /* One line naming the tree that serves ctx's device, or the fallback (and why
  * a $ANYATTN_TREE file was not loaded). */
@@ -293,7 +295,8 @@ typedef struct {
  * compiled-in tree for the exact device_name, else the one for its family
  * (either may be NULL: it then matches nothing). device_name is what
  * anyattn_device_name reports; family is "sm_XY" (CUDA) or "gfxNNN" (HIP).
- * Writes *info (source NONE when no tree serves). */
+ * Writes *info (source NONE when no tree serves). NULL_POINTER without info,
+ * STRUCT_SIZE when info->struct_size is not sizeof(anyattn_tree_info). */
 ANYATTN_API anyattn_status anyattn_tree_get(const char *device_name, const char *family,
                                             anyattn_tree_info *info);
 
@@ -309,7 +312,9 @@ typedef struct {
  * doubles, num_features = ANYATTN_TREE_FEATURE_COUNT, each finite, laid out as
  * anyattn_tree_feature says; the caller owns it. The GPU backends take the
  * leaf's config when it is a row of their table that fits the problem, else
- * their fallback. No timing and no allocation: a walk of a few nodes. */
+ * their fallback. A walk of a few nodes, no timing. NULL_POINTER without
+ * features or choice, STRUCT_SIZE as above, INVALID_SIZE when num_features
+ * differs, INVALID_OPTION for a feature that is not finite. */
 ANYATTN_API anyattn_status anyattn_tree_choose(const char *device_name, const char *family,
                                                const double *features, int num_features,
                                                anyattn_tree_choice *choice);
