@@ -205,12 +205,12 @@ int main(void) {
   /* The JSON the tuner writes is what the library loads. */
   const char *path = "test_tree_fitted.json";
   char err[640] = "";
-  EXPECT(tf_write_json(&t, nodes, n, "test_tree \"synthetic\" sweep\n", 1, path, err, sizeof err) == 0,
+  EXPECT(tf_write_json(&t, nodes, n, "test_tree \"synthetic\" \\ sweep\n", 1, path, err, sizeof err) == 0,
          "write json: %s", err);
   EXPECT(anyattn_tree_load(path) == ANYATTN_STATUS_OK, "load: %s", anyattn_last_error());
   anyattn_tree_info li = tree_info("NVIDIA H200", "sm_90");
   EXPECT(li.source == ANYATTN_TREE_SOURCE_FILE && li.num_nodes == n && li.tuned == 1 &&
-             !strcmp(li.provenance, "test_tree \"synthetic\" sweep\n") && !strcmp(li.device, "Synthetic GPU"),
+             !strcmp(li.provenance, "test_tree \"synthetic\" \\ sweep\n") && !strcmp(li.device, "Synthetic GPU"),
          "the loaded tree serves every device while loaded (source %d, %d nodes, '%s')", li.source, li.num_nodes,
          li.provenance);
   for (int i = 0; i < t.num_cells; i++) {

@@ -60,11 +60,12 @@ static void put_c_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-/* Text inside a C comment: one line, and no "*" "/" pair that would end it. */
+/* Text inside a C comment: one line, no "*" "/" pair that would end it and
+ * no "??" that a trigraph (??/ is a backslash) could make a line splice of. */
 static void put_comment_text(FILE *f, const char *s) {
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
     if (*c < 0x20 || *c == 0x7f) fputc(' ', f);
-    else if (*c == '*' && c[1] == '/') fputs("* ", f);
+    else if ((*c == '*' && c[1] == '/') || (*c == '?' && c[1] == '?')) fprintf(f, "%c ", *c);
     else fputc(*c, f);
   }
 }
