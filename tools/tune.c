@@ -3,7 +3,8 @@
  * rows against a double recomputation, writes the raw table (CSV with device,
  * driver and date), then fits a depth-limited decision tree (tools/tree_fit.c)
  * and writes it as JSON (anyattn_tree_load reads it) and as a C header for
- * src/choose/trees/. Nothing here runs at plan or run time. */
+ * src/choose/trees/; `fit` and `fit --eval` score trees through the public
+ * tree API. Nothing here runs at plan or run time. */
 #define _POSIX_C_SOURCE 200809L
 #include "tune.h"
 
