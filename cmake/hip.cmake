@@ -146,13 +146,13 @@ set_target_properties(anyattn_hip_cobj PROPERTIES POSITION_INDEPENDENT_CODE ON C
 target_include_directories(anyattn_hip_cobj PUBLIC include PRIVATE ${ANYATTN_PRIVATE_INCLUDES})
 target_compile_definitions(anyattn_hip_cobj PRIVATE ANYATTN_WITH_HIP=1 ANYATTN_GPU_CONFIGS_AMD=1)
 target_compile_options(anyattn_hip_cobj PRIVATE ${ANYATTN_WARNINGS} ${ANYATTN_CPU_FLAGS})
-target_link_libraries(anyattn_hip_cobj PUBLIC OpenMP::OpenMP_C m)
+target_link_libraries(anyattn_hip_cobj PUBLIC OpenMP::OpenMP_C m PRIVATE PkgConfig::ANYATTN_CJSON)
 
 set_source_files_properties(${ANYATTN_HIP_OBJECTS} PROPERTIES EXTERNAL_OBJECT ON GENERATED ON)
 add_library(anyattn_hip SHARED $<TARGET_OBJECTS:anyattn_hip_cobj> ${ANYATTN_HIP_OBJECTS})
 target_include_directories(anyattn_hip PUBLIC include)
 target_compile_definitions(anyattn_hip INTERFACE ANYATTN_WITH_HIP=1)
-target_link_libraries(anyattn_hip PUBLIC OpenMP::OpenMP_C m ${ANYATTN_AMDHIP64})
+target_link_libraries(anyattn_hip PUBLIC OpenMP::OpenMP_C m ${ANYATTN_AMDHIP64} PRIVATE PkgConfig::ANYATTN_CJSON)
 set_target_properties(anyattn_hip PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
   LINKER_LANGUAGE CXX)
 message(STATUS "anyattn: HIP backend (libanyattn_hip) with ${ANYATTN_HIP_COMPILER} for ${ANYATTN_HIP_ARCHS}")

@@ -271,10 +271,89 @@ ANYATTN_API anyattn_status anyattn_config_get(anyattn_backend backend, int index
  * JSON tree file written by the tuner can replace them for this process
  * ($ANYATTN_TREE does the same at the first plan). No timing ever happens in
  * plan or run. */
-/* Loads a tree file; NULL goes back to the compiled-in trees. */
+/* Loads a tree file; NULL goes back to the compiled-in trees. A loaded tree
+ * serves every device until the next load. The file must be a regular file of
+ * at most 1 MiB holding a tree as `anyattn tune` writes it: at most 512 nodes,
+ * inner nodes {"feature": F, "threshold": T, "left": L, "right": R} with F in
+ * [0, ANYATTN_TREE_FEATURE_COUNT), T finite, each node but the root the child
+ * of exactly one node before it; leaves {"config": NAME, "splits": S} with
+ * NAME under 32 characters and S in [0, 128] (0: the backend decides).
+ * INVALID_OPTION when the file cannot be read or is not such a tree,
+ * INVALID_SIZE when it is too large or has too many nodes, OUT_OF_MEMORY; the
+ * message names the file and the node and field at fault. A failed load leaves
+ * the tree in use before it in place. A plan keeps the tree in use when it was
+ * made (replaced trees are never freed); loads may come from any thread. The
+ * first plan or tree call loads $ANYATTN_TREE the same way, unless this was
+ * called before; a bad one is reported by one line on stderr (the library's
+ * only output of its own) and by anyattn_tree_describe, and the compiled-in
+ * trees stay in charge. */
 ANYATTN_API anyattn_status anyattn_tree_load(const char *path);
-/* One line naming the tree that serves ctx's device, or the fallback. */
+/* One line naming the tree that serves ctx's device, or the fallback (and why
+ * a $ANYATTN_TREE file was not loaded). */
 ANYATTN_API anyattn_status anyattn_tree_describe(const anyattn_context *ctx, char *buf, size_t buf_size);
+
+/* What a tree tests, in the order of a feature vector: what run() knows on the
+ * host about a batch (its counts, its hints or else the plan's limits) and the
+ * problem. Values are fixed and append-only. */
+typedef enum {
+  ANYATTN_TREE_FEATURE_NUM_SEQS = 0,   /* batch->num_seqs */
+  ANYATTN_TREE_FEATURE_NUM_TOKENS = 1, /* batch->num_tokens */
+  ANYATTN_TREE_FEATURE_MEAN_Q = 2,     /* num_tokens / num_seqs (not rounded) */
+  ANYATTN_TREE_FEATURE_MAX_Q = 3,      /* batch->max_q_len, else num_tokens */
+  ANYATTN_TREE_FEATURE_MAX_KV = 4,     /* batch->max_kv_len, else limits.max_context */
+  ANYATTN_TREE_FEATURE_HEAD_DIM = 5,   /* problem->head_dim */
+  ANYATTN_TREE_FEATURE_GROUP = 6,      /* num_q_heads / num_kv_heads */
+  ANYATTN_TREE_FEATURE_COUNT = 7       /* length of a feature vector */
+} anyattn_tree_feature;
+
+/* Constant name of a feature ("num_seqs", ...; the sweep CSV's column names),
+ * or "?" outside [0, ANYATTN_TREE_FEATURE_COUNT). */
+ANYATTN_API const char *anyattn_tree_feature_name(int feature);
+
+typedef enum {
+  ANYATTN_TREE_SOURCE_NONE = 0,     /* no tree: the backend's fallback heuristic decides */
+  ANYATTN_TREE_SOURCE_COMPILED = 1, /* compiled into the library (src/choose/trees/) */
+  ANYATTN_TREE_SOURCE_FILE = 2      /* loaded by anyattn_tree_load or $ANYATTN_TREE */
+} anyattn_tree_source;
+
+/* Identifies a tree. Set struct_size = sizeof(anyattn_tree_info). */
+typedef struct {
+  size_t struct_size;
+  anyattn_tree_source source;
+  char device[128];      /* device it was tuned on, e.g. "NVIDIA H200" ("" for NONE) */
+  char family[32];       /* architecture family it serves, e.g. "sm_90", "gfx942" */
+  char provenance[256];  /* what made it (tool, sweep, date), cut to fit */
+  int tuned;             /* 1: fitted to a sweep; 0: seeded by hand, untuned */
+  int num_nodes;
+} anyattn_tree_info;
+
+/* The tree that serves a device as plan would find it: a loaded file, else the
+ * compiled-in tree for the exact device_name, else the one for its family
+ * (either may be NULL: it then matches nothing). device_name is what
+ * anyattn_device_name reports; family is "sm_XY" (CUDA) or "gfxNNN" (HIP).
+ * Writes *info (source NONE when no tree serves). NULL_POINTER without info,
+ * STRUCT_SIZE when info->struct_size is not sizeof(anyattn_tree_info). */
+ANYATTN_API anyattn_status anyattn_tree_get(const char *device_name, const char *family,
+                                            anyattn_tree_info *info);
+
+/* A tree's choice. Set struct_size = sizeof(anyattn_tree_choice). */
+typedef struct {
+  size_t struct_size;
+  char config[32];  /* the config row the leaf names ("" when no tree serves) */
+  int splits;       /* KV split count of the leaf; 0: the backend decides */
+} anyattn_tree_choice;
+
+/* What the tree serving (device_name, family) (as anyattn_tree_get finds it)
+ * picks for a feature vector: features is a host array of num_features
+ * doubles, num_features = ANYATTN_TREE_FEATURE_COUNT, each finite, laid out as
+ * anyattn_tree_feature says; the caller owns it. The GPU backends take the
+ * leaf's config when it is a row of their table that fits the problem, else
+ * their fallback. A walk of a few nodes, no timing. NULL_POINTER without
+ * features or choice, STRUCT_SIZE as above, INVALID_SIZE when num_features
+ * differs, INVALID_OPTION for a feature that is not finite. */
+ANYATTN_API anyattn_status anyattn_tree_choose(const char *device_name, const char *family,
+                                               const double *features, int num_features,
+                                               anyattn_tree_choice *choice);
 
 #ifdef __cplusplus
 }

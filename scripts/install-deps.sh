@@ -14,6 +14,8 @@ PACKAGES=(
   "gcc                 core  C11 library, CPU backend, CLI, tests"
   "g++                 core  links the C++/CUDA objects of the library"
   "libgomp1            core  OpenMP runtime of the CPU backend"
+  "libcjson-dev        core  cJSON, the JSON reader of decision-tree files (src/choose/tree_load.c)"
+  "pkg-config          core  finds cJSON (libcjson) for CMake"
   "python3             core  the Python binding and its tests"
   "binutils            core  objcopy, used by the HIP disassembly test"
   "pkg-config          core  the install test builds examples/basic.c with pkg-config --cflags --libs anyattn"

@@ -103,8 +103,18 @@ done
 # Every row of the AMD table that fits 64 KB of LDS at a head dim (the
 # formula above, plus the 16 bytes of work-search scratch) must be compiled,
 # for f16 and bf16: a TileShape change that grows LDS drops rows silently.
+# The AMD rows of src/choose/configs.h: R(X, ship, name, block_m, block_n, warps,
+# stages) lines between '#define AA_CONFIG_ROWS_AMD(' and the first line that
+# does not continue the macro.
+table="$(dirname "$0")/../src/choose/configs.h"
+amd_rows=$(sed -nE '/^#define AA_CONFIG_ROWS_AMD\(/,/[^\\]$/ s/^ *R\(X, *ship, *m[0-9a-z]+, *([0-9]+), *([0-9]+), *([0-9]+), *([0-9]+)\).*/\1 \2 \3 \4/p' "$table")
+if [ -z "$amd_rows" ]; then
+  echo "FAIL: no AMD rows (AA_CONFIG_ROWS_AMD) found in $table" | tee -a "$report"
+  fail=1
+fi
 want=0
 while read -r bm bn w st; do
+  [ -n "$bm" ] || continue
   for hd in 64 96 128 256; do
     row=$((hd + 8)); wn=$((w / (bm / 16)))
     pipe=$((bm * row * 2 + 2 * st * bn * row * 2 + 2 * bn * 16))
@@ -112,12 +122,11 @@ while read -r bm bn w st; do
     lds=$((pipe > merge ? pipe : merge))
     [ $((lds + 16)) -le 65536 ] && want=$((want + 2))
   done
-done < <(sed -nE 's/.*X\(m[0-9a-z]+, *([0-9]+), *([0-9]+), *([0-9]+), *([0-9]+)\).*/\1 \2 \3 \4/p' \
-  "$(dirname "$0")/../src/choose/configs_amd.h")
+done <<<"$amd_rows"
 for arch in ${archs//,/ }; do
   got=$(awk -v a="## $arch" '$0 == a { f = 1; next } /^## / { f = 0 } f && $1 == "tc"' "$report" | wc -l)
   if [ "$got" -ne "$want" ]; then
-    echo "FAIL: $arch has $got tensor-core kernels; src/choose/configs_amd.h has $want that fit 64 KB of LDS" | tee -a "$report"
+    echo "FAIL: $arch has $got tensor-core kernels; the AMD rows of src/choose/configs.h have $want that fit 64 KB of LDS" | tee -a "$report"
     fail=1
   fi
 done

@@ -1,29 +1,24 @@
-/* test_tree.c: the offline tree fitter (tools/tree_fit.c) and the library's
- * tree lookup, loading and evaluation (src/choose/select.c), on a synthetic
- * sweep whose best config is known per cell. Seed printed. */
+/* test_tree.c: the offline tree fitter (tools/tree_fit.c, through the
+ * anyattn_tools library) and the library's tree lookup, loading and choice
+ * through the public API, on a synthetic sweep whose best config is known per
+ * cell; and every compiled-in tree checked as the loader checks a file, naming
+ * only rows of its vendor's config table. Seed printed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "anyattn.h"
+#include "select.h" /* the compiled-in trees and the loader's check (library internals) */
 #include "tl_util.h"
-#include "tree.h"
 #include "tree_fit.h"
 
-/* Library internals under test (hidden from the shared library, linked statically). */
-const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
-const aa_tree *aa_tree_for(const char *device_name, const char *family);
-
-/* The tile tables the committed trees name (plain preprocessor, as the
- * library compiles them: src/choose/configs.h, src/choose/configs_amd.h). */
+/* The rows the committed trees may name: each vendor's ship rows of the one
+ * config table (src/choose/configs.h), as the library builds compile them. */
 #define AA_NAME_(name, bm, bn, w, s) #name,
 #include "configs.h"
-static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
-#undef ANYATTN_GPU_CONFIGS
-#include "configs_amd.h"
-static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS(AA_NAME_)};
-#undef ANYATTN_GPU_CONFIGS
+static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS_NVIDIA(AA_NAME_)};
+static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS_CDNA(AA_NAME_)};
 
 static int failures;
 #define EXPECT(cond, ...)                                  \
@@ -36,32 +31,87 @@ static int failures;
     }                                                      \
   } while (0)
 
-/* A committed tree is well formed and names only rows of its table: children
- * after their parent and inside the node array, features known, leaves a
- * config of `names` with a split count plan accepts (0: the backend decides). */
-static void check_committed(const aa_tree *t, const char *what, const char *const *names, int n) {
-  EXPECT(t && t->num_nodes > 0 && t->nodes, "%s: compiled in", what);
-  if (!t) return;
+/* A committed tree passes the loader's own check (aa_tree_check: features
+ * known, thresholds finite, children after their parent, one parent each,
+ * split counts plan accepts) and its leaves name rows of its vendor's table. */
+static void check_committed(const aa_tree *t) {
+  char why[300] = "";
+  const int nvidia = !strncmp(t->family, "sm_", 3);
+  const char *const *names = nvidia ? cuda_configs : amd_configs;
+  const int n = nvidia ? (int)(sizeof cuda_configs / sizeof cuda_configs[0])
+                       : (int)(sizeof amd_configs / sizeof amd_configs[0]);
+  EXPECT(!strncmp(t->family, "sm_", 3) || !strncmp(t->family, "gfx", 3), "%s tree: family '%s' is neither sm_ nor gfx",
+         t->device, t->family);
+  EXPECT(aa_tree_check(t, why, sizeof why) == 0, "%s tree: %s", t->device, why);
   for (int i = 0; i < t->num_nodes; i++) {
     const aa_tree_node *d = &t->nodes[i];
-    if (d->feature >= 0) {
-      EXPECT(d->feature < AA_F_COUNT && d->left > i && d->left < t->num_nodes && d->right > i &&
-                 d->right < t->num_nodes,
-             "%s: node %d (feature %d, children %d, %d) malformed", what, i, d->feature, d->left, d->right);
-      continue;
-    }
+    if (d->feature >= 0) continue;
     int known = 0;
     for (int k = 0; k < n && d->config; k++) known |= !strcmp(d->config, names[k]);
-    EXPECT(known, "%s: leaf %d names '%s', not a row of its config table", what, i, d->config ? d->config : "(null)");
-    EXPECT(d->splits >= 0 && d->splits <= 128, "%s: leaf %d has %d splits", what, i, d->splits);
+    EXPECT(known, "%s tree: leaf %d names '%s', not a row of its config table", t->device, i,
+           d->config ? d->config : "(null)");
   }
+}
+
+static anyattn_tree_info tree_info(const char *device, const char *family) {
+  anyattn_tree_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT(anyattn_tree_get(device, family, &info) == ANYATTN_STATUS_OK, "tree_get: %s", anyattn_last_error());
+  return info;
+}
+
+static anyattn_tree_choice tree_choice(const char *device, const char *family, const double *f) {
+  anyattn_tree_choice ch;
+  memset(&ch, 0, sizeof ch);
+  ch.struct_size = sizeof ch;
+  EXPECT(anyattn_tree_choose(device, family, f, ANYATTN_TREE_FEATURE_COUNT, &ch) == ANYATTN_STATUS_OK,
+         "tree_choose: %s", anyattn_last_error());
+  return ch;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Calls the public tree API gets wrong: each a named status. */
+static void check_misuse(void) {
+  anyattn_tree_info info;
+  anyattn_tree_choice ch;
+  double f[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 1, 128, 4};
+  memset(&info, 0, sizeof info);
+  memset(&ch, 0, sizeof ch);
+  EXPECT(anyattn_tree_get("x", "y", NULL) == ANYATTN_STATUS_NULL_POINTER, "tree_get(NULL info)");
+  EXPECT(anyattn_tree_get("x", "y", &info) == ANYATTN_STATUS_STRUCT_SIZE, "tree_get: struct_size 0");
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT, &ch) == ANYATTN_STATUS_STRUCT_SIZE,
+         "tree_choose: struct_size 0");
+  ch.struct_size = sizeof ch;
+  EXPECT(anyattn_tree_choose("x", "y", NULL, ANYATTN_TREE_FEATURE_COUNT, &ch) == ANYATTN_STATUS_NULL_POINTER,
+         "tree_choose(NULL features)");
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT, NULL) == ANYATTN_STATUS_NULL_POINTER,
+         "tree_choose(NULL choice)");
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT - 1, &ch) == ANYATTN_STATUS_INVALID_SIZE &&
+             strstr(anyattn_last_error(), "num_features"),
+         "tree_choose: short feature vector: %s", anyattn_last_error());
+  f[ANYATTN_TREE_FEATURE_MAX_KV] = NAN;
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT, &ch) == ANYATTN_STATUS_INVALID_OPTION &&
+             strstr(anyattn_last_error(), "max_kv"),
+         "tree_choose: NaN feature: %s", anyattn_last_error());
+  EXPECT(!strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_NUM_SEQS), "num_seqs") &&
+             !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_GROUP), "group") &&
+             !strcmp(anyattn_tree_feature_name(-1), "?") &&
+             !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_COUNT), "?"),
+         "feature names");
 }
 
 /* The truth the sweep is built from: decode-like cells want "dec", short
  * prompts "small", long ones "large". */
 static int truth(const double *f) {
-  if (f[AA_F_MEAN_Q] <= 8) return 0;
-  return f[AA_F_MAX_KV] <= 2048 ? 1 : 2;
+  if (f[ANYATTN_TREE_FEATURE_MEAN_Q] <= 8) return 0;
+  return f[ANYATTN_TREE_FEATURE_MAX_KV] <= 2048 ? 1 : 2;
 }
 
 int main(void) {
@@ -73,7 +123,7 @@ int main(void) {
   memset(&t, 0, sizeof t);
   t.num_cells = 200;
   t.num_cands = 3;
-  t.features = calloc((size_t)t.num_cells * AA_F_COUNT, sizeof(double));
+  t.features = calloc((size_t)t.num_cells * ANYATTN_TREE_FEATURE_COUNT, sizeof(double));
   t.us = calloc((size_t)t.num_cells * t.num_cands, sizeof(double));
   t.cand_config = calloc(3, sizeof *t.cand_config);
   t.cand_splits = calloc(3, sizeof(int));
@@ -81,14 +131,14 @@ int main(void) {
   snprintf(t.family, sizeof t.family, "sm_00");
   for (int c = 0; c < 3; c++) snprintf(t.cand_config[c], sizeof t.cand_config[c], "%s", names[c]);
   for (int i = 0; i < t.num_cells; i++) {
-    double *f = t.features + (size_t)i * AA_F_COUNT;
-    f[AA_F_NUM_SEQS] = tl_rng_int(&rng, 1, 128);
-    f[AA_F_MEAN_Q] = tl_rng_uniform(&rng) < 0.4 ? 1 : tl_rng_int(&rng, 9, 4096);
-    f[AA_F_NUM_TOKENS] = f[AA_F_NUM_SEQS] * f[AA_F_MEAN_Q];
-    f[AA_F_MAX_Q] = f[AA_F_MEAN_Q];
-    f[AA_F_MAX_KV] = tl_rng_int(&rng, 16, 16384);
-    f[AA_F_HEAD_DIM] = 128;
-    f[AA_F_GROUP] = 4;
+    double *f = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
+    f[ANYATTN_TREE_FEATURE_NUM_SEQS] = tl_rng_int(&rng, 1, 128);
+    f[ANYATTN_TREE_FEATURE_MEAN_Q] = tl_rng_uniform(&rng) < 0.4 ? 1 : tl_rng_int(&rng, 9, 4096);
+    f[ANYATTN_TREE_FEATURE_NUM_TOKENS] = f[ANYATTN_TREE_FEATURE_NUM_SEQS] * f[ANYATTN_TREE_FEATURE_MEAN_Q];
+    f[ANYATTN_TREE_FEATURE_MAX_Q] = f[ANYATTN_TREE_FEATURE_MEAN_Q];
+    f[ANYATTN_TREE_FEATURE_MAX_KV] = tl_rng_int(&rng, 16, 16384);
+    f[ANYATTN_TREE_FEATURE_HEAD_DIM] = 128;
+    f[ANYATTN_TREE_FEATURE_GROUP] = 4;
     const int best = truth(f);
     /* cells of similar cost: the total-time criterion then counts misplaced cells */
     const double base = 100 + 10 * tl_rng_uniform(&rng);
@@ -106,7 +156,7 @@ int main(void) {
   int right = 0, failed_pick = 0;
   double tree_us = 0, oracle_us = 0;
   for (int i = 0; i < t.num_cells; i++) {
-    const double *f = t.features + (size_t)i * AA_F_COUNT;
+    const double *f = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
     const int c = tf_pick(nodes, f);
     right += c == truth(f);
     failed_pick += isinf(t.us[(size_t)i * 3 + c]);
@@ -125,7 +175,7 @@ int main(void) {
          "tf_find_cand");
   {
     static const double us4[8] = {10, 20, 20, 10, 10, 11, 30, 10};
-    double f4[4 * AA_F_COUNT];
+    double f4[4 * ANYATTN_TREE_FEATURE_COUNT];
     char cfg4[2][32] = {"a", "b"};
     int sp4[2] = {0, 0};
     memset(f4, 0, sizeof f4);
@@ -154,49 +204,84 @@ int main(void) {
 
   /* The JSON the tuner writes is what the library loads. */
   const char *path = "test_tree_fitted.json";
-  EXPECT(tf_write_json(&t, nodes, n, "test_tree synthetic sweep", 1, path) == 0, "write json");
+  char err[640] = "";
+  EXPECT(tf_write_json(&t, nodes, n, "test_tree \"synthetic\" \\ sweep\n", 1, path, err, sizeof err) == 0,
+         "write json: %s", err);
   EXPECT(anyattn_tree_load(path) == ANYATTN_STATUS_OK, "load: %s", anyattn_last_error());
-  const aa_tree *lt = aa_tree_for("NVIDIA H200", "sm_90");
-  EXPECT(lt != NULL && lt->num_nodes == n && lt->tuned == 1, "loaded tree serves every device while loaded");
-  for (int i = 0; lt && i < t.num_cells; i++) {
-    const double *f = t.features + (size_t)i * AA_F_COUNT;
-    const aa_tree_node *leaf = aa_tree_eval(lt, f);
+  anyattn_tree_info li = tree_info("NVIDIA H200", "sm_90");
+  EXPECT(li.source == ANYATTN_TREE_SOURCE_FILE && li.num_nodes == n && li.tuned == 1 &&
+             !strcmp(li.provenance, "test_tree \"synthetic\" \\ sweep\n") && !strcmp(li.device, "Synthetic GPU"),
+         "the loaded tree serves every device while loaded (source %d, %d nodes, '%s')", li.source, li.num_nodes,
+         li.provenance);
+  for (int i = 0; i < t.num_cells; i++) {
+    const double *f = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
+    const anyattn_tree_choice ch = tree_choice("NVIDIA H200", "sm_90", f);
     const char *fitted = names[tf_pick(nodes, f)];
-    EXPECT(leaf && !strcmp(leaf->config, fitted), "cell %d: loaded tree picks %s, the fitted one %s", i,
-           leaf ? leaf->config : "(none)", fitted);
+    EXPECT(!strcmp(ch.config, fitted) && ch.splits == 0, "cell %d: loaded tree picks %s/%d, the fitted one %s/0", i,
+           ch.config, ch.splits, fitted);
   }
 
-  /* Bad files: a specific status and a message naming the file; the loaded tree stays. */
+  /* Bad files: a specific status and a message naming the file and the node
+   * and field at fault; the loaded tree stays. */
   EXPECT(anyattn_tree_load("no/such/tree.json") == ANYATTN_STATUS_INVALID_OPTION &&
              strstr(anyattn_last_error(), "no/such/tree.json"),
          "missing file: %s", anyattn_last_error());
-  FILE *f = fopen("test_tree_bad.json", "w");
-  fprintf(f, "{\"device\": \"x\", \"nodes\": [{\"feature\": 2, \"threshold\": 1, \"left\": 0, \"right\": 9}]}");
-  fclose(f);
+  write_text("test_tree_bad.json",
+             "{\"device\": \"x\", \"nodes\": [{\"feature\": 2, \"threshold\": 1, \"left\": 0, \"right\": 9}]}");
   EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION &&
-             strstr(anyattn_last_error(), "malformed"),
+             strstr(anyattn_last_error(), "test_tree_bad.json") && strstr(anyattn_last_error(), "node 0") &&
+             strstr(anyattn_last_error(), "\"left\""),
          "malformed tree: %s", anyattn_last_error());
-  f = fopen("test_tree_bad.json", "w");
-  fprintf(f, "{\"device\": \"x\", \"nodes\": [{\"feature\": ");
-  fclose(f);
-  EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION, "truncated file");
-  EXPECT(aa_tree_for("x", "y") == lt, "a failed load keeps the loaded tree");
+  write_text("test_tree_bad.json", "{\"device\": \"x\", \"nodes\": [{\"feature\": ");
+  EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION &&
+             strstr(anyattn_last_error(), "not JSON"),
+         "truncated file: %s", anyattn_last_error());
+  write_text("test_tree_bad.json",
+             "{\"nodes\": [{\"feature\": 0, \"threshold\": 1, \"left\": 1, \"right\": 1}, {\"config\": \"a\"}]}");
+  EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION &&
+             strstr(anyattn_last_error(), "node 1: 2 nodes lead to it"),
+         "shared child: %s", anyattn_last_error());
+  write_text("test_tree_bad.json",
+             "{\"nodes\": [{\"feature\": 0, \"threshold\": 1, \"left\": 1, \"right\": 2}, {\"config\": \"a\"}, "
+             "{\"config\": \"b\"}, {\"config\": \"c\"}]}");
+  EXPECT(anyattn_tree_load("test_tree_bad.json") == ANYATTN_STATUS_INVALID_OPTION &&
+             strstr(anyattn_last_error(), "node 3: no node leads to it"),
+         "unreachable node: %s", anyattn_last_error());
+  li = tree_info("x", "y");
+  EXPECT(li.source == ANYATTN_TREE_SOURCE_FILE && li.num_nodes == n, "a failed load keeps the loaded tree");
 
   /* Back to the compiled-in trees: exact name, then family, else none. */
   EXPECT(anyattn_tree_load(NULL) == ANYATTN_STATUS_OK, "unload");
-  const aa_tree *mi300 = aa_tree_for("AMD Instinct MI300X", "gfx942");
-  EXPECT(mi300 && !strcmp(mi300->family, "gfx942") && mi300->tuned == 0, "MI300 seed tree, marked untuned");
-  const aa_tree *fam = aa_tree_for("Some other CDNA2 part", "gfx90a");
-  EXPECT(fam && !strcmp(fam->family, "gfx90a"), "family fallback");
-  EXPECT(aa_tree_for("Unknown GPU", "sm_00") == NULL, "no tree: the backend's heuristic");
-  double feat[AA_F_COUNT] = {1, 1, 1, 1, 32768, 128, 4};
-  const aa_tree_node *leaf = mi300 ? aa_tree_eval(mi300, feat) : NULL;
-  EXPECT(leaf && !strcmp(leaf->config, "m16n32w2s1"), "long contexts take the 32-key tile on CDNA");
+  const anyattn_tree_info mi300 = tree_info("AMD Instinct MI300X", "gfx942");
+  EXPECT(mi300.source == ANYATTN_TREE_SOURCE_COMPILED && !strcmp(mi300.family, "gfx942") && mi300.tuned == 0,
+         "MI300 seed tree, marked untuned");
+  const anyattn_tree_info fam = tree_info("Some other CDNA2 part", "gfx90a");
+  EXPECT(fam.source == ANYATTN_TREE_SOURCE_COMPILED && !strcmp(fam.family, "gfx90a"), "family fallback");
+  const anyattn_tree_info h200 = tree_info("NVIDIA H200", NULL);
+  EXPECT(h200.source == ANYATTN_TREE_SOURCE_COMPILED && h200.tuned == 1 && !strcmp(h200.family, "sm_90"),
+         "H200 tree by device name");
+  EXPECT(tree_info("Unknown GPU", "sm_00").source == ANYATTN_TREE_SOURCE_NONE, "no tree: the backend's heuristic");
+  const double feat[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 32768, 128, 4};
+  EXPECT(!strcmp(tree_choice("AMD Instinct MI300X", "gfx942", feat).config, "m16n32w2s1"),
+         "long contexts take the 32-key tile on CDNA");
+  EXPECT(!strcmp(tree_choice("Unknown GPU", "sm_00", feat).config, ""), "no tree: no config");
 
-  check_committed(aa_tree_for("NVIDIA H200", "sm_90"), "H200 tree", cuda_configs,
-                  (int)(sizeof cuda_configs / sizeof cuda_configs[0]));
-  check_committed(mi300, "MI300 seed tree", amd_configs, (int)(sizeof amd_configs / sizeof amd_configs[0]));
-  check_committed(fam, "MI250 seed tree", amd_configs, (int)(sizeof amd_configs / sizeof amd_configs[0]));
+  for (int i = 0; i < aa_num_compiled_trees; i++) check_committed(aa_compiled_trees[i]);
+  EXPECT(aa_num_compiled_trees >= 3, "%d compiled-in trees", aa_num_compiled_trees);
+  check_misuse();
+
+  /* The writers check every write: a full device is an error naming the file. */
+  FILE *full = fopen("/dev/full", "w");
+  if (full) {
+    fclose(full);
+    EXPECT(tf_write_json(&t, nodes, n, "p", 1, "/dev/full", err, sizeof err) == -1 && strstr(err, "/dev/full"),
+           "json to /dev/full: '%s'", err);
+    EXPECT(tf_write_c(&t, nodes, n, "p", 1, "x", "/dev/full", err, sizeof err) == -1 && strstr(err, "/dev/full"),
+           "C header to /dev/full: '%s'", err);
+  }
+  EXPECT(tf_write_c(&t, nodes, n, "p", 1, "Bad-Name", "test_tree_bad.h", err, sizeof err) == -1 &&
+             strstr(err, "Bad-Name"),
+         "C header with a bad identifier: '%s'", err);
 
   /* The CPU has one tiling and says so. */
   anyattn_context *ctx = NULL;

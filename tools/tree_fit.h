@@ -1,19 +1,34 @@
-/* tree_fit.h: CART over a tuning sweep. Each leaf picks the candidate (config
- * and split count) with the least total time over the cells that reach it;
- * splits are thresholds on host-visible features (src/choose/tree.h). */
+/* tree_fit.h: the sweep table `anyattn tune` writes, its reader (sweep_csv.c)
+ * and CART over it (tree_fit.c). Each leaf picks the candidate (config and
+ * split count) with the least total time over the cells that reach it; splits
+ * are thresholds on the host-visible features of include/anyattn.h
+ * (anyattn_tree_feature). File errors come back as one line in err. */
 #ifndef ANYATTN_TOOLS_TREE_FIT_H
 #define ANYATTN_TOOLS_TREE_FIT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
-#include "tree.h"
+#include "anyattn.h"
+
+/* Bounds of a sweep the reader accepts: files of at most 64 MiB (a full-grid
+ * sweep is under 1 MiB), cell ids below the CLI's --cells bound, config names
+ * that fit a tree leaf, the split counts plan accepts. */
+enum {
+  TF_MAX_CSV_BYTES = 64 << 20,
+  TF_MAX_CELLS = 1000000,
+  TF_MAX_CANDS = 1024,
+  TF_MAX_MATRIX = 1 << 24, /* cells x candidates */
+  TF_CONFIG_NAME_MAX = 32,
+  TF_MAX_SPLITS = 128
+};
 
 typedef struct {
   int num_cells, num_cands;
-  double *features;         /* [num_cells][AA_F_COUNT] */
-  double *us;               /* [num_cells][num_cands]; INFINITY where invalid or failed */
-  char (*cand_config)[32];  /* [num_cands] config names */
-  int *cand_splits;         /* [num_cands] split counts (0: backend decides) */
+  double *features;        /* [num_cells][ANYATTN_TREE_FEATURE_COUNT]; NaN rows: cells the sweep skipped */
+  double *us;              /* [num_cells][num_cands]; INFINITY where invalid or failed */
+  char (*cand_config)[TF_CONFIG_NAME_MAX]; /* [num_cands] config names */
+  int *cand_splits;        /* [num_cands] split counts (0: backend decides) */
   char device[128], family[32], date[64], driver[64];
 } tf_table;
 
@@ -24,13 +39,16 @@ typedef struct {
   int cand; /* leaf: chosen candidate */
 } tf_node;
 
-/* Reads the CSV `anyattn tune` writes. 0 on success, else -1 with a message. */
-int tf_read_csv(const char *path, tf_table *t);
+/* Reads the CSV `anyattn tune` writes (a regular file; bounds above; every
+ * field checked). 0 on success, else -1 with "sweep 'PATH': line N, field F
+ * (NAME): ..." in err and *t empty. */
+int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size);
 void tf_free(tf_table *t);
 /* Fits a tree of at most max_depth levels, leaves of >= min_leaf cells.
- * Returns the node count (root first), or -1 if max_nodes is too small. */
+ * Returns the node count (root first), -1 if max_nodes is too small, -2 when
+ * memory runs out. */
 int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes);
-/* The candidate the tree picks for cell i. */
+/* The candidate the tree picks for a cell's features. */
 int tf_pick(const tf_node *nodes, const double *features);
 /* Prints the fit's quality: cells within 5% of their best candidate, and the
  * geometric-mean speed-up over the best single fixed candidate. */
@@ -40,10 +58,12 @@ void tf_report(const tf_table *t, const tf_node *nodes, FILE *out);
 void tf_report_picks(const tf_table *t, const int *pick, FILE *out);
 /* Index of candidate (config, splits), or -1. */
 int tf_find_cand(const tf_table *t, const char *config, int splits);
-/* Writes the tree as JSON (anyattn_tree_load reads it) and as a C header for src/choose/trees/. */
+/* Writes the tree as JSON (anyattn_tree_load reads it) and as a C header for
+ * src/choose/trees/ (name: the C identifier, [a-z0-9_]). Strings are escaped;
+ * every write and the close are checked: 0, or -1 with the reason in err. */
 int tf_write_json(const tf_table *t, const tf_node *nodes, int n, const char *provenance, int tuned,
-                  const char *path);
+                  const char *path, char *err, size_t err_size);
 int tf_write_c(const tf_table *t, const tf_node *nodes, int n, const char *provenance, int tuned,
-               const char *name, const char *path);
+               const char *name, const char *path, char *err, size_t err_size);
 
 #endif

@@ -1,32 +1,85 @@
-/* configs.h: the one table of GPU tile configurations. The kernels are
- * instantiated from it, plan chooses from it, and the CLI prints it through
- * anyattn_config_get(). Plain C preprocessor so host C and device code share it.
+/* configs.h: the one table of GPU tile configurations, every vendor's rows in
+ * one place. The kernels are instantiated from it, plan chooses from it, and
+ * the CLI prints it through anyattn_config_get(). Plain C preprocessor so host
+ * C, CUDA and HIP code share it.
  *
- * X(name, block_m, block_n, warps, stages)
+ * Columns of a row: R(X, purpose, name, block_m, block_n, warps, stages)
+ *   purpose: ship  compiled into the vendor's library build
+ *            tune  compiled only into the tuning build (-DANYATTN_GPU_CONFIGS_TUNING,
+ *                  bench/run_h200.sh's 'sweep' and 'tunex' steps): candidates a
+ *                  sweep times; a winner becomes a ship row
+ *   name:    block_m, block_n, warps and stages spelled out; trees name rows by it
  *   block_m: query rows per program (BLOCK_Q tokens x the GQA group), 16 per row-warp
  *   block_n: keys per KV tile, independent of the KV page size
  *   warps:   warps (wavefronts) per program; warps beyond block_m/16 split each tile's keys
  *   stages:  K/V shared-memory pipeline depth
- * Order matters only for the CLI listing; the heuristic in src/gpu/cuda_backend.cu
- * names the configs it picks. Every entry is compiled for f16 and bf16 x head
- * dims 64, 96, 128, 256, so each new row costs 8 kernels of CI build time. */
+ *
+ * What a build sees is ANYATTN_GPU_CONFIGS(X), X(name, block_m, block_n, warps,
+ * stages) once per row, in table order:
+ *   default (CUDA)                   the NVIDIA ship rows
+ *   -DANYATTN_GPU_CONFIGS_TUNING     every NVIDIA row (ship and tune)
+ *   -DANYATTN_GPU_CONFIGS_AMD        the AMD rows (the HIP build, cmake/hip.cmake)
+ * Order matters only for the CLI listing; the heuristic in src/gpu names the
+ * configs it picks. Every row is compiled for f16 and bf16 x head dims 64, 96,
+ * 128, 256, so each new ship row costs 8 kernels of CI build time. */
 #ifndef ANYATTN_CONFIGS_H
 #define ANYATTN_CONFIGS_H
 
-/* Tuning hook: -DANYATTN_GPU_CONFIGS_TUNING builds with the longer candidate
- * table in src/gpu/tuning_configs.h (bench/run_h200.sh's sweep step). */
+/* ---- NVIDIA (sm_80, sm_90) ---------------------------------------------------
+ * Ship rows: the tiles the H200 tree (trees/tree_h200.h) and the fallback
+ * heuristic pick; tune rows: the further candidates the tuning sweeps time
+ * (bench/run_h200.sh tunex), which no committed tree picks. */
+#define AA_CONFIG_ROWS_NVIDIA(R, X)           \
+  R(X, ship, m16n32w2s2, 16, 32, 2, 2)        \
+  R(X, ship, m16n64w4s2, 16, 64, 4, 2)        \
+  R(X, ship, m16n64w4s3, 16, 64, 4, 3)        \
+  R(X, ship, m16n128w8s2, 16, 128, 8, 2)      \
+  R(X, tune, m16n128w8s3, 16, 128, 8, 3)      \
+  R(X, tune, m16n64w4s4, 16, 64, 4, 4)        \
+  R(X, tune, m32n64w4s2, 32, 64, 4, 2)        \
+  R(X, tune, m32n128w8s2, 32, 128, 8, 2)      \
+  R(X, ship, m64n64w4s2, 64, 64, 4, 2)        \
+  R(X, tune, m64n128w8s2, 64, 128, 8, 2)      \
+  R(X, tune, m128n64w8s2, 128, 64, 8, 2)      \
+  R(X, ship, m128n128w8s2, 128, 128, 8, 2)
+
+/* ---- AMD CDNA (gfx90a, gfx942) ------------------------------------------------
+ * Why rows of their own: a CDNA workgroup has 64 KB of LDS (H100: 227 KB), so
+ * none of the NVIDIA rows fits at head dim 128; and copies are synchronous on
+ * AMD (no cp.async), so a second stage costs LDS and hides nothing: latency is
+ * hidden by more workgroups per CU instead, hence stages = 1. Untuned (no AMD
+ * GPU was available): rows sized by LDS only, see docs/portability.md.
+ * Plan takes the first row that fits the head dim unless the heuristic names
+ * one: m64n64w4s1 at d <= 128, m32n32w2s1 at d256. LDS at d64/96/128/256:
+ *   m64n64w4s1   30 / 42 / 54 KB / -        prefill and mixed batches
+ *   m16n64w4s1   23 / 32 / 41 KB / -        decode
+ *   m32n32w2s1   17 / 23 / 29 / 51 KB       head dim 256
+ *   m16n32w2s1   13 / 17 / 22 / 43 KB       decode at head dim 256
+ * (tests/hip_disasm.sh reads these rows to count the kernels it expects.) */
+#define AA_CONFIG_ROWS_AMD(R, X)              \
+  R(X, ship, m64n64w4s1, 64, 64, 4, 1)        \
+  R(X, ship, m16n64w4s1, 16, 64, 4, 1)        \
+  R(X, ship, m32n32w2s1, 32, 32, 2, 1)        \
+  R(X, ship, m16n32w2s1, 16, 32, 2, 1)
+
+/* ---- row filters: purpose -> X(name, block_m, block_n, warps, stages) or nothing */
+#define AA_CONFIG_SHIP_ship(X, ...) X(__VA_ARGS__)
+#define AA_CONFIG_SHIP_tune(X, ...)
+#define AA_CONFIG_IF_SHIP(X, purpose, ...) AA_CONFIG_SHIP_##purpose(X, __VA_ARGS__)
+#define AA_CONFIG_ANY(X, purpose, ...) X(__VA_ARGS__)
+
+/* Per vendor and purpose, whatever this build is (tests and tools read all). */
+#define ANYATTN_GPU_CONFIGS_NVIDIA(X) AA_CONFIG_ROWS_NVIDIA(AA_CONFIG_IF_SHIP, X)
+#define ANYATTN_GPU_CONFIGS_NVIDIA_TUNING(X) AA_CONFIG_ROWS_NVIDIA(AA_CONFIG_ANY, X)
+#define ANYATTN_GPU_CONFIGS_CDNA(X) AA_CONFIG_ROWS_AMD(AA_CONFIG_IF_SHIP, X)
+
+/* This build's table. */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
-#include "tuning_configs.h"
+#define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_NVIDIA_TUNING(X)
 #elif defined(ANYATTN_GPU_CONFIGS_AMD) /* the HIP build (cmake/hip.cmake): 64 KB LDS */
-#include "configs_amd.h"
+#define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_CDNA(X)
 #else
-#define ANYATTN_GPU_CONFIGS(X)     \
-  X(m16n32w2s2, 16, 32, 2, 2)      \
-  X(m16n64w4s2, 16, 64, 4, 2)      \
-  X(m16n64w4s3, 16, 64, 4, 3)      \
-  X(m16n128w8s2, 16, 128, 8, 2)    \
-  X(m64n64w4s2, 64, 64, 4, 2)      \
-  X(m128n128w8s2, 128, 128, 8, 2)
+#define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_NVIDIA(X)
 #endif
 
 #endif

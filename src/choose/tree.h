@@ -1,7 +1,8 @@
 /* tree.h: decision trees that pick a tile config (and a KV split count) from
  * host-visible batch features, fitted offline by `anyattn tune` and evaluated
- * in plan/run at no measurable cost. Plain C so the library, the committed
- * trees (src/choose/trees/) and the tools share one definition. */
+ * in plan/run at no measurable cost. Plain C so the library and the
+ * committed trees (src/choose/trees/) share one definition; tools see trees
+ * through the public API (the tree section of include/anyattn.h). */
 #ifndef ANYATTN_TREE_H
 #define ANYATTN_TREE_H
 
@@ -9,8 +10,10 @@
 extern "C" {
 #endif
 
-/* Features, in this order. Only what run() knows on the host: the batch's
- * counts, the optional hints (else the plan's limits) and the problem. */
+/* Features, in this order: the public anyattn_tree_feature values (the
+ * static asserts in tree_eval.c keep the two equal). Only what run() knows on
+ * the host: the batch's counts, the optional hints (else the plan's limits)
+ * and the problem. */
 enum {
   AA_F_NUM_SEQS = 0, /* batch->num_seqs */
   AA_F_NUM_TOKENS,   /* batch->num_tokens */
@@ -42,9 +45,6 @@ typedef struct {
   int num_nodes;
   const aa_tree_node *nodes; /* nodes[0] is the root */
 } aa_tree;
-
-/* The name of feature f ("num_seqs", ...), for files and legends. */
-const char *aa_tree_feature_name(int f);
 
 #ifdef __cplusplus
 }

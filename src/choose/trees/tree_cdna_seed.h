@@ -3,7 +3,7 @@
  * of a Triton Attention Kernel"): on AMD a BLOCK_M of 16 beat larger tiles, and
  * at long lengths a KV tile of 32 beat 64 (NVIDIA preferred 64). UNTUNED: no
  * AMD GPU has run anyattn; replace with `anyattn tune --backend hip` output
- * (docs/portability.md says how). Configs are rows of src/choose/configs_amd.h.
+ * (docs/portability.md says how). Configs are AMD rows of src/choose/configs.h.
  * features (src/choose/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group
  * inner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides) */
 static const aa_tree_node aa_tree_cdna_seed_nodes[] = {

@@ -1,7 +1,7 @@
 /* trees.c: the decision trees compiled into the library, one per device or
  * architecture family. Each tree_*.h is written by `anyattn tune` (tuned) or
  * by hand from published findings (marked untuned), with its provenance.
- * Lookup (src/choose/select.c): a loaded file, the exact device name, then the
+ * Lookup (src/choose/tree_lookup.c): a loaded file, the exact device name, then the
  * family; no match means the backend's documented fallback heuristic. */
 #include <stddef.h>
 
