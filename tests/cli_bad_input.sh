@@ -94,6 +94,9 @@ expect_error "'--graph'" check --graph
 expect_error "needs a value, got option '--iters'" tune --out --iters 5
 expect_error "no command 'nosuch'" help nosuch
 expect_error "takes no arguments" version extra
+# An argument with a newline or other control characters: still one line, escaped.
+expect_error "'--x\\x0ay'" check "$(printf -- '--x\ny')"
+expect_error "unknown command 'a\\x1b[31mb'" "$(printf 'a\033[31mb')"
 
 # A config the backend does not have: one line before any work, exit 2.
 expect_error "--config 'nosuch'" bench --backend cpu --config nosuch

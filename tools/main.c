@@ -126,6 +126,26 @@ static const cli_command *command_named(const char *name) {
 
 static const char *current_command = NULL; /* names the help the one-line errors point to */
 
+/* A user's argument as an error message shows it: control characters escaped
+ * (the message stays one line), cut after 64 bytes. Four results stay valid
+ * at once, enough for one message. */
+static const char *shown(const char *s) {
+  enum { SLOTS = 4, KEEP = 64 };
+  static char ring[SLOTS][KEEP * 4 + 8];
+  static int next = 0;
+  char *out = ring[next];
+  next = (next + 1) % SLOTS;
+  size_t n = 0, k = 0;
+  for (; s[k] && k < KEEP; k++) {
+    const unsigned char c = (unsigned char)s[k];
+    if (c < 32 || c == 127) n += (size_t)sprintf(out + n, "\\x%02x", c);
+    else out[n++] = (char)c;
+  }
+  if (s[k]) n += (size_t)sprintf(out + n, "...");
+  out[n] = '\0';
+  return out;
+}
+
 /* One line on stderr, exit code 2: the contract for bad command-line input. */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
@@ -213,17 +233,17 @@ static int parse_options(int argc, char **argv, const cli_command *cmd, cli_opti
     const char *a = argv[i];
     if (!word_in(cmd->flags, a)) {
       for (int c = 0; c < NUM_COMMANDS; c++)
-        if (word_in(commands[c].flags, a)) return usage_error("'%s' takes no option '%s'", cmd->name, a);
-      if (strncmp(a, "--", 2) != 0) return usage_error("unexpected argument '%s' (options start with --)", a);
-      return usage_error("unknown option '%s'", a);
+        if (word_in(commands[c].flags, a)) return usage_error("'%s' takes no option '%s'", cmd->name, shown(a));
+      if (strncmp(a, "--", 2) != 0) return usage_error("unexpected argument '%s' (options start with --)", shown(a));
+      return usage_error("unknown option '%s'", shown(a));
     }
     if (!strcmp(a, "--quick")) o->quick = 1;
     else if (!strcmp(a, "--graph")) o->graph = 1;
     else if (!strcmp(a, "--no-flush")) o->no_flush = 1;
     else if (!strcmp(a, "--eval")) o->eval = 1;
-    else if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+    else if (i + 1 >= argc) return usage_error("option '%s' needs a value", shown(a));
     else if (!strncmp(argv[i + 1], "--", 2)) /* "--out --iters 5": the value is missing */
-      return usage_error("option '%s' needs a value, got option '%s'", a, argv[i + 1]);
+      return usage_error("option '%s' needs a value, got option '%s'", shown(a), shown(argv[i + 1]));
     else if (parse_value(a, argv[++i], o)) return CLI_USAGE;
   }
   return 0;
@@ -233,21 +253,21 @@ static int parse_options(int argc, char **argv, const cli_command *cmd, cli_opti
 static int parse_value(const char *a, const char *v, cli_options *o) {
   if (!strcmp(a, "--backend")) {
     if (anyattn_backend_from_name(v, &o->backend) != ANYATTN_STATUS_OK)
-      return usage_error("unknown backend '%s' (auto, cpu, cuda, hip)", v);
+      return usage_error("unknown backend '%s' (auto, cpu, cuda, hip)", shown(v));
   } else if (!strcmp(a, "--device")) {
-    if (parse_int_opt(v, 0, 1023, &o->device)) return usage_error("bad --device '%s' (0 to 1023)", v);
+    if (parse_int_opt(v, 0, 1023, &o->device)) return usage_error("bad --device '%s' (0 to 1023)", shown(v));
   } else if (!strcmp(a, "--iters")) {
-    if (parse_int_opt(v, 1, 100000, &o->iters)) return usage_error("bad --iters '%s' (1 to 100000)", v);
+    if (parse_int_opt(v, 1, 100000, &o->iters)) return usage_error("bad --iters '%s' (1 to 100000)", shown(v));
   } else if (!strcmp(a, "--seed")) {
     if (parse_seed(v, &o->seed))
-      return usage_error("bad --seed '%s' (1 to 18446744073709551615, decimal or 0x hex)", v);
+      return usage_error("bad --seed '%s' (1 to 18446744073709551615, decimal or 0x hex)", shown(v));
   } else if (!strcmp(a, "--filter")) {
     o->filter = v;
   } else if (!strcmp(a, "--workload")) {
-    if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (%s)", v, bench_workload_names());
+    if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (%s)", shown(v), bench_workload_names());
     o->workload = v;
   } else if (!strcmp(a, "--grid")) {
-    if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", v);
+    if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", shown(v));
     o->grid = v;
   } else if (!strcmp(a, "--out")) {
     o->out = v;
@@ -255,7 +275,7 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     o->in = v;
   } else if (!strcmp(a, "--name")) {
     if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(v))
-      return usage_error("--name '%s' must be lower-case letters, digits and _", v);
+      return usage_error("--name '%s' must be lower-case letters, digits and _", shown(v));
     o->name = v;
   } else if (!strcmp(a, "--cells")) {
     char from[24];
@@ -267,11 +287,12 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
       if (parse_int(from, 0, 999999, &f) || parse_int(colon + 1, 1, 1000000, &t)) f = t = -1;
     }
     if (f < 0 || t <= f)
-      return usage_error("bad --cells '%s' (FROM:TO, 0 <= FROM < TO <= 1000000: the grid's cells FROM to TO-1)", v);
+      return usage_error("bad --cells '%s' (FROM:TO, 0 <= FROM < TO <= 1000000: the grid's cells FROM to TO-1)",
+                         shown(v));
     o->cell_from = (int)f;
     o->cell_to = (int)t;
   } else if (!strcmp(a, "--depth")) {
-    if (parse_int_opt(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", v);
+    if (parse_int_opt(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", shown(v));
   } else if (!strcmp(a, "--json")) {
     o->json = v;
   } else if (!strcmp(a, "--config")) {
@@ -280,18 +301,18 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     case_list l = {0};
     const int bad = bench_parse_cases(&l, v);
     bench_free_cases(&l);
-    if (bad) return usage_error("bad --cases '%s' (BxC decode, pBxL prefill, comma separated)", v);
+    if (bad) return usage_error("bad --cases '%s' (BxC decode, pBxL prefill, comma separated)", shown(v));
     o->cases = v;
   } else if (!strcmp(a, "--max-context")) {
     if (parse_int_opt(v, 1, 1 << 24, &o->max_context))
-      return usage_error("bad --max-context '%s' (1 to %d)", v, 1 << 24);
+      return usage_error("bad --max-context '%s' (1 to %d)", shown(v), 1 << 24);
   } else if (!strcmp(a, "--dtype")) {
     if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
     else if (!strcmp(v, "f32")) o->dtype = ANYATTN_DTYPE_F32;
-    else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", v);
+    else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", shown(v));
   } else {
-    return usage_error("unknown option '%s'", a);
+    return usage_error("unknown option '%s'", shown(a));
   }
   return 0;
 }
@@ -317,14 +338,14 @@ static int open_backend(const cli_options *o, anyattn_backend *b) {
 static int check_config(anyattn_backend b, const char *name) {
   if (b == ANYATTN_BACKEND_CPU) {
     if (!strcmp(name, "cpu")) return 0;
-    return usage_error("--config '%s' is not a config of backend cpu (its one config is \"cpu\")", name);
+    return usage_error("--config '%s' is not a config of backend cpu (its one config is \"cpu\")", shown(name));
   }
   size_t len = strlen(name);
   const char *dash = strrchr(name, '-');
   if (dash && dash[1] == 'k') {
     long long s;
     if (parse_int(dash + 2, 1, 128, &s))
-      return usage_error("--config '%s': the suffix -kS takes 1 <= S <= 128 KV segments", name);
+      return usage_error("--config '%s': the suffix -kS takes 1 <= S <= 128 KV segments", shown(name));
     len = (size_t)(dash - name);
   }
   char known[512] = "";
@@ -338,7 +359,7 @@ static int check_config(anyattn_backend b, const char *name) {
     if (used < sizeof known)
       used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "", ci.name);
   }
-  return usage_error("--config '%s' is not a config of backend %s (%s; optionally -kS)", name,
+  return usage_error("--config '%s' is not a config of backend %s (%s; optionally -kS)", shown(name),
                      anyattn_backend_name(b), known);
 }
 
@@ -471,9 +492,9 @@ static int cmd_help(int argc, char **argv) {
     fputs(usage_text, stdout);
     return CLI_OK;
   }
-  if (argc > 1) return usage_error("'help' takes one command, got '%s' after '%s'", argv[1], argv[0]);
+  if (argc > 1) return usage_error("'help' takes one command, got '%s' after '%s'", shown(argv[1]), shown(argv[0]));
   const cli_command *c = command_named(argv[0]);
-  if (!c) return usage_error("no command '%s' to help with", argv[0]);
+  if (!c) return usage_error("no command '%s' to help with", shown(argv[0]));
   fputs(c->help, stdout);
   return CLI_OK;
 }
@@ -487,7 +508,7 @@ int main(int argc, char **argv) {
   if (!strcmp(name, "--help") || !strcmp(name, "-h")) name = "help";
   if (!strcmp(name, "--version")) name = "version";
   const cli_command *cmd = command_named(name);
-  if (!cmd) return usage_error("unknown command '%s'", argv[1]);
+  if (!cmd) return usage_error("unknown command '%s'", shown(argv[1]));
   if (!strcmp(cmd->name, "help")) return cmd_help(argc - 2, argv + 2);
   current_command = cmd->name;
   if (wants_help(argc - 2, argv + 2)) {
@@ -499,7 +520,7 @@ int main(int argc, char **argv) {
   o.backend = ANYATTN_BACKEND_AUTO;
   o.workload = "default";
   o.dtype = ANYATTN_DTYPE_BF16;
-  if (!cmd->flags[0] && argc > 2) return usage_error("'%s' takes no arguments, got '%s'", cmd->name, argv[2]);
+  if (!cmd->flags[0] && argc > 2) return usage_error("'%s' takes no arguments, got '%s'", cmd->name, shown(argv[2]));
   const int rc = parse_options(argc - 2, argv + 2, cmd, &o);
   if (rc) return rc;
   if (!strcmp(cmd->name, "version")) {
