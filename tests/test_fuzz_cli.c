@@ -65,14 +65,6 @@ typedef struct {
   char *argv[MAX_ARGS + 3]; /* program, args, sentinel, NULL */
 } cmdline;
 
-static char *dup_bytes(const char *s, size_t n) {
-  char *d = (char *)malloc(n + 1);
-  if (!d) abort();
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
-
 /* A random string: mostly printable, some control and high bytes, never NUL. */
 static char *random_arg(uint64_t *r) {
   const int n = rng_below(r, 8) == 0 ? rng_below(r, MAX_ARG_LEN) : rng_below(r, 24);
@@ -156,7 +148,9 @@ static void mutate(char **a, int *n, uint64_t *r) {
       const char *w = dict[rng_below(r, DICT)];
       const size_t la = strlen(a[i]), lw = strlen(w);
       if (la + lw > MAX_ARG_LEN) break;
-      char *s = dup_bytes(a[i], la + lw);
+      char *s = (char *)malloc(la + lw + 1);
+      if (!s) abort();
+      memcpy(s, a[i], la);
       memcpy(s + la, w, lw + 1);
       free(a[i]);
       a[i] = s;
