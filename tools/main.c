@@ -28,7 +28,7 @@ static const char *usage_text =
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
     "                                         sweep every config over a grid, fit a decision tree\n"
-    "  fit --in FILE.csv [--name ID] [--depth D] [--eval]\n"
+    "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
     "                                         fit the tree of a sweep, or score the library's on it\n"
     "  version                                the version (also: anyattn --version)\n"
     "  help [COMMAND]                         this text, or COMMAND's (also: anyattn COMMAND --help)\n"
