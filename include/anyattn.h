@@ -142,12 +142,14 @@ typedef enum {
 ANYATTN_API size_t anyattn_dtype_size(anyattn_dtype dtype); /* 0 for unknown */
 
 /* What is fixed for a layer. Set struct_size = sizeof(anyattn_problem); zero
- * the struct first (anyattn_problem_init does both, with defaults). */
+ * the struct first (anyattn_problem_init does both, with defaults). Plan
+ * refuses (INVALID_SIZE) a cache page, block_size x num_kv_heads x head_dim
+ * elements, over PTRDIFF_MAX bytes. */
 typedef struct {
   size_t struct_size;
-  int num_q_heads;      /* > 0, multiple of num_kv_heads */
-  int num_kv_heads;     /* > 0 */
-  int head_dim;         /* CPU: any of 1..512; GPU: 64, 96, 128, 256 */
+  int num_q_heads;      /* 1..65536, multiple of num_kv_heads */
+  int num_kv_heads;     /* 1..65536 */
+  int head_dim;         /* 1..65536; CPU: any of 1..512; GPU: 64, 96, 128, 256 */
   anyattn_dtype dtype;  /* of q, k_cache, v_cache and out alike */
   int block_size;       /* tokens per KV page; CPU: >= 1 */
   int causal;           /* 0 or 1 */
@@ -165,7 +167,9 @@ typedef struct {
 ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);
 
 /* Upper bounds for every batch run with a plan; plan sizes grids and the
- * workspace from these alone. */
+ * workspace from these alone. Each is 1..INT32_MAX; plan refuses
+ * (INVALID_SIZE) max_tokens x num_q_heads x head_dim elements of q over
+ * PTRDIFF_MAX bytes. */
 typedef struct {
   size_t struct_size;
   int max_seqs;      /* >= num_seqs of every run */
@@ -218,7 +222,8 @@ typedef struct {
   const void *q;       /* [num_tokens, num_q_heads, head_dim], dense */
   const void *k_cache; /* logical [num_blocks, block_size, num_kv_heads, head_dim] */
   const void *v_cache; /* same logical shape as k_cache */
-  int64_t num_blocks;  /* physical pages in each cache */
+  int64_t num_blocks;  /* physical pages in each cache; the cache must span at most
+                        * PTRDIFF_MAX bytes (else INVALID_SIZE, or BAD_STRIDE) */
   /* Strides of the first three dims of each cache (head_dim is contiguous).
    * All zero: dense NHD layout. HND: stride_token = head_dim,
    * stride_head = block_size * head_dim. */

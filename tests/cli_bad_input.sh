@@ -1,7 +1,11 @@
 #!/bin/sh
-# cli_bad_input.sh: the CLI must reject bad input with exit code 2 and exactly
-# one line on stderr. Usage: cli_bad_input.sh path/to/anyattn
+# cli_bad_input.sh: the CLI's command-line contract. Bad input: exit code 2 and
+# exactly one line on stderr; help and version: exit 0 on stdout; no argument:
+# the usage on stderr and exit 2; a backend without a device: exit 77.
+# Usage: cli_bad_input.sh path/to/anyattn [hip-built]
+#   hip-built: libanyattn_hip was built beside the CLI (`info` must say so)
 cli="$1"
+hip_built="$2"
 if [ ! -x "$cli" ]; then
   echo "cli_bad_input: '$cli' is not an executable" >&2
   exit 1
@@ -9,19 +13,62 @@ fi
 tmp="${TMPDIR:-/tmp}/anyattn_cli_bad_input.$$"
 fails=0
 
-expect_usage_error() {
+fail() {
+  echo "FAIL anyattn $*"
+  sed 's/^/  | /' "$tmp.err"
+  fails=$((fails + 1))
+}
+
+# expect_error TEXT ARGS...: exit 2, one line on stderr containing TEXT ("" any).
+expect_error() {
+  want="$1"
+  shift
   "$cli" "$@" >"$tmp.out" 2>"$tmp.err"
   rc=$?
   lines=$(wc -l <"$tmp.err" | tr -d ' ')
   if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
-    echo "FAIL anyattn $*: exit $rc (want 2), $lines stderr lines (want 1):"
-    sed 's/^/  | /' "$tmp.err"
-    fails=$((fails + 1))
+    fail "$*: exit $rc (want 2), $lines stderr lines (want 1):"
+  elif ! grep -qF -- "$want" "$tmp.err"; then
+    fail "$*: the message does not name '$want':"
   else
     echo "PASS anyattn $*: $(cat "$tmp.err")"
   fi
 }
+expect_usage_error() { expect_error "" "$@"; }
 
+# expect_exit CODE ARGS...: exit CODE with one line on stderr.
+expect_exit() {
+  want="$1"
+  shift
+  "$cli" "$@" >"$tmp.out" 2>"$tmp.err"
+  rc=$?
+  lines=$(wc -l <"$tmp.err" | tr -d ' ')
+  if [ "$rc" -ne "$want" ] || [ "$lines" -ne 1 ]; then
+    fail "$*: exit $rc (want $want), $lines stderr lines (want 1):"
+  else
+    echo "PASS anyattn $*: exit $rc: $(cat "$tmp.err")"
+  fi
+}
+
+# expect_stdout FIRST-LINE ARGS...: exit 0, nothing on stderr, stdout opening with FIRST-LINE.
+expect_stdout() {
+  want="$1"
+  shift
+  "$cli" "$@" >"$tmp.out" 2>"$tmp.err"
+  rc=$?
+  first=$(head -n 1 "$tmp.out")
+  case "$first" in
+    "$want"*) ok=1 ;;
+    *) ok=0 ;;
+  esac
+  if [ "$rc" -ne 0 ] || [ -s "$tmp.err" ] || [ "$ok" -ne 1 ]; then
+    fail "$*: exit $rc (want 0), stdout opens with '$first' (want '$want'), stderr:"
+  else
+    echo "PASS anyattn $*: $first"
+  fi
+}
+
+# Unknown commands, options and values.
 expect_usage_error nosuchcommand
 expect_usage_error check --nosuchflag
 expect_usage_error check --backend nosuch
@@ -43,5 +90,79 @@ expect_usage_error tune --out x.csv --cells -1:3
 expect_usage_error tune --backend cpu --grid ibm --out "${TMPDIR:-/tmp}/anyattn_cli_cells.$$.csv" --cells 60:61
 expect_usage_error fit --in
 expect_usage_error fit --in x.csv --eval yes
+expect_error "'--graph'" check --graph
+expect_error "needs a value, got option '--iters'" tune --out --iters 5
+expect_error "no command 'nosuch'" help nosuch
+expect_error "takes no arguments" version extra
+# An argument with a newline or other control characters: still one line, escaped.
+expect_error "'--x\\x0ay'" check "$(printf -- '--x\ny')"
+expect_error "unknown command 'a\\x1b[31mb'" "$(printf 'a\033[31mb')"
+
+# A config the backend does not have: one line before any work, exit 2.
+expect_error "--config 'nosuch'" bench --backend cpu --config nosuch
+expect_error "--config 'nosuch'" bench --config nosuch
+
+# Numbers are decimal: 010 is ten, 08 is eight, 0x10 is no number (each case
+# ends in an error, so that a wrong reading does no work either).
+expect_error "--iters '0200000' (1 to 100000)" bench --iters 0200000 --config nosuch
+expect_error "--config 'nosuch'" bench --iters 08 --config nosuch
+expect_error "--iters '0x10'" bench --iters 0x10 --config nosuch
+expect_error "--depth '010' (1 to 8)" fit --depth 010
+expect_error "needs --in" fit --depth 08
+expect_error "--device ' 1' (0 to 1023)" check --device " 1" --nosuch
+
+# Seeds: 1 to 2^64-1, decimal or 0x hex; out of range is refused, not wrapped
+# (the filter matches nothing: a seed taken by mistake costs no suite).
+expect_error "--seed '0' (1 to 18446744073709551615" check --seed 0 --filter no-such-case
+expect_error "--seed '-1' (1 to 18446744073709551615" check --seed -1 --filter no-such-case
+expect_error "--seed '18446744073709551616' (1 to 18446744073709551615" check --seed 18446744073709551616 --filter no-such-case
+expect_error "--seed '0x10000000000000000'" check --seed 0x10000000000000000 --filter no-such-case
+expect_error "--seed '010x'" check --seed 010x --filter no-such-case
+expect_error "'--nosuch'" check --seed 18446744073709551615 --nosuch
+expect_error "'--nosuch'" check --seed 0x38d2c4a2 --nosuch
+
+# A backend without a device (HIP is never linked into this CLI): exit 77, one line.
+expect_exit 77 bench --backend hip
+expect_exit 77 tune --backend hip --out "${TMPDIR:-/tmp}/anyattn_cli_hip.$$.csv"
+
+# Help and version on stdout, exit 0.
+expect_stdout "anyattn " --version
+expect_stdout "anyattn " version
+expect_stdout "usage: anyattn <command>" help
+expect_stdout "usage: anyattn <command>" --help
+for cmd in info check bench tune fit version help; do
+  expect_stdout "usage: anyattn $cmd" help "$cmd"
+done
+for cmd in info check bench tune fit version; do
+  expect_stdout "usage: anyattn $cmd" "$cmd" --help
+  expect_stdout "usage: anyattn $cmd" "$cmd" -h
+done
+expect_stdout "usage: anyattn bench" bench --iters 5 --help
+expect_stdout "usage: anyattn check" check --filter x -h
+if "$cli" help | grep -q "77 no device" && "$cli" help | grep -q "2 bad command line"; then
+  echo "PASS anyattn help: lists the exit codes"
+else
+  echo "FAIL anyattn help: does not list the exit codes (2 bad command line, 77 no device)"
+  fails=$((fails + 1))
+fi
+
+# No argument: the usage on stderr, exit 2.
+"$cli" >"$tmp.out" 2>"$tmp.err"
+rc=$?
+if [ "$rc" -ne 2 ] || [ -s "$tmp.out" ] || ! grep -q "^usage: anyattn" "$tmp.err"; then
+  fail ": exit $rc (want 2), usage on stderr (want) and stdout $(wc -c <"$tmp.out") bytes (want 0):"
+else
+  echo "PASS anyattn: exit 2, usage on stderr"
+fi
+
+# `info` names HIP as built (in its own library) when it is.
+"$cli" info >"$tmp.out" 2>"$tmp.err"
+hip_line=$(grep "^backend hip" "$tmp.out")
+if [ -n "$hip_built" ]; then want_hip="built as libanyattn_hip"; else want_hip="not compiled in"; fi
+case "$hip_line" in
+  *"$want_hip"*) echo "PASS anyattn info: $hip_line" ;;
+  *) fail "info: '$hip_line' (want '$want_hip')" ;;
+esac
+
 rm -f "$tmp.out" "$tmp.err"
 [ "$fails" -eq 0 ]

@@ -1,6 +1,7 @@
 /* test_api_misuse.c: provokes every status that can occur without a GPU and
  * checks the status, that anyattn_last_error() names the argument, that run
  * wrote nothing on error and that plan/context out-pointers were set to NULL. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -219,6 +220,34 @@ static void test_plan(anyattn_context *ctx) {
   EXPECT_PLAN(l_.max_context = -5, ANYATTN_STATUS_INVALID_SIZE, "max_context");
   EXPECT_PLAN(p_.config = "nosuch-config", ANYATTN_STATUS_UNSUPPORTED_CONFIG, "config");
 
+  /* Sizes: core's bounds (anyattn.h), and products that fail instead of wrapping. */
+  EXPECT_PLAN((p_.num_q_heads = INT_MAX, p_.num_kv_heads = 1), ANYATTN_STATUS_INVALID_SIZE, "num_q_heads");
+  EXPECT_PLAN((p_.num_q_heads = 65537, p_.num_kv_heads = 1), ANYATTN_STATUS_INVALID_SIZE, "num_q_heads is 65537");
+  EXPECT_PLAN((p_.num_q_heads = INT_MAX, p_.num_kv_heads = INT_MAX), ANYATTN_STATUS_INVALID_SIZE, "num_q_heads");
+  EXPECT_PLAN((p_.num_q_heads = 65536, p_.num_kv_heads = 131072), ANYATTN_STATUS_INVALID_SIZE, "num_kv_heads");
+  EXPECT_PLAN((p_.num_q_heads = 65536, p_.num_kv_heads = 1), ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.head_dim = INT_MAX, ANYATTN_STATUS_INVALID_SIZE, "head_dim");
+  EXPECT_PLAN(p_.head_dim = 65537, ANYATTN_STATUS_INVALID_SIZE, "head_dim is 65537");
+  EXPECT_PLAN((p_.block_size = INT_MAX, p_.num_q_heads = p_.num_kv_heads = 65536, p_.head_dim = 65536,
+               p_.dtype = ANYATTN_DTYPE_F32),
+              ANYATTN_STATUS_INVALID_SIZE, "block_size");
+  EXPECT_PLAN((l_.max_tokens = INT_MAX, p_.num_q_heads = 65536, p_.num_kv_heads = 1, p_.head_dim = 65536,
+               p_.dtype = ANYATTN_DTYPE_F32),
+              ANYATTN_STATUS_INVALID_SIZE, "max_tokens");
+  {
+    /* The largest limits are fine where the tensors fit: the workspace grows, it never wraps. */
+    anyattn_problem p2;
+    anyattn_limits l2;
+    good_problem(&p2);
+    good_limits(&l2);
+    l2.max_seqs = l2.max_tokens = l2.max_context = INT_MAX;
+    anyattn_plan *pl = NULL;
+    EXPECT(anyattn_plan_create(ctx, &p2, &l2, &pl), ANYATTN_STATUS_OK, NULL);
+    const size_t ws = anyattn_plan_workspace_size(pl);
+    EXPECT_TRUE(pl != NULL && ws >= (size_t)INT_MAX * 8 && ws < ((size_t)1 << 40));
+    anyattn_plan_free(pl);
+  }
+
   anyattn_plan_free(NULL);
   EXPECT_TRUE(anyattn_plan_workspace_size(NULL) == 0);
   EXPECT_TRUE(anyattn_plan_describe(NULL) != NULL);
@@ -375,6 +404,15 @@ static void test_run_and_validate(anyattn_context *ctx) {
              "tensors->v");
   EXPECT_RUN((t_.k_stride_block = 1024, t_.k_stride_token = 128, t_.k_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
              "tensors->k");
+  /* Caches over PTRDIFF_MAX bytes: refused, not wrapped. */
+  const int64_t page_bytes = (int64_t)T_BS * T_HKV * T_D * 2;
+  EXPECT_RUN(t_.num_blocks = INT64_MAX, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_RUN(t_.num_blocks = PTRDIFF_MAX / page_bytes + 1, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_RUN(t_.num_blocks = PTRDIFF_MAX / page_bytes, ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN((t_.k_stride_block = INT64_MAX / 2, t_.k_stride_token = 128, t_.k_stride_head = 64),
+             ANYATTN_STATUS_BAD_STRIDE, "tensors->k strides");
+  EXPECT_RUN((t_.v_stride_block = INT64_MAX / 4, t_.v_stride_token = 128, t_.v_stride_head = 64),
+             ANYATTN_STATUS_BAD_STRIDE, "tensors->v strides");
   /* Valid non-default strides (HND) are accepted. */
   EXPECT_RUN((t_.k_stride_block = 2048, t_.k_stride_token = 64, t_.k_stride_head = 1024), ANYATTN_STATUS_OK, NULL);
   EXPECT_RUN((t_.lse = NULL), ANYATTN_STATUS_OK, NULL);

@@ -1,7 +1,10 @@
-/* anyattn.c: the command-line tool. `info` lists backends and devices,
- * `check` runs the conformance suite against the double-precision reference,
- * `bench` times the shared workloads. Bad command-line input: one line on
- * stderr and exit code 2. */
+/* main.c: the `anyattn` command-line tool and its option parsing. `info` lists
+ * backends and devices, `check` runs the conformance suite against the
+ * double-precision reference, `bench` times the shared workloads, `tune` and
+ * `fit` make decision trees. Exit codes: 0 success, 1 failure, 2 bad command
+ * line (one line on stderr), 77 no device for the backend. */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,41 +14,193 @@
 #include "conformance.h"
 #include "tune.h"
 
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2, CLI_NO_DEVICE = 77 };
+
 static const char *usage_text =
     "usage: anyattn <command> [options]\n"
     "  info                                   version, backends, devices, kernel configs\n"
     "  check [--backend B] [--device N] [--quick] [--filter TEXT] [--seed N]\n"
-    "                                         conformance suite vs the reference; exit 0 all pass,\n"
-    "                                         1 on any FAIL, 77 when the backend has no device\n"
+    "                                         conformance suite vs the double-precision reference\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
     "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N]\n"
-    "                                         workloads: default, decode, prefill, mixed, ibm, e2e-llama8b\n"
+    "                                         time a workload against the measured ceilings\n"
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
-    "                                         sweep every config over a grid, check and time each,\n"
-    "                                         write the raw CSV and fit a decision tree beside it;\n"
-    "                                         --cells: grid cells FROM to TO-1 only (one sweep over\n"
-    "                                         several sessions: concatenate the CSVs, then fit)\n"
-    "                                         (FILE.json for anyattn_tree_load, FILE.h for src/choose/trees/)\n"
-    "  fit --in FILE.csv [--name ID] [--depth D]  fit the tree of an existing sweep\n"
-    "  fit --in FILE.csv --eval                score the library's tree for the sweep's device on it\n"
-    "  help                                   this text\n"
-    "backends: auto (default: best found), cpu, cuda, hip\n";
+    "                                         sweep every config over a grid, fit a decision tree\n"
+    "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
+    "                                         fit the tree of a sweep, or score the library's on it\n"
+    "  version                                the version (also: anyattn --version)\n"
+    "  help [COMMAND]                         this text, or COMMAND's (also: anyattn COMMAND --help)\n"
+    "backends: auto (default: best found), cpu, cuda, hip\n"
+    "numbers are decimal (--seed also takes 0x hex)\n"
+    "exit codes: 0 success, 1 failure (a FAIL, a runtime or file error),\n"
+    "            2 bad command line (one line on stderr), 77 no device for the backend\n";
 
-/* One line, exit 2: the contract for bad command-line input. */
-static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "anyattn: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see 'anyattn help')\n");
-  return 2;
+/* What each command takes (`flags`: its options, space separated) and says
+ * for `anyattn help NAME`. */
+typedef struct {
+  const char *name, *flags, *help;
+} cli_command;
+
+static const cli_command commands[] = {
+    {"info", "",
+     "usage: anyattn info\n"
+     "Prints the library version; for each backend whether it is compiled in, its\n"
+     "devices, the decision tree that picks configs on each, and its kernel configs.\n"},
+    {"check", "--backend --device --quick --filter --seed",
+     "usage: anyattn check [--backend B] [--device N] [--quick] [--filter TEXT] [--seed N]\n"
+     "Runs the conformance suite on one backend against the double-precision\n"
+     "reference: one PASS, FAIL or SKIP line (with the reason) per case.\n"
+     "  --backend B     auto (default: the best found), cpu, cuda, hip\n"
+     "  --device N      device index, 0 to 1023 (default 0)\n"
+     "  --quick         the quick suite (the one ctest runs)\n"
+     "  --filter TEXT   only the cases whose name contains TEXT\n"
+     "  --seed N        data seed, 1 to 18446744073709551615, decimal or 0x hex\n"
+     "                  (default: $ANYATTN_SEED, else from the clock; printed either way)\n"
+     "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
+     "            77 the backend has no device (or is not compiled in)\n"},
+    {"bench", "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush --max-context",
+     "usage: anyattn bench [options]\n"
+     "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
+     "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
+     "output rows are checked against a double-precision recomputation.\n"
+     "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
+     "  --device N          device index, 0 to 1023 (default 0)\n"
+     "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only)\n"
+     "  --cases LIST        instead of a workload: BxC (B sequences decoding at context C)\n"
+     "                      and pBxL (B causal prompts of L tokens), comma separated\n"
+     "  --dtype T           bf16 (default), f16, f32\n"
+     "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
+     "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
+     "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
+     "  --max-context N     plan once with limits.max_context N, 1 to 16777216\n"
+     "  --graph             time CUDA/HIP graph replays (GPU only)\n"
+     "  --no-flush          no L2 flush between timed calls\n"
+     "  --json FILE         also write the results to FILE as JSON\n"
+     "exit codes: 0 every case ran, 1 a case failed, 2 bad command line,\n"
+     "            77 the backend has no device (or is not compiled in)\n"},
+    {"tune", "--backend --device --grid --out --name --iters --depth --dtype --cells",
+     "usage: anyattn tune --out FILE.csv [options]\n"
+     "Sweeps every config (and KV split count) over a grid of batches, checking and\n"
+     "timing each, writes the raw CSV and fits a decision tree beside it (FILE.json\n"
+     "for anyattn_tree_load, FILE.h for src/choose/trees/).\n"
+     "  --out FILE.csv      the sweep to write (required)\n"
+     "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
+     "  --device N          device index, 0 to 1023 (default 0)\n"
+     "  --grid G            ibm (default) or full\n"
+     "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
+     "  --iters N           timed calls per (cell, config), 1 to 100000\n"
+     "  --depth D           tree depth, 1 to 8 (default 4)\n"
+     "  --dtype T           bf16 (default), f16, f32\n"
+     "  --cells FROM:TO     grid cells FROM to TO-1 only, 0 <= FROM < TO <= 1000000 (one\n"
+     "                      sweep over several sessions: concatenate the CSVs, then fit)\n"
+     "exit codes: 0 done, 1 a failure, 2 bad command line, 77 the backend has no device\n"},
+    {"fit", "--in --name --depth --eval",
+     "usage: anyattn fit --in FILE.csv [--name ID] [--depth D]\n"
+     "       anyattn fit --in FILE.csv --eval\n"
+     "Fits the decision tree of a sweep written by tune (FILE.json and FILE.h beside\n"
+     "it), or with --eval scores the library's tree for the sweep's device on it.\n"
+     "  --in FILE.csv       the sweep (required)\n"
+     "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
+     "  --depth D           tree depth, 1 to 8 (default 4)\n"
+     "  --eval              score the library's tree instead of fitting one\n"
+     "exit codes: 0 done, 1 a failure (e.g. an unreadable sweep), 2 bad command line\n"},
+    {"version", "",
+     "usage: anyattn version (or anyattn --version)\n"
+     "Prints the version of anyattn.\n"},
+    {"help", "",
+     "usage: anyattn help [COMMAND]\n"
+     "Prints the list of commands, or COMMAND's options (also: anyattn COMMAND --help).\n"},
+};
+enum { NUM_COMMANDS = sizeof commands / sizeof commands[0] };
+
+/* Options without a value; every other option takes one. */
+static const char *const switch_flags = "--quick --graph --no-flush --eval";
+
+static const cli_command *command_named(const char *name) {
+  for (int i = 0; i < NUM_COMMANDS; i++)
+    if (!strcmp(commands[i].name, name)) return &commands[i];
+  return NULL;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 0);
-  if (!s[0] || *end || v < lo || v > hi) return -1;
+static const char *current_command = NULL; /* names the help the one-line errors point to */
+
+/* A user's argument as an error message shows it: control characters escaped
+ * (the message stays one line), cut after 64 bytes. Four results stay valid
+ * at once, enough for one message. */
+static const char *shown(const char *s) {
+  enum { SLOTS = 4, KEEP = 64 };
+  static char ring[SLOTS][KEEP * 4 + 8];
+  static int next = 0;
+  char *out = ring[next];
+  next = (next + 1) % SLOTS;
+  size_t n = 0, k = 0;
+  for (; s[k] && k < KEEP; k++) {
+    const unsigned char c = (unsigned char)s[k];
+    if (c < 32 || c == 127) n += (size_t)sprintf(out + n, "\\x%02x", c);
+    else out[n++] = (char)c;
+  }
+  if (s[k]) n += (size_t)sprintf(out + n, "...");
+  out[n] = '\0';
+  return out;
+}
+
+/* One line on stderr, exit code 2: the contract for bad command-line input. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("anyattn: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (current_command) fprintf(stderr, " (see 'anyattn help %s')\n", current_command);
+  else fputs(" (see 'anyattn help')\n", stderr);
+  return CLI_USAGE;
+}
+
+/* 1 when `word` is one of the space-separated words of `list`. */
+static int word_in(const char *list, const char *word) {
+  const size_t n = strlen(word);
+  if (n == 0) return 0;
+  for (const char *p = list; *p;) {
+    const size_t len = strcspn(p, " ");
+    if (len == n && !strncmp(p, word, n)) return 1;
+    p += len;
+    while (*p == ' ') p++;
+  }
+  return 0;
+}
+
+/* A decimal integer in [lo, hi]: digits with an optional '-', nothing else
+ * (no octal "010", no hex, no spaces). */
+static int parse_int(const char *s, long long lo, long long hi, long long *out) {
+  const char *d = s[0] == '-' ? s + 1 : s;
+  if (!d[0] || strspn(d, "0123456789") != strlen(d)) return -1;
+  errno = 0;
+  const long long v = strtoll(s, NULL, 10);
+  if (errno == ERANGE || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_int_opt(const char *s, int lo, int hi, int *out) {
+  long long v;
+  if (parse_int(s, lo, hi, &v)) return -1;
   *out = (int)v;
+  return 0;
+}
+
+/* A seed: 1 to 2^64-1, decimal, or hex with 0x as `check` prints it. 0 is
+ * refused: the suite reads it as "no seed given". */
+static int parse_seed(const char *s, unsigned long long *out) {
+  const int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char *d = hex ? s + 2 : s;
+  if (!d[0] || strspn(d, hex ? "0123456789abcdefABCDEF" : "0123456789") != strlen(d)) return -1;
+  errno = 0;
+  const unsigned long long v = strtoull(d, NULL, hex ? 16 : 10);
+  if (errno == ERANGE || v == 0) return -1;
+  *out = v;
   return 0;
 }
 
@@ -59,99 +214,153 @@ typedef struct {
   anyattn_dtype dtype;
 } cli_options;
 
-/* 1 when `flag` is one of the space-separated words of `allowed`. */
-static int flag_allowed(const char *allowed, const char *flag) {
-  size_t n = strlen(flag);
-  for (const char *p = strstr(allowed, flag); p; p = strstr(p + 1, flag))
-    if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+/* 1 when --help or -h stands where an option may (not as another option's value). */
+static int wants_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    if (!strncmp(argv[i], "--", 2) && !word_in(switch_flags, argv[i]) && i + 1 < argc &&
+        strncmp(argv[i + 1], "--", 2) != 0)
+      i++; /* its value */
+  }
   return 0;
 }
 
-/* Parses options shared by the commands; `allowed` lists the flags the
- * command takes. Returns 0, or 2 after printing the one-line error. */
-static int parse_options(int argc, char **argv, const char *allowed, cli_options *o) {
+static int parse_value(const char *a, const char *v, cli_options *o);
+
+/* Parses the options of command `cmd`. Returns 0, or 2 after the one-line error. */
+static int parse_options(int argc, char **argv, const cli_command *cmd, cli_options *o) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
-    if (strncmp(a, "--", 2) != 0 || !flag_allowed(allowed, a)) return usage_error("unknown option '%s'", a);
-    /* flags without a value */
-    if (!strcmp(a, "--quick")) {
-      o->quick = 1;
-      continue;
+    if (!word_in(cmd->flags, a)) {
+      for (int c = 0; c < NUM_COMMANDS; c++)
+        if (word_in(commands[c].flags, a)) return usage_error("'%s' takes no option '%s'", cmd->name, shown(a));
+      if (strncmp(a, "--", 2) != 0) return usage_error("unexpected argument '%s' (options start with --)", shown(a));
+      return usage_error("unknown option '%s'", shown(a));
     }
-    if (!strcmp(a, "--graph")) {
-      o->graph = 1;
-      continue;
-    }
-    if (!strcmp(a, "--no-flush")) {
-      o->no_flush = 1;
-      continue;
-    }
-    if (!strcmp(a, "--eval")) {
-      o->eval = 1;
-      continue;
-    }
-    if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
-    const char *v = argv[++i];
-    if (!strcmp(a, "--backend")) {
-      if (anyattn_backend_from_name(v, &o->backend) != ANYATTN_STATUS_OK)
-        return usage_error("unknown backend '%s' (auto, cpu, cuda, hip)", v);
-    } else if (!strcmp(a, "--device")) {
-      if (parse_int(v, 0, 1023, &o->device)) return usage_error("bad --device '%s'", v);
-    } else if (!strcmp(a, "--iters")) {
-      if (parse_int(v, 1, 100000, &o->iters)) return usage_error("bad --iters '%s'", v);
-    } else if (!strcmp(a, "--seed")) {
-      char *end = NULL;
-      o->seed = strtoull(v, &end, 0);
-      if (!v[0] || *end) return usage_error("bad --seed '%s'", v);
-    } else if (!strcmp(a, "--filter")) {
-      o->filter = v;
-    } else if (!strcmp(a, "--workload")) {
-      if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (default, decode, prefill, mixed, ibm, e2e-llama8b)", v);
-      o->workload = v;
-    } else if (!strcmp(a, "--grid")) {
-      if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", v);
-      o->grid = v;
-    } else if (!strcmp(a, "--out")) {
-      o->out = v;
-    } else if (!strcmp(a, "--in")) {
-      o->in = v;
-    } else if (!strcmp(a, "--name")) {
-      for (const char *p = v; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-          return usage_error("--name '%s' must be lower-case letters, digits and _", v);
-      o->name = v;
-    } else if (!strcmp(a, "--cells")) {
-      char *end = NULL;
-      const long from = strtol(v, &end, 10);
-      const long to = end && *end == ':' ? strtol(end + 1, &end, 10) : -1;
-      if (!v[0] || *end || from < 0 || to <= from || to > 1000000)
-        return usage_error("bad --cells '%s' (FROM:TO, 0 <= FROM < TO: the grid's cells FROM to TO-1)", v);
-      o->cell_from = (int)from;
-      o->cell_to = (int)to;
-    } else if (!strcmp(a, "--depth")) {
-      if (parse_int(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", v);
-    } else if (!strcmp(a, "--json")) {
-      o->json = v;
-    } else if (!strcmp(a, "--config")) {
-      o->config = v;
-    } else if (!strcmp(a, "--cases")) {
-      case_list l = {0};
-      const int bad = bench_parse_cases(&l, v);
-      bench_free_cases(&l);
-      if (bad) return usage_error("bad --cases '%s' (BxC decode, pBxL prefill, comma separated)", v);
-      o->cases = v;
-    } else if (!strcmp(a, "--max-context")) {
-      if (parse_int(v, 1, 1 << 24, &o->max_context)) return usage_error("bad --max-context '%s'", v);
-    } else if (!strcmp(a, "--dtype")) {
-      if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
-      else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
-      else if (!strcmp(v, "f32")) o->dtype = ANYATTN_DTYPE_F32;
-      else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", v);
-    } else {
-      return usage_error("unknown option '%s'", a);
-    }
+    if (!strcmp(a, "--quick")) o->quick = 1;
+    else if (!strcmp(a, "--graph")) o->graph = 1;
+    else if (!strcmp(a, "--no-flush")) o->no_flush = 1;
+    else if (!strcmp(a, "--eval")) o->eval = 1;
+    else if (i + 1 >= argc) return usage_error("option '%s' needs a value", shown(a));
+    else if (!strncmp(argv[i + 1], "--", 2)) /* "--out --iters 5": the value is missing */
+      return usage_error("option '%s' needs a value, got option '%s'", shown(a), shown(argv[i + 1]));
+    else if (parse_value(a, argv[++i], o)) return CLI_USAGE;
   }
   return 0;
+}
+
+/* One option that takes a value. Returns 0, or 2 after the one-line error. */
+static int parse_value(const char *a, const char *v, cli_options *o) {
+  if (!strcmp(a, "--backend")) {
+    if (anyattn_backend_from_name(v, &o->backend) != ANYATTN_STATUS_OK)
+      return usage_error("unknown backend '%s' (auto, cpu, cuda, hip)", shown(v));
+  } else if (!strcmp(a, "--device")) {
+    if (parse_int_opt(v, 0, 1023, &o->device)) return usage_error("bad --device '%s' (0 to 1023)", shown(v));
+  } else if (!strcmp(a, "--iters")) {
+    if (parse_int_opt(v, 1, 100000, &o->iters)) return usage_error("bad --iters '%s' (1 to 100000)", shown(v));
+  } else if (!strcmp(a, "--seed")) {
+    if (parse_seed(v, &o->seed))
+      return usage_error("bad --seed '%s' (1 to 18446744073709551615, decimal or 0x hex)", shown(v));
+  } else if (!strcmp(a, "--filter")) {
+    o->filter = v;
+  } else if (!strcmp(a, "--workload")) {
+    if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (%s)", shown(v), bench_workload_names());
+    o->workload = v;
+  } else if (!strcmp(a, "--grid")) {
+    if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", shown(v));
+    o->grid = v;
+  } else if (!strcmp(a, "--out")) {
+    o->out = v;
+  } else if (!strcmp(a, "--in")) {
+    o->in = v;
+  } else if (!strcmp(a, "--name")) {
+    if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(v))
+      return usage_error("--name '%s' must be lower-case letters, digits and _", shown(v));
+    o->name = v;
+  } else if (!strcmp(a, "--cells")) {
+    char from[24];
+    const char *colon = strchr(v, ':');
+    long long f = -1, t = -1;
+    if (colon && (size_t)(colon - v) < sizeof from) {
+      memcpy(from, v, (size_t)(colon - v));
+      from[colon - v] = '\0';
+      if (parse_int(from, 0, 999999, &f) || parse_int(colon + 1, 1, 1000000, &t)) f = t = -1;
+    }
+    if (f < 0 || t <= f)
+      return usage_error("bad --cells '%s' (FROM:TO, 0 <= FROM < TO <= 1000000: the grid's cells FROM to TO-1)",
+                         shown(v));
+    o->cell_from = (int)f;
+    o->cell_to = (int)t;
+  } else if (!strcmp(a, "--depth")) {
+    if (parse_int_opt(v, 1, 8, &o->depth)) return usage_error("bad --depth '%s' (1 to 8)", shown(v));
+  } else if (!strcmp(a, "--json")) {
+    o->json = v;
+  } else if (!strcmp(a, "--config")) {
+    o->config = v;
+  } else if (!strcmp(a, "--cases")) {
+    case_list l = {0};
+    const int bad = bench_parse_cases(&l, v);
+    bench_free_cases(&l);
+    if (bad) return usage_error("bad --cases '%s' (BxC decode, pBxL prefill, comma separated)", shown(v));
+    o->cases = v;
+  } else if (!strcmp(a, "--max-context")) {
+    if (parse_int_opt(v, 1, 1 << 24, &o->max_context))
+      return usage_error("bad --max-context '%s' (1 to %d)", shown(v), 1 << 24);
+  } else if (!strcmp(a, "--dtype")) {
+    if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
+    else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
+    else if (!strcmp(v, "f32")) o->dtype = ANYATTN_DTYPE_F32;
+    else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", shown(v));
+  } else {
+    return usage_error("unknown option '%s'", shown(a));
+  }
+  return 0;
+}
+
+/* The backend a command runs on, resolved (AUTO: the best found). Returns 0,
+ * or after one line on stderr 77 (no device, or not compiled in) or 1. */
+static int open_backend(const cli_options *o, anyattn_backend *b) {
+  anyattn_context *ctx = NULL;
+  const anyattn_status s = anyattn_context_create(o->backend, o->device, &ctx);
+  if (s != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "anyattn: %s\n", anyattn_last_error());
+    return s == ANYATTN_STATUS_NO_DEVICE || s == ANYATTN_STATUS_BACKEND_UNAVAILABLE ? CLI_NO_DEVICE : CLI_FAILED;
+  }
+  *b = anyattn_context_backend(ctx);
+  anyattn_context_free(ctx);
+  return 0;
+}
+
+/* --config must name a config of the backend that runs, or bench fails every
+ * case: a row of the backend's table (anyattn_config_get), optionally with
+ * "-kS", 1 <= S <= 128 (anyattn.h, problem->config); the CPU backend has no
+ * table and one config, "cpu". Returns 0, or 2 after the one-line error. */
+static int check_config(anyattn_backend b, const char *name) {
+  if (b == ANYATTN_BACKEND_CPU) {
+    if (!strcmp(name, "cpu")) return 0;
+    return usage_error("--config '%s' is not a config of backend cpu (its one config is \"cpu\")", shown(name));
+  }
+  size_t len = strlen(name);
+  const char *dash = strrchr(name, '-');
+  if (dash && dash[1] == 'k') {
+    long long s;
+    if (parse_int(dash + 2, 1, 128, &s))
+      return usage_error("--config '%s': the suffix -kS takes 1 <= S <= 128 KV segments", shown(name));
+    len = (size_t)(dash - name);
+  }
+  char known[512] = "";
+  size_t used = 0;
+  for (int i = 0; i < anyattn_config_count(b); i++) {
+    anyattn_config_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    if (anyattn_config_get(b, i, &ci) != ANYATTN_STATUS_OK) continue;
+    if (strlen(ci.name) == len && !strncmp(ci.name, name, len)) return 0;
+    if (used < sizeof known)
+      used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "", ci.name);
+  }
+  return usage_error("--config '%s' is not a config of backend %s (%s; optionally -kS)", shown(name),
+                     anyattn_backend_name(b), known);
 }
 
 static int cmd_info(void) {
@@ -161,6 +370,13 @@ static int cmd_info(void) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     anyattn_backend b = all[i];
     if (!anyattn_backend_compiled(b)) {
+#ifdef ANYATTN_CLI_HIP_LIBRARY
+      /* HIP lives in its own library (cmake/hip.cmake), which this CLI does not link. */
+      if (b == ANYATTN_BACKEND_HIP) {
+        printf("backend %-5s built as libanyattn_hip (this CLI links libanyattn)\n", anyattn_backend_name(b));
+        continue;
+      }
+#endif
       printf("backend %-5s not compiled in\n", anyattn_backend_name(b));
       continue;
     }
@@ -193,19 +409,14 @@ static int cmd_info(void) {
   if (anyattn_context_create(ANYATTN_BACKEND_AUTO, 0, &ctx) == ANYATTN_STATUS_OK)
     printf("best backend: %s\n", anyattn_backend_name(anyattn_context_backend(ctx)));
   anyattn_context_free(ctx);
-  return 0;
+  return CLI_OK;
 }
 
 static int cmd_check(const cli_options *o) {
   anyattn_backend b = o->backend;
   if (b == ANYATTN_BACKEND_AUTO) {
-    anyattn_context *ctx = NULL;
-    if (anyattn_context_create(ANYATTN_BACKEND_AUTO, o->device, &ctx) != ANYATTN_STATUS_OK) {
-      fprintf(stderr, "anyattn: %s\n", anyattn_last_error());
-      return 1;
-    }
-    b = anyattn_context_backend(ctx);
-    anyattn_context_free(ctx);
+    const int rc = open_backend(o, &b);
+    if (rc) return rc;
   }
   tl_check_options co;
   memset(&co, 0, sizeof co);
@@ -219,80 +430,106 @@ static int cmd_check(const cli_options *o) {
   if (rc == 0 && np == 0 && nf == 0) {
     /* Nothing ran (e.g. a filter that matched nothing): not a pass. */
     fprintf(stderr, "anyattn: no conformance case ran\n");
-    return 1;
+    return CLI_FAILED;
   }
-  return rc < 0 ? 1 : rc;
+  return rc < 0 ? CLI_FAILED : rc;
+}
+
+static int cmd_bench(const cli_options *o) {
+  anyattn_backend b;
+  const int rc = open_backend(o, &b);
+  if (rc) return rc;
+  if (o->config && check_config(b, o->config)) return CLI_USAGE;
+  if (b == ANYATTN_BACKEND_CPU && o->graph) return usage_error("--graph needs a GPU backend (this one is cpu)");
+  if (b == ANYATTN_BACKEND_CPU && !strcmp(o->workload, "e2e-llama8b"))
+    return usage_error("workload e2e-llama8b needs a GPU backend (409,600 calls)");
+  bench_options bo;
+  memset(&bo, 0, sizeof bo);
+  bo.backend = o->backend;
+  bo.device = o->device;
+  bo.workload = o->workload;
+  bo.json_path = o->json;
+  bo.config = o->config;
+  bo.graph = o->graph;
+  bo.iters = o->iters;
+  bo.cases = o->cases;
+  bo.no_flush = o->no_flush;
+  bo.max_context = o->max_context;
+  bo.dtype = o->dtype;
+  return bench_main(&bo);
+}
+
+static int cmd_tune(const cli_options *o) {
+  if (!o->out) return usage_error("'tune' needs --out FILE.csv");
+  anyattn_backend b;
+  const int rc = open_backend(o, &b);
+  if (rc) return rc;
+  tune_options to;
+  memset(&to, 0, sizeof to);
+  to.backend = o->backend;
+  to.device = o->device;
+  to.grid = o->grid ? o->grid : "ibm";
+  to.out = o->out;
+  to.name = o->name ? o->name : "tuned";
+  to.iters = o->iters;
+  to.depth = o->depth;
+  to.dtype = o->dtype;
+  to.cell_from = o->cell_from;
+  to.cell_to = o->cell_to;
+  return tune_main(&to);
+}
+
+static int cmd_fit(const cli_options *o) {
+  if (!o->in) return usage_error("'fit' needs --in FILE.csv");
+  if (o->eval && (o->name || o->depth)) return usage_error("'fit --eval' takes no --name or --depth");
+  if (o->eval) return eval_main(o->in);
+  return fit_main(o->in, o->depth, o->name ? o->name : "tuned", NULL);
+}
+
+/* `anyattn help [COMMAND]`, `anyattn --help`: to stdout, exit 0. */
+static int cmd_help(int argc, char **argv) {
+  if (argc == 0) {
+    fputs(usage_text, stdout);
+    return CLI_OK;
+  }
+  if (argc > 1) return usage_error("'help' takes one command, got '%s' after '%s'", shown(argv[1]), shown(argv[0]));
+  const cli_command *c = command_named(argv[0]);
+  if (!c) return usage_error("no command '%s' to help with", shown(argv[0]));
+  fputs(c->help, stdout);
+  return CLI_OK;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fputs(usage_text, stdout);
-    return 0;
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
   }
-  const char *cmd = argv[1];
+  const char *name = argv[1];
+  if (!strcmp(name, "--help") || !strcmp(name, "-h")) name = "help";
+  if (!strcmp(name, "--version")) name = "version";
+  const cli_command *cmd = command_named(name);
+  if (!cmd) return usage_error("unknown command '%s'", shown(argv[1]));
+  if (!strcmp(cmd->name, "help")) return cmd_help(argc - 2, argv + 2);
+  current_command = cmd->name;
+  if (wants_help(argc - 2, argv + 2)) {
+    fputs(cmd->help, stdout);
+    return CLI_OK;
+  }
   cli_options o;
   memset(&o, 0, sizeof o);
   o.backend = ANYATTN_BACKEND_AUTO;
   o.workload = "default";
   o.dtype = ANYATTN_DTYPE_BF16;
-  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-    if (argc > 2) return usage_error("'help' takes no arguments, got '%s'", argv[2]);
-    fputs(usage_text, stdout);
-    return 0;
+  if (!cmd->flags[0] && argc > 2) return usage_error("'%s' takes no arguments, got '%s'", cmd->name, shown(argv[2]));
+  const int rc = parse_options(argc - 2, argv + 2, cmd, &o);
+  if (rc) return rc;
+  if (!strcmp(cmd->name, "version")) {
+    printf("anyattn %s\n", anyattn_version_string());
+    return CLI_OK;
   }
-  if (!strcmp(cmd, "info")) {
-    if (argc > 2) return usage_error("'info' takes no arguments, got '%s'", argv[2]);
-    return cmd_info();
-  }
-  if (!strcmp(cmd, "check")) {
-    int rc = parse_options(argc - 2, argv + 2, "--backend --device --quick --filter --seed", &o);
-    return rc ? rc : cmd_check(&o);
-  }
-  if (!strcmp(cmd, "bench")) {
-    int rc = parse_options(argc - 2, argv + 2,
-                           "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush "
-                           "--max-context", &o);
-    if (rc) return rc;
-    bench_options bo;
-    memset(&bo, 0, sizeof bo);
-    bo.backend = o.backend;
-    bo.device = o.device;
-    bo.workload = o.workload;
-    bo.json_path = o.json;
-    bo.config = o.config;
-    bo.graph = o.graph;
-    bo.iters = o.iters;
-    bo.cases = o.cases;
-    bo.no_flush = o.no_flush;
-    bo.max_context = o.max_context;
-    bo.dtype = o.dtype;
-    return bench_main(&bo);
-  }
-  if (!strcmp(cmd, "tune")) {
-    int rc = parse_options(argc - 2, argv + 2,
-                           "--backend --device --grid --out --name --iters --depth --dtype --cells", &o);
-    if (rc) return rc;
-    if (!o.out) return usage_error("'tune' needs --out FILE.csv%s", "");
-    tune_options to;
-    memset(&to, 0, sizeof to);
-    to.backend = o.backend;
-    to.device = o.device;
-    to.grid = o.grid ? o.grid : "ibm";
-    to.out = o.out;
-    to.name = o.name ? o.name : "tuned";
-    to.iters = o.iters;
-    to.depth = o.depth;
-    to.dtype = o.dtype;
-    to.cell_from = o.cell_from;
-    to.cell_to = o.cell_to;
-    return tune_main(&to);
-  }
-  if (!strcmp(cmd, "fit")) {
-    int rc = parse_options(argc - 2, argv + 2, "--in --name --depth --eval", &o);
-    if (rc) return rc;
-    if (!o.in) return usage_error("'fit' needs --in FILE.csv%s", "");
-    if (o.eval) return eval_main(o.in);
-    return fit_main(o.in, o.depth, o.name ? o.name : "tuned", NULL);
-  }
-  return usage_error("unknown command '%s'", cmd);
+  if (!strcmp(cmd->name, "info")) return cmd_info();
+  if (!strcmp(cmd->name, "check")) return cmd_check(&o);
+  if (!strcmp(cmd->name, "bench")) return cmd_bench(&o);
+  if (!strcmp(cmd->name, "tune")) return cmd_tune(&o);
+  return cmd_fit(&o);
 }

@@ -164,20 +164,38 @@ void anyattn_tensors_init(anyattn_tensors *t) {
   t->struct_size = sizeof *t;
 }
 
+/* ---- sizes ------------------------------------------------------------------ */
+/* Core's bounds (anyattn.h): heads and head_dim up to 65536, the limits up to
+ * INT32_MAX (their type), and no tensor a plan or run admits larger than
+ * PTRDIFF_MAX bytes, so that every element offset a backend forms from these
+ * sizes fits an int64_t / ptrdiff_t. Backends check their narrower support. */
+#define AA_MAX_HEADS 65536
+#define AA_MAX_HEAD_DIM 65536
+
+/* *out = a * b * c * d with no overflow and *out <= PTRDIFF_MAX; 0 otherwise.
+ * Every factor must be >= 0. */
+static int aa_size_product(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
+  int64_t ab, abc;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc) ||
+      __builtin_mul_overflow(abc, d, out))
+    return 0;
+  return (uint64_t)*out <= (uint64_t)PTRDIFF_MAX;
+}
+
 /* ---- plan ---------------------------------------------------------------- */
 static anyattn_status aa_check_problem(const anyattn_problem *p) {
   AA_CHECK(p->struct_size == sizeof *p, ANYATTN_STATUS_STRUCT_SIZE,
            "problem->struct_size is %zu, this library expects %zu (use anyattn_problem_init)",
            p->struct_size, sizeof *p);
-  AA_CHECK(p->num_q_heads > 0, ANYATTN_STATUS_INVALID_SIZE, "problem->num_q_heads is %d, must be > 0",
-           p->num_q_heads);
-  AA_CHECK(p->num_kv_heads > 0, ANYATTN_STATUS_INVALID_SIZE,
-           "problem->num_kv_heads is %d, must be > 0", p->num_kv_heads);
+  AA_CHECK(p->num_q_heads > 0 && p->num_q_heads <= AA_MAX_HEADS, ANYATTN_STATUS_INVALID_SIZE,
+           "problem->num_q_heads is %d, must be in 1..%d", p->num_q_heads, AA_MAX_HEADS);
+  AA_CHECK(p->num_kv_heads > 0 && p->num_kv_heads <= AA_MAX_HEADS, ANYATTN_STATUS_INVALID_SIZE,
+           "problem->num_kv_heads is %d, must be in 1..%d", p->num_kv_heads, AA_MAX_HEADS);
   AA_CHECK(p->num_q_heads % p->num_kv_heads == 0, ANYATTN_STATUS_HEAD_RATIO,
            "problem->num_q_heads (%d) is not a multiple of problem->num_kv_heads (%d)",
            p->num_q_heads, p->num_kv_heads);
-  AA_CHECK(p->head_dim > 0, ANYATTN_STATUS_INVALID_SIZE, "problem->head_dim is %d, must be > 0",
-           p->head_dim);
+  AA_CHECK(p->head_dim > 0 && p->head_dim <= AA_MAX_HEAD_DIM, ANYATTN_STATUS_INVALID_SIZE,
+           "problem->head_dim is %d, must be in 1..%d", p->head_dim, AA_MAX_HEAD_DIM);
   AA_CHECK(anyattn_dtype_size(p->dtype) != 0, ANYATTN_STATUS_UNSUPPORTED_DTYPE,
            "problem->dtype is %d, not one of F32 (0), F16 (1), BF16 (2)", (int)p->dtype);
   AA_CHECK(p->block_size > 0, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE,
@@ -192,6 +210,11 @@ static anyattn_status aa_check_problem(const anyattn_problem *p) {
            "problem->scale is %g, must be 0 (default) or finite and > 0", (double)p->scale);
   AA_CHECK(isfinite(p->softcap) && p->softcap >= 0.0f, ANYATTN_STATUS_INVALID_OPTION,
            "problem->softcap is %g, must be 0 (off) or finite and > 0", (double)p->softcap);
+  int64_t page;
+  AA_CHECK(aa_size_product(p->block_size, p->num_kv_heads, p->head_dim, (int64_t)anyattn_dtype_size(p->dtype), &page),
+           ANYATTN_STATUS_INVALID_SIZE,
+           "problem->block_size %d x num_kv_heads %d x head_dim %d x %zu bytes: one cache page is over "
+           "PTRDIFF_MAX bytes", p->block_size, p->num_kv_heads, p->head_dim, anyattn_dtype_size(p->dtype));
   return ANYATTN_STATUS_OK;
 }
 
@@ -208,6 +231,17 @@ static anyattn_status aa_check_limits(const anyattn_limits *l) {
   return ANYATTN_STATUS_OK;
 }
 
+/* q and out hold max_tokens x num_q_heads x head_dim elements: they must be
+ * addressable. (lse, max_tokens x num_q_heads fp32, is under 2^49 bytes.) */
+static anyattn_status aa_check_plan_sizes(const anyattn_problem *p, const anyattn_limits *l) {
+  int64_t q_bytes;
+  AA_CHECK(aa_size_product(l->max_tokens, p->num_q_heads, p->head_dim, (int64_t)anyattn_dtype_size(p->dtype), &q_bytes),
+           ANYATTN_STATUS_INVALID_SIZE,
+           "limits->max_tokens %d x problem->num_q_heads %d x head_dim %d x %zu bytes: q and out would be over "
+           "PTRDIFF_MAX bytes", l->max_tokens, p->num_q_heads, p->head_dim, anyattn_dtype_size(p->dtype));
+  return ANYATTN_STATUS_OK;
+}
+
 anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *problem,
                                    const anyattn_limits *limits, anyattn_plan **plan) {
   aa_clear_error();
@@ -218,6 +252,7 @@ anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *
   AA_CHECK_NOT_NULL(limits, "limits");
   AA_TRY(aa_check_problem(problem));
   AA_TRY(aa_check_limits(limits));
+  AA_TRY(aa_check_plan_sizes(problem, limits));
 
   anyattn_plan *p = (anyattn_plan *)calloc(1, sizeof *p);
   AA_CHECK(p != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan allocation failed");
@@ -251,14 +286,19 @@ const char *anyattn_plan_describe(const anyattn_plan *plan) { return plan ? plan
 /* ---- run ------------------------------------------------------------------ */
 /* Fills zero strides with the dense NHD layout, then checks that the
  * (block, token, head) -> offset map, with head_dim contiguous, has no
- * two rows overlapping. */
+ * two rows overlapping, and that the cache spans at most PTRDIFF_MAX bytes
+ * (plan bounded one page; num_blocks and the strides come with the call). */
 static anyattn_status aa_resolve_strides(const anyattn_problem *pr, int64_t num_blocks, const char *which,
                                          int64_t in_b, int64_t in_t, int64_t in_h, int64_t *out) {
-  const int64_t d = pr->head_dim;
+  const int64_t d = pr->head_dim, es = (int64_t)anyattn_dtype_size(pr->dtype);
   if (in_b == 0 && in_t == 0 && in_h == 0) {
-    out[0] = (int64_t)pr->block_size * pr->num_kv_heads * d;
+    out[0] = (int64_t)pr->block_size * pr->num_kv_heads * d; /* < PTRDIFF_MAX: aa_check_problem */
     out[1] = (int64_t)pr->num_kv_heads * d;
     out[2] = d;
+    int64_t bytes;
+    AA_CHECK(aa_size_product(num_blocks, out[0], es, 1, &bytes), ANYATTN_STATUS_INVALID_SIZE,
+             "tensors->num_blocks is %lld: %lld pages of %lld elements are over PTRDIFF_MAX bytes",
+             (long long)num_blocks, (long long)num_blocks, (long long)out[0]);
     return ANYATTN_STATUS_OK;
   }
   AA_CHECK(in_b > 0 && in_t > 0 && in_h > 0, ANYATTN_STATUS_BAD_STRIDE,
@@ -281,7 +321,10 @@ static anyattn_status aa_resolve_strides(const anyattn_problem *pr, int64_t num_
     AA_CHECK(stride[k] >= extent, ANYATTN_STATUS_BAD_STRIDE,
              "tensors->%s strides (%lld, %lld, %lld) make cache rows overlap", which, (long long)in_b,
              (long long)in_t, (long long)in_h);
-    extent = stride[k] * size[k];
+    AA_CHECK(aa_size_product(stride[k], size[k], es, 1, &extent), ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->%s strides (%lld, %lld, %lld) over tensors->num_blocks %lld span more than PTRDIFF_MAX bytes",
+             which, (long long)in_b, (long long)in_t, (long long)in_h, (long long)num_blocks);
+    extent /= es;
   }
   out[0] = in_b;
   out[1] = in_t;
