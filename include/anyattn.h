@@ -174,7 +174,7 @@ typedef struct {
   size_t struct_size;
   int max_seqs;      /* >= num_seqs of every run */
   int max_tokens;    /* >= num_tokens (total query tokens) of every run */
-  int max_context;   /* >= every seq_lens_k entry */
+  int max_context;   /* >= every seq_lens_k entry; at most 2^29 */
 } anyattn_limits;
 
 ANYATTN_API void anyattn_limits_init(anyattn_limits *limits);

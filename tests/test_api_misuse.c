@@ -231,6 +231,8 @@ static void test_plan(anyattn_context *ctx) {
   EXPECT_PLAN((p_.block_size = INT_MAX, p_.num_q_heads = p_.num_kv_heads = 65536, p_.head_dim = 65536,
                p_.dtype = ANYATTN_DTYPE_F32),
               ANYATTN_STATUS_INVALID_SIZE, "block_size");
+  EXPECT_PLAN(l_.max_context = (1 << 29) + 1, ANYATTN_STATUS_INVALID_SIZE, "max_context is 536870913");
+  EXPECT_PLAN(l_.max_context = INT_MAX, ANYATTN_STATUS_INVALID_SIZE, "max_context");
   EXPECT_PLAN((l_.max_tokens = INT_MAX, p_.num_q_heads = 65536, p_.num_kv_heads = 1, p_.head_dim = 65536,
                p_.dtype = ANYATTN_DTYPE_F32),
               ANYATTN_STATUS_INVALID_SIZE, "max_tokens");
@@ -240,7 +242,8 @@ static void test_plan(anyattn_context *ctx) {
     anyattn_limits l2;
     good_problem(&p2);
     good_limits(&l2);
-    l2.max_seqs = l2.max_tokens = l2.max_context = INT_MAX;
+    l2.max_seqs = l2.max_tokens = INT_MAX;
+    l2.max_context = 1 << 29; /* the most a context may hold */
     anyattn_plan *pl = NULL;
     EXPECT(anyattn_plan_create(ctx, &p2, &l2, &pl), ANYATTN_STATUS_OK, NULL);
     const size_t ws = anyattn_plan_workspace_size(pl);
@@ -442,6 +445,34 @@ static void test_run_and_validate(anyattn_context *ctx) {
   anyattn_plan_free(plan);
 }
 
+/* A window wider than any context bounds nothing: it gives the output of an
+ * unbounded one, with no overflow in position + window (UBSan in the
+ * sanitizer build). */
+static void test_wide_windows(anyattn_context *ctx) {
+  for (size_t i = 0; i < sizeof q_buf / 2; i++) q_buf[i] = (uint16_t)(0x3c00 + (i * 37) % 977); /* f16 in [1, 2) */
+  for (size_t i = 0; i < sizeof k_buf / 2; i++) k_buf[i] = (uint16_t)(0x3f00 + (i * 53) % 911), v_buf[i] = k_buf[(i * 7) % (sizeof k_buf / 2)];
+  static uint16_t ref[T_TOKENS * T_HQ * T_D + 64];
+  for (int wide = 0; wide < 2; wide++) {
+    anyattn_problem p;
+    anyattn_limits l;
+    good_problem(&p);
+    good_limits(&l);
+    p.causal = 0;
+    p.window_left = p.window_right = wide ? INT_MAX : -1;
+    anyattn_plan *plan = NULL;
+    EXPECT(anyattn_plan_create(ctx, &p, &l, &plan), ANYATTN_STATUS_OK, NULL);
+    if (!plan) return;
+    anyattn_batch b;
+    anyattn_tensors t;
+    good_run_args(&b, &t);
+    memset(out_buf, SENTINEL, sizeof out_buf);
+    EXPECT(anyattn_run(plan, &b, &t, ws_buf, anyattn_plan_workspace_size(plan), NULL), ANYATTN_STATUS_OK, NULL);
+    if (!wide) memcpy(ref, out_buf, sizeof ref);
+    else EXPECT_TRUE(memcmp(ref, out_buf, sizeof ref) == 0);
+    anyattn_plan_free(plan);
+  }
+}
+
 int main(void) {
   test_version_and_names();
   test_backends_and_contexts();
@@ -452,6 +483,7 @@ int main(void) {
   }
   test_plan(ctx);
   test_run_and_validate(ctx);
+  test_wide_windows(ctx);
   anyattn_context_free(ctx);
   printf("test_api_misuse: %d checks, %d failures\n", checks, failures);
   printf("not provokable here: DEVICE_ERROR (needs a GPU fault), OUT_OF_MEMORY (host malloc failure), "

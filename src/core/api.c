@@ -171,6 +171,9 @@ void anyattn_tensors_init(anyattn_tensors *t) {
  * sizes fits an int64_t / ptrdiff_t. Backends check their narrower support. */
 #define AA_MAX_HEADS 65536
 #define AA_MAX_HEAD_DIM 65536
+/* Contexts up to 2^29 keys: position + window + 1 and tile counts times
+ * segments then stay within the 32-bit arithmetic of the kernels. */
+#define AA_MAX_CONTEXT (1 << 29)
 
 /* *out = a * b * c * d with no overflow and *out <= PTRDIFF_MAX; 0 otherwise.
  * Every factor must be >= 0. */
@@ -226,8 +229,8 @@ static anyattn_status aa_check_limits(const anyattn_limits *l) {
            l->max_seqs);
   AA_CHECK(l->max_tokens > 0, ANYATTN_STATUS_INVALID_SIZE, "limits->max_tokens is %d, must be > 0",
            l->max_tokens);
-  AA_CHECK(l->max_context > 0, ANYATTN_STATUS_INVALID_SIZE, "limits->max_context is %d, must be > 0",
-           l->max_context);
+  AA_CHECK(l->max_context > 0 && l->max_context <= AA_MAX_CONTEXT, ANYATTN_STATUS_INVALID_SIZE,
+           "limits->max_context is %d, must be in 1..%d", l->max_context, AA_MAX_CONTEXT);
   return ANYATTN_STATUS_OK;
 }
 
@@ -261,6 +264,10 @@ anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *
   p->problem = *problem;
   p->limits = *limits;
   p->group = problem->num_q_heads / problem->num_kv_heads;
+  /* A window at least as wide as any context bounds nothing: store it as
+   * unbounded, so no backend adds it to a position. */
+  if (p->problem.window_left >= limits->max_context) p->problem.window_left = -1;
+  if (p->problem.window_right >= limits->max_context) p->problem.window_right = -1;
   p->scale = problem->scale != 0.0f ? problem->scale : (float)(1.0 / sqrt((double)problem->head_dim));
   anyattn_status s = p->ops->plan(p); /* may read p->problem.config */
   p->problem.config = NULL;

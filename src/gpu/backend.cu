@@ -193,11 +193,12 @@ anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
            "tensors->q and out must be 16-byte aligned for the " AA_GPU_NAME " backend");
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
+  const int64_t per16 = 16 / (int64_t)es; /* elements per 16 bytes (es is 2 or 4) */
   for (int i = 0; i < 3; i++) {
-    AA_CHECK((ks[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+    AA_CHECK(ks[i] % per16 == 0, ANYATTN_STATUS_BAD_STRIDE,
              "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
              i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i]);
-    AA_CHECK((vs[i] * (int64_t)es) % 16 == 0, ANYATTN_STATUS_BAD_STRIDE,
+    AA_CHECK(vs[i] % per16 == 0, ANYATTN_STATUS_BAD_STRIDE,
              "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
              i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i]);
   }

@@ -108,7 +108,9 @@ void map_programs(AttnParams &p, const anyattn_plan *plan, const aa_gpu_config &
   p.gh = m.gh;
   p.bq = m.bq;
   p.n_hchunks = m.n_hchunks;
-  p.num_qblocks = p.num_tokens / m.bq + p.num_seqs;
+  /* at most 2^31 - 1: the caller checks the grid it makes (programs = num_qblocks x hprogs) */
+  const long long qblocks = (long long)p.num_tokens / m.bq + p.num_seqs;
+  p.num_qblocks = (int)(qblocks < 0x7fffffffLL ? qblocks : 0x7fffffffLL);
   p.hprogs = plan->problem.num_kv_heads * m.n_hchunks;
   fastdiv_init((uint32_t)m.gh, &p.gh_magic, &p.gh_shift);
   fastdiv_init((uint32_t)m.bq, &p.bq_magic, &p.bq_shift);
@@ -119,7 +121,11 @@ void map_programs(AttnParams &p, const anyattn_plan *plan, const aa_gpu_config &
 /* fp32: the CUDA-core kernel, one warp per (token, q head). */
 anyattn_status launch_f32(const anyattn_plan *plan, const AttnParams &p, cudaStream_t stream) {
   const long long rows = (long long)p.num_tokens * plan->problem.num_q_heads;
-  const dim3 grid((unsigned)((rows + kF32Warps - 1) / kF32Warps));
+  const long long blocks = (rows + kF32Warps - 1) / kF32Warps;
+  AA_CHECK(blocks <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->num_tokens %d x problem->num_q_heads %d: %lld blocks, over the grid limit", p.num_tokens,
+           plan->problem.num_q_heads, blocks);
+  const dim3 grid((unsigned)blocks);
   return launch(aa_kernel_f32(), grid, dim3(kF32Warps * AA_WARP_SIZE), 0, stream, false, 0, p, plan->problem.head_dim);
 }
 
@@ -188,7 +194,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + aa_gpu_split_ml_bytes(plan));
   }
   map_programs(p, plan, c);
-  const long long programs = (long long)p.num_qblocks * p.hprogs;
+  const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
   const int rows = aa_gpu_tma_rows(plan, &dev, ch.config, programs * p.num_splits, tma_mode());

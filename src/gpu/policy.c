@@ -97,7 +97,7 @@ static long long aa_programs(const anyattn_plan *plan, int cfg, int num_seqs, in
 static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens) {
   const aa_gpu_plan_state *st = aa_st(plan);
   const long long fill = 2LL * dev->num_sms;
-  const int mean_q = num_seqs > 0 ? (num_tokens + num_seqs - 1) / num_seqs : 1;
+  const long long mean_q = num_seqs > 0 ? ((long long)num_tokens + num_seqs - 1) / num_seqs : 1;
   if (mean_q <= 8) {
     if (aa_fits(plan, dev, st->decode_long) && st->decode >= 0 &&
         aa_programs(plan, st->decode, num_seqs, num_tokens) < fill)
@@ -221,7 +221,9 @@ int aa_gpu_cluster_limit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, 
 }
 
 /* Split-KV serves decode-like batches only: mean q_len <= 8. */
-static int aa_decode_like(const anyattn_args *a) { return (a->num_tokens + a->num_seqs - 1) / a->num_seqs <= 8; }
+static int aa_decode_like(const anyattn_args *a) {
+  return ((long long)a->num_tokens + a->num_seqs - 1) / a->num_seqs <= 8;
+}
 
 /* A fixed count S (problem->config "C-kS", or a tree leaf's splits): S
  * segments for a decode-like batch when the workspace holds them (at most
@@ -239,7 +241,7 @@ static int aa_fixed_split_count(const anyattn_plan *plan, const anyattn_args *a,
  * head chunks (aa_programs counts the whole grid, slack included). */
 static long long aa_busy_programs(const anyattn_plan *plan, int cfg, const anyattn_args *a) {
   const aa_gpu_row_map m = aa_gpu_rows(plan->group, aa_st(plan)->configs[cfg].block_m);
-  long long qblocks = (a->num_tokens + m.bq - 1) / m.bq;
+  long long qblocks = ((long long)a->num_tokens + m.bq - 1) / m.bq;
   const long long busy = a->num_seqs < a->num_tokens ? a->num_seqs : a->num_tokens;
   if (busy > qblocks) qblocks = busy;
   return qblocks * plan->problem.num_kv_heads * m.n_hchunks;
