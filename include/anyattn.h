@@ -65,12 +65,11 @@ ANYATTN_API const char *anyattn_version_string(void);
  *    oversubscribe them.
  *  - anyattn_last_error() is per thread: it describes the calling thread's
  *    last call, whatever other threads do.
- *  - anyattn_tree_load() replaces process-wide state without a lock: call it
- *    while no other thread creates a plan, describes or loads a tree (at
- *    start-up, say). Plans keep the tree they were made with (a replaced
- *    tree is never freed), so runs may go on meanwhile. $ANYATTN_TREE is
- *    loaded by the first GPU plan_create or tree_describe of the process:
- *    make that first call before several threads plan at once. */
+ *  - anyattn_tree_load() replaces the process's loaded tree atomically:
+ *    threads may plan, describe or load trees meanwhile, and each plan keeps
+ *    the tree that was in use when it was made (a replaced tree is never
+ *    freed), so runs go on unaffected. $ANYATTN_TREE is read once, by the
+ *    first call that needs a tree, unless anyattn_tree_load ran before it. */
 
 /* ------------------------------------------------------------------------ */
 /* Status codes. Values are fixed and append-only.                           */
