@@ -94,7 +94,7 @@ static const cli_command commands[] = {
      "  --depth D           tree depth, 1 to 8 (default 4)\n"
      "  --dtype T           bf16 (default), f16, f32\n"
      "  --cells FROM:TO     grid cells FROM to TO-1 only, 0 <= FROM < TO <= 1000000 (one\n"
-     "                      sweep over several sessions: concatenate the CSVs, then fit)\n"
+     "                      sweep over several device calls: concatenate the CSVs, then fit)\n"
      "exit codes: 0 done, 1 a failure, 2 bad command line, 77 the backend has no device\n"},
     {"fit", "--in --name --depth --eval",
      "usage: anyattn fit --in FILE.csv [--name ID] [--depth D]\n"

@@ -58,7 +58,7 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
       }
   /* Shapes the cycled lengths above never make: equal-length decode batches up
    * to 32k keys (a refit without them chose badly for 1x32768, 8x4096 and
-   * 32x8192: bench/results/h200.md), and chunked prefill among many decodes
+   * 32x8192: docs/design/tuning.md#sweep), and chunked prefill among many decodes
    * (the bench's mixed cases and two more). */
   static const int dec_batches[] = {1, 2, 4, 8, 16, 32, 64, 128};
   static const int dec_lens[] = {512, 2048, 4096, 8192, 16384, 32768};

@@ -1,5 +1,5 @@
 /* tree_h200.h: decision tree for NVIDIA H200 (sm_90), written by `anyattn tune`.
- * fitted from bench/results/h200_tune_2026-11-30/h200_tune_full.csv (NVIDIA H200, 2026-11-30 00:21 UTC)
+ * fitted from bench/results/h200/h200_tune_full.csv (NVIDIA H200, 2026-11-30 00:21 UTC)
  * features (src/choose/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group
  * inner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)
  * Included by src/choose/trees/trees.c. */
@@ -66,4 +66,4 @@ static const aa_tree_node aa_tree_h200_nodes[] = {
     {-1, 0, -1, -1, "m16n64w4s2", 0},
     {-1, 0, -1, -1, "m128n128w8s2", 0},
 };
-static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "fitted from bench/results/h200_tune_2026-11-30/h200_tune_full.csv (NVIDIA H200, 2026-11-30 00:21 UTC)", 1, 61, aa_tree_h200_nodes};
+static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "fitted from bench/results/h200/h200_tune_full.csv (NVIDIA H200, 2026-11-30 00:21 UTC)", 1, 61, aa_tree_h200_nodes};

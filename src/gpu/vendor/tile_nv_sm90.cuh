@@ -257,8 +257,7 @@ __device__ __forceinline__ void wg_mma(float *d, const FragA &a, uint64_t desc, 
  * its own descriptor, like B's without transpose). Q K^T uses it: with Q as
  * a register A operand loaded once before the KV loop, ptxas 13.0 packed P
  * into Q's registers for the P V product and never reloaded Q, so every tile
- * after the first was wrong (SASS and bisection:
- * bench/results/h200_2026-11-29_session5/wgmma_bisect/). */
+ * after the first was wrong (docs/design/prefill.md#q-from-shared-memory). */
 template <typename T, int N>
 struct WgOpSS;
 #define AA_WG_SS(T, TN, N, R, ADESC, BDESC, SD)                                                               \
