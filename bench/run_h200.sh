@@ -7,8 +7,8 @@
 #   OUT=/some/dir bash bench/run_h200.sh            # all steps
 #   STEPS="build check bench" bash bench/run_h200.sh  # a subset
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
-#       builds build-tune with src/choose/tuning_configs.h and benches each forced config
-#       (SWEEP empty: every config of that table)
+#       builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the ship and tune rows of
+#       src/choose/configs.h) and benches each forced config (SWEEP empty: every config of that table)
 # Steps: build check ctest sanitize bench graph e2e sweep peers ibm tune tunex
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
@@ -135,7 +135,7 @@ if has e2e; then
   grep -E "^e2e" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
-build_tune() { # candidate rows (src/choose/tuning_configs.h) live in a second build
+build_tune() { # the tune rows of src/choose/configs.h (-DANYATTN_GPU_CONFIGS_TUNING) live in a second build
   say "build-tune (sm_90a, tuning config table)"
   cmake -S . -B build-tune -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
     -DCMAKE_CUDA_FLAGS=-DANYATTN_GPU_CONFIGS_TUNING -DANYATTN_TESTS=OFF >>"$LOG" 2>&1 &&

@@ -71,7 +71,7 @@ for arch in ${archs//,/ }; do
         [ "$t" = "__half" ] && t=f16 || t=bf16
         label="tc $t d$hd m$bm n$bn w$w s$st"
         waves=$w
-        # TileShape<HD, BM, BN, W, S>::SMEM_BYTES (src/gpu/attention.cuh)
+        # TileShape<HD, BM, BN, W, S>::SMEM_BYTES (src/gpu/kernel/shape.cuh), less its 16 bytes of work-search scratch
         row=$((hd + 8)); wn=$((w / (bm / 16)))
         pipe=$((bm * row * 2 + 2 * st * bn * row * 2 + 2 * bn * 16))
         merge=$((wn * bm * (8 + (hd + 4) * 4)))

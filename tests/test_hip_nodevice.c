@@ -105,7 +105,7 @@ int main(void) {
   CHECK(anyattn_backend_compiled(ANYATTN_BACKEND_CPU) == 1, "CPU backend not compiled in");
   CHECK(anyattn_backend_compiled(ANYATTN_BACKEND_CUDA) == 0, "the HIP library should not contain CUDA");
 
-  /* The AMD config table (src/gpu/configs_amd.h) through the public API. */
+  /* The AMD rows of the config table (src/choose/configs.h) through the public API. */
   const int n = anyattn_config_count(ANYATTN_BACKEND_HIP);
   CHECK(n > 0, "no HIP configs");
   for (int i = 0; i < n; i++) {
