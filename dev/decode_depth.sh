@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # decode_depth.sh: batch-1 decode against pipeline depth and split count, with
-# the TMA boxes (sm_90). Builds build-tune (the candidate table, which has
-# 3-stage 128-key and 4-stage 64-key decode rows) and times each forced
+# the TMA boxes (sm_90). Builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the
+# ship and tune rows of src/choose/configs.h, among them 3-stage 128-key and
+# 4-stage 64-key decode rows) and times each forced
 # config-kS under graph replay; ANYATTN_CUDA_TMA=0 rows for the 16-byte path.
 # Every bench case also checks sampled rows against the double reference.
 set -u

@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(Args a) {
     if (tid == 0) a.count[head] = 0; /* the next launch starts from zero */
   }
   if constexpr (MERGE == 3) {
-    /* the library's own cluster primitives (src/gpu/vendor/tile_nv.cuh): a release/
+    /* the library's own cluster primitives (src/gpu/vendor/tile_nv_sm90.cuh): a release/
      * acquire cluster barrier, ld.shared::cluster through mapa, and a relaxed
      * barrier that keeps each block's shared memory alive for the readers */
     float4 *so = reinterpret_cast<float4 *>(smem); /* the pipeline is drained */

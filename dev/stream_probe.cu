@@ -7,8 +7,9 @@
 // only touches what landed (an XOR of one word per thread) before refilling.
 //
 // Two ways to fill a stage:
-//   cpasync: 16-byte cp.async from every thread (what attention.cuh does),
-//            completion by commit/wait groups and a block barrier;
+//   cpasync: 16-byte cp.async from every thread (the library's KvCopies in
+//            src/gpu/kernel/kv_load.cuh), completion by commit/wait groups
+//            and a block barrier;
 //   bulk:    one cp.async.bulk (the Hopper bulk copy engine) per 256-byte
 //            K or V row, completion on one mbarrier per stage (complete_tx).
 // Page ids of the program's keys are read once into shared memory. Layout,

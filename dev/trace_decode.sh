@@ -5,6 +5,8 @@
 # after the first tiles' copies are issued, Q ready, first tile ready, loop
 # end, end; the reduce: entry, after its wait, end). Builds build-trace (not
 # the normal build). Logs in $OUT/trace_*.txt.
+# The stamps are in the kernel source up to commit abecc1c, not in the
+# library: run this in a checkout of that commit (dev/README.md, Status).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/trace-out}

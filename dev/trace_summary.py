@@ -3,7 +3,8 @@
 (lines "TR bx by t0 d1..d6 dend" from the attention kernel, "RD ..." from the
 reduce; d* in ns after the program's own entry t0). Calls are told apart by
 gaps of > 20 us between entries. Per call: times after the call's first
-program entry; printed as the median over calls (the first 3 skipped)."""
+program entry; printed as the median over calls (the first 3 skipped). The
+stamps are in the kernel source up to commit abecc1c (trace_decode.sh)."""
 import statistics as st
 import sys
 

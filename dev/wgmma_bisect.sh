@@ -4,7 +4,9 @@
 # config (tests/check_each_config.sh) and the prefill bench's sampled-row
 # check, for builds with AA_WGMMA = 3 (both products, build/ from
 # run_h200.sh's build step), 1 (Q K^T only) and 2 (P V only). SASS of the
-# 64-row d64 kernel for reading offline. Logs in $OUT.
+# 64-row d64 kernel for reading offline. Logs in $OUT. AA_WGMMA is a switch of
+# the kernel source up to commit abecc1c, not of the library: run this in a
+# checkout of that commit (dev/README.md, Status).
 #   OUT=dir bash dev/wgmma_bisect.sh
 set -u
 cd "$(dirname "$0")/.."
