@@ -1,5 +1,5 @@
 /* test_hip_layout.c: a host emulation of one 64-lane wavefront that checks the
- * MFMA wiring of src/gpu/tile_amd.cuh without an AMD GPU. The instruction is
+ * MFMA wiring of src/gpu/vendor/tile_amd.cuh without an AMD GPU. The instruction is
  * modelled from the register layouts of v_mfma_f32_16x16x16f16 (AMD matrix
  * instruction calculator, gfx9: A[i][k] in lane 16*(k/4)+i, element k%4;
  * B[k][j] in lane 16*(k/4)+j, element k%4; D[i][j] in lane 16*(i/4)+j,
