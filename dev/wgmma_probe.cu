@@ -22,7 +22,7 @@ constexpr int M = 64;
 template <int D, int N, bool CPASYNC>
 __global__ void probe(const aa_bf16 *q, const aa_bf16 *k, const aa_bf16 *v, const aa_bf16 *pm, float *s_out,
                       float *o_out) {
-#if defined(AA_HAS_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = TileShape<D, M, N, 4, 2>;
   constexpr int ROW = Shape::ROW, PROW = N + 8;
   extern __shared__ __align__(16) unsigned char smem[];

@@ -104,7 +104,7 @@ static void case_features(const bench_case *c, double *f) {
  * for the 16-row (decode) rows also fixed KV split counts: config C with
  * splits S runs as "C-kS" (splits 0: the backend decides). A split count
  * only changes decode-like batches (mean q_len <= 8, src/gpu/policy.c's
- * split_count), so on other cells those candidates take C's own time. */
+ * aa_split_count), so on other cells those candidates take C's own time. */
 typedef struct {
   int count;
   char (*config)[32];

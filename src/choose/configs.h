@@ -55,7 +55,9 @@
  *   m16n64w4s1   23 / 32 / 41 KB / -        decode
  *   m32n32w2s1   17 / 23 / 29 / 51 KB       head dim 256
  *   m16n32w2s1   13 / 17 / 22 / 43 KB       decode at head dim 256
- * (tests/hip_disasm.sh reads these rows to count the kernels it expects.) */
+ * All AMD rows are ship rows: there is no AMD tuning build, so a tune row here
+ * would be compiled into no build. (tests/hip_disasm.sh reads these rows to
+ * count the kernels it expects.) */
 #define AA_CONFIG_ROWS_AMD(R, X)              \
   R(X, ship, m64n64w4s1, 64, 64, 4, 1)        \
   R(X, ship, m16n64w4s1, 16, 64, 4, 1)        \

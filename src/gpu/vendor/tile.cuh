@@ -6,7 +6,7 @@
 #include "vendor.h"
 
 #if defined(AA_VENDOR_AMD)
-#include "tile_amd.cuh" /* MFMA implementation of the same interface (later issue) */
+#include "tile_amd.cuh" /* MFMA implementation of the same interface */
 #else
 #include "tile_nv.cuh"
 #endif
