@@ -6,18 +6,8 @@
 #include <string.h>
 
 #include "policy.h"
+#include "tl_check.h"
 
-static int failures, checks;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    checks++;                                     \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL line %d: ", __LINE__);         \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 /* The NVIDIA table's rows at head dim 128 with shared memory like the H200
  * build's (TileShape::SMEM_BYTES) and their TMA kinds. */

@@ -17,19 +17,10 @@
  * config table (src/choose/configs.h), as the library builds compile them. */
 #define AA_NAME_(name, bm, bn, w, s) #name,
 #include "configs.h"
+#include "tl_check.h"
 static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS_NVIDIA(AA_NAME_)};
 static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS_CDNA(AA_NAME_)};
 
-static int failures;
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      failures++;                                          \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
-      printf(__VA_ARGS__);                                 \
-      printf("\n");                                        \
-    }                                                      \
-  } while (0)
 
 /* A committed tree passes the loader's own check (aa_tree_check: features
  * known, thresholds finite, children after their parent, one parent each,

@@ -13,18 +13,8 @@
 
 #include "anyattn.h"
 #include "tree_fit.h"
+#include "tl_check.h"
 
-static int failures, checks;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    checks++;                                     \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 /* The provenance of the tree in use, to see that a failed load kept it. */
 static void tree_in_use(char *buf, size_t size) {

@@ -18,6 +18,7 @@
 #include "anyattn.h"
 #include "tl_util.h"
 #include "tree_fit.h"
+#include "tl_check.h"
 
 enum { MAX_SEEDS = 128, MAX_INPUT = 1 << 16 };
 
@@ -32,16 +33,6 @@ typedef struct {
   int count;
 } seed_set;
 
-static int failures;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 static int ends_with(const char *s, const char *tail) {
   const size_t n = strlen(s), m = strlen(tail);
