@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_simd.h"
+#include "simd.h"
 #include "backend.h"
 
 #define AA_CPU_MAX_HEAD_DIM 512
