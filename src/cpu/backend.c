@@ -152,16 +152,7 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
 }
 
 /* ---- run ---------------------------------------------------------------------- */
-/* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
- * hpi kv heads per item, the others one kv head and block_q tokens. */
-AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
-  if (q_len == 0) return 0;
-  if (q_len <= job->L.dec_q) return job->kvh / job->hpi;
-  return (int64_t)((q_len + job->bq - 1) / job->bq) * job->kvh;
-}
-
-static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
-  if (a->num_tokens == 0 || a->num_seqs == 0) return ANYATTN_STATUS_OK;
+static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a) {
   aa_cpu_job job;
   job.plan = plan;
   job.a = a;
@@ -172,20 +163,70 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   job.nqh = plan->problem.num_q_heads;
   job.kvh = plan->problem.num_kv_heads;
   job.bq = aa_cpu_state_of(plan)->block_q;
+  job.hpi = 1;
+  return job;
+}
 
-  int nt = omp_get_max_threads();
-  if (nt > aa_cpu_state_of(plan)->threads) nt = aa_cpu_state_of(plan)->threads; /* the workspace holds that many scratches */
-
-  /* kv heads per decode item: as many as the scratch holds, but keep at
-   * least 4 items per thread for load balance; a divisor of num_kv_heads. */
+/* kv heads per decode item: as many as the scratch holds, but keep at least
+ * AA_CPU_ITEMS_PER_THREAD items per thread for load balance; a divisor of
+ * num_kv_heads. */
+static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
+  const anyattn_args *a = job->a;
   int n_dec = 0;
   for (int s = 0; s < a->num_seqs; s++) {
     const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
-    n_dec += q_len > 0 && q_len <= job.L.dec_q;
+    n_dec += q_len > 0 && q_len <= job->L.dec_q;
   }
-  job.hpi = job.L.max_hpi;
-  while (job.hpi > 1 && (job.kvh % job.hpi != 0 || (int64_t)n_dec * (job.kvh / job.hpi) < AA_CPU_ITEMS_PER_THREAD * nt))
-    job.hpi--;
+  int hpi = job->L.max_hpi;
+  while (hpi > 1 && (job->kvh % hpi != 0 || (int64_t)n_dec * (job->kvh / hpi) < AA_CPU_ITEMS_PER_THREAD * nt))
+    hpi--;
+  return hpi;
+}
+
+/* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
+ * hpi kv heads per item, the others one kv head and block_q tokens. */
+AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
+  if (q_len == 0) return 0;
+  if (q_len <= job->L.dec_q) return job->kvh / job->hpi;
+  return (int64_t)((q_len + job->bq - 1) / job->bq) * job->kvh;
+}
+
+/* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
+ * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0, so
+ * decode items take the fused path. */
+AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
+                               int dec16) {
+  const anyattn_args *a = job->a;
+  int lo = 0, hi = a->num_seqs; /* largest s with prefix[s] <= it */
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (prefix[mid] <= it) lo = mid;
+    else hi = mid;
+  }
+  const int s = lo;
+  const int64_t local = it - prefix[s];
+  const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+  if (q_len <= job->L.dec_q) {
+    const int g0 = (int)local * job->hpi;
+    if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
+    else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+    else aa_cpu_item(job, ws, s, g0, job->hpi, 0, q_len);
+  } else {
+    /* the last query blocks see the most keys under a causal mask: start them first */
+    const int nb = (q_len + job->bq - 1) / job->bq;
+    const int qb = nb - 1 - (int)(local / job->kvh);
+    const int t0 = qb * job->bq;
+    aa_cpu_item(job, ws, s, (int)(local % job->kvh), 1, t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
+  }
+}
+
+static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
+  if (a->num_tokens == 0 || a->num_seqs == 0) return ANYATTN_STATUS_OK;
+  const aa_cpu_state *st = aa_cpu_state_of(plan);
+  aa_cpu_job job = aa_cpu_job_of(plan, a);
+  int nt = omp_get_max_threads();
+  if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
+  job.hpi = aa_cpu_heads_per_item(&job, nt);
 
   /* Work items per sequence, as prefix sums, so that one flat dynamic loop
    * covers a ragged batch without empty iterations. */
@@ -200,34 +241,12 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
 
   const anyattn_dtype dt = plan->problem.dtype;
   const int dec16 = (dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16) && job.d % 32 == 0;
-
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * aa_cpu_state_of(plan)->thread_bytes);
+    float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);
     /* dynamic: items differ in cost (causal diagonal, ragged lengths) */
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < total; it++) {
-      int lo = 0, hi = a->num_seqs; /* largest s with prefix[s] <= it */
-      while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        if (prefix[mid] <= it) lo = mid;
-        else hi = mid;
-      }
-      const int s = lo;
-      const int64_t local = it - prefix[s];
-      const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
-      if (q_len <= job.L.dec_q) {
-        if (dec16 && dt == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(&job, ws, s, (int)local * job.hpi, job.hpi, job.d);
-        else if (dec16) aa_cpu_decode_f16(&job, ws, s, (int)local * job.hpi, job.hpi, job.d);
-        else aa_cpu_item(&job, ws, s, (int)local * job.hpi, job.hpi, 0, q_len);
-      } else {
-        /* the last query blocks see the most keys under a causal mask: start them first */
-        const int nb = (q_len + job.bq - 1) / job.bq;
-        const int qb = nb - 1 - (int)(local / job.kvh);
-        const int t0 = qb * job.bq;
-        aa_cpu_item(&job, ws, s, (int)(local % job.kvh), 1, t0, q_len - t0 < job.bq ? q_len - t0 : job.bq);
-      }
-    }
+    for (int64_t it = 0; it < total; it++) aa_cpu_run_item(&job, ws, prefix, it, dec16);
   }
   return ANYATTN_STATUS_OK;
 }
@@ -257,5 +276,13 @@ static anyattn_status aa_cpu_config_get(int index, anyattn_config_info *info) {
   return aa_error(ANYATTN_STATUS_INVALID_SIZE, "index %d: the CPU backend has no config table", index);
 }
 
-const aa_backend_ops aa_cpu_backend = {ANYATTN_BACKEND_CPU, aa_cpu_device_count, aa_cpu_context_init, aa_cpu_plan,
-                                       aa_cpu_plan_free,    aa_cpu_run,          aa_cpu_config_count, aa_cpu_config_get};
+const aa_backend_ops aa_cpu_backend = {
+    .id = ANYATTN_BACKEND_CPU,
+    .device_count = aa_cpu_device_count,
+    .context_init = aa_cpu_context_init,
+    .plan = aa_cpu_plan,
+    .plan_free = aa_cpu_plan_free,
+    .run = aa_cpu_run,
+    .config_count = aa_cpu_config_count,
+    .config_get = aa_cpu_config_get,
+};

@@ -1,6 +1,7 @@
 /* cpu.h: what the CPU backend's files share: the per-thread scratch layout,
- * the job one run hands every work item, the block-table walk and the visible
- * key ranges both item paths use, and the entry points of the two paths. */
+ * the job one run hands every work item, an item's query rows and the keys
+ * they see, the block-table walk, and the entry points of the two item paths.
+ * The helpers are always inlined: they sit inside the hot loops of both. */
 #ifndef AA_CPU_H
 #define AA_CPU_H
 
@@ -30,12 +31,69 @@ typedef struct {
   const anyattn_plan *plan;
   const anyattn_args *a;
   aa_cpu_layout L;
-  size_t es;              /* bytes per element */
+  size_t es; /* bytes per element */
   int d, group, nqh, kvh, bq;
-  int hpi;                /* kv heads per decode item in this run */
+  int hpi; /* kv heads per decode item in this run */
 } aa_cpu_job;
 
-/* Address of key j's row for the item's first kv head, walking the block table. */
+/* The query rows of a work item: tokens [t0, t0 + nq) of sequence s, each
+ * with every q head of a kv head's group. Row r of kv head g is token
+ * r / group, q head g * group + r % group; rows R..R4 pad to a multiple of 4
+ * (the 4-row score and P.V kernels) and see no key. */
+typedef struct {
+  int tok0;      /* the first token's index in q and out */
+  int qpos0;     /* its position among the sequence's keys */
+  int R, R4;     /* rows per kv head, real and padded */
+  int ilo, ihi;  /* keys some row sees: the item walks these only */
+  int32_t *lo;   /* [R] first key row r sees */
+  int32_t *hi;   /* [R] one past its last */
+} aa_cpu_rows;
+
+/* The rows of tokens [t0, t0 + nq) of sequence s and the key range [lo, hi)
+ * each sees (causal, sliding window), written to the scratch arrays lo, hi. */
+AA_INLINE aa_cpu_rows aa_rows_of(const aa_cpu_job *job, int s, int t0, int nq, int32_t *lo, int32_t *hi) {
+  const anyattn_problem *pr = &job->plan->problem;
+  const anyattn_args *a = job->a;
+  const int group = job->group;
+  const int q0 = a->cu_seqlens_q[s];
+  const int q_len = a->cu_seqlens_q[s + 1] - q0;
+  const int kv_len = a->seq_lens_k[s];
+  aa_cpu_rows rw;
+  rw.tok0 = q0 + t0;
+  rw.qpos0 = kv_len - q_len + t0;
+  rw.R = nq * group;
+  rw.R4 = (int)aa_round_up((size_t)rw.R, 4);
+  rw.lo = lo;
+  rw.hi = hi;
+  rw.ilo = kv_len;
+  rw.ihi = 0;
+  for (int ti = 0; ti < nq; ti++) {
+    const int p = rw.qpos0 + ti;
+    int rlo = pr->window_left >= 0 ? p - pr->window_left : 0;
+    int rhi = pr->causal ? p + 1 : pr->window_right >= 0 ? p + pr->window_right + 1 : kv_len;
+    if (rlo < 0) rlo = 0;
+    if (rhi > kv_len) rhi = kv_len;
+    if (rlo < rhi) {
+      if (rlo < rw.ilo) rw.ilo = rlo;
+      if (rhi > rw.ihi) rw.ihi = rhi;
+    }
+    for (int hh = 0; hh < group; hh++) {
+      lo[ti * group + hh] = rlo;
+      hi[ti * group + hh] = rhi;
+    }
+  }
+  return rw;
+}
+
+/* Visible keys of row r within the key block [j0, j0 + nk), relative to j0:
+ * [*jlo, *jhi), empty for padding rows and rows that see none of the block. */
+AA_INLINE void aa_rows_block(const aa_cpu_rows *rw, int r, int j0, int nk, int *jlo, int *jhi) {
+  *jlo = r < rw->R && rw->lo[r] > j0 ? rw->lo[r] - j0 : 0;
+  *jhi = r >= rw->R ? 0 : rw->hi[r] - j0 < nk ? rw->hi[r] - j0 : nk;
+}
+
+/* Address of consecutive keys' K and V rows for one kv head, walking the
+ * block table: a page of block_size keys at a time. */
 typedef struct {
   const char *base;
   const int32_t *bt;
@@ -62,28 +120,17 @@ AA_INLINE const char *aa_walk_next(aa_kv_walk *w) {
   return p;
 }
 
-/* Visible key range [lo, hi) of every row of an item (row r: token r / group,
- * the same for every head) and their union [*ilo, *ihi): the item walks the
- * union only, so keys outside every row's range are never read. */
-static inline void aa_row_ranges(const anyattn_problem *pr, int kv_len, int qpos0, int nq, int group, int32_t *lo,
-                                 int32_t *hi, int *ilo, int *ihi) {
-  *ilo = kv_len;
-  *ihi = 0;
-  for (int ti = 0; ti < nq; ti++) {
-    const int p = qpos0 + ti;
-    int rlo = pr->window_left >= 0 ? p - pr->window_left : 0;
-    int rhi = pr->causal ? p + 1 : pr->window_right >= 0 ? p + pr->window_right + 1 : kv_len;
-    if (rlo < 0) rlo = 0;
-    if (rhi > kv_len) rhi = kv_len;
-    if (rlo < rhi) {
-      if (rlo < *ilo) *ilo = rlo;
-      if (rhi > *ihi) *ihi = rhi;
-    }
-    for (int hh = 0; hh < group; hh++) {
-      lo[ti * group + hh] = rlo;
-      hi[ti * group + hh] = rhi;
-    }
-  }
+/* K and V walked together from key j of sequence s, kv head g. */
+typedef struct {
+  aa_kv_walk k, v;
+} aa_kv_walks;
+
+AA_INLINE void aa_walks_init(aa_kv_walks *w, const aa_cpu_job *job, int s, int g, int j) {
+  const anyattn_args *a = job->a;
+  const int32_t *bt = a->block_table + (int64_t)s * a->block_table_stride;
+  const int bs = job->plan->problem.block_size;
+  aa_walk_init(&w->k, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g, job->es, bs, j);
+  aa_walk_init(&w->v, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g, job->es, bs, j);
 }
 
 /* The tiled path (tiled.c): query tokens [t0, t0 + nq) of sequence s

@@ -34,6 +34,7 @@
 /* q rows stay raw bf16 (unscaled) for vdpbf16ps; otherwise fp32, scaled. */
 #define AA_DEC_QRAW(dt) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16)
 
+/* ---- building blocks ------------------------------------------------------------ */
 /* 32 consecutive cache elements as two fp32 vectors, in the order every fp32
  * row of the decode path (q, accumulators) is kept in: bf16 as the even/odd
  * halves of aa_load_bf16_pairs (a shift and a mask, no widening
@@ -118,26 +119,21 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int NC, float *restrict a
     for (int k = 0; k < 2 * NC; k++) aa_st(acc + (size_t)r * d + c0 + k * AA_VL, a[r][k]);
 }
 
-/* One key block for rows [rc, rc + 4) of one kv head: scores, online
- * softmax (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row
- * pointers (k padded past nk with valid rows whose scores are masked). */
-AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int d, const void *restrict q,
-                            float *restrict acc, float *restrict m, float *restrict l, float *restrict P,
-                            const int32_t *lo, const int32_t *hi, int R, int rc, int g, int j0, int nk, int qpos0,
-                            const uint16_t *const *k, const uint16_t *const *v) {
+/* Online softmax of rows [rc, rc + 4) of kv head g over the key block
+ * [j0, j0 + nk): sc[r] holds row rc + r's scores (lane j: key j0 + j), P[r]
+ * receives its probabilities, alpha[r] the factor that rescales its
+ * accumulator; m and l (the rows' running max and sum) are updated. */
+AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, const aa_vf sc[4],
+                               float *restrict m, float *restrict l, float *restrict P, float alpha[4], int rc, int g,
+                               int j0, int nk) {
   const anyattn_problem *pr = &job->plan->problem;
   const anyattn_args *a = job->a;
   const int group = job->group;
-  aa_vf blk[4], sc[4];
-  for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, q, k + 4 * b, d);
-  aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
-
-  float alpha[4];
   for (int r = 0; r < 4; r++) {
     const int rr = rc + r;
     float *restrict pr_ = P + r * AA_DEC_KB;
-    const int jlo = rr < R && lo[rr] > j0 ? lo[rr] - j0 : 0;
-    const int jhi = rr >= R ? 0 : hi[rr] - j0 < nk ? hi[rr] - j0 : nk;
+    int jlo, jhi;
+    aa_rows_block(rw, rr, j0, nk, &jlo, &jhi);
     if (jlo >= jhi) { /* no visible key in this block (or a padding row) */
       alpha[r] = 1.0f;
       aa_st(pr_, aa_splat(0.0f));
@@ -151,7 +147,7 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
     }
     if (a->alibi_slopes) {
       const float slope = a->alibi_slopes[g * group + rr % group];
-      const int rel = j0 - (qpos0 + rr / group); /* key j0 minus the query position */
+      const int rel = j0 - (rw->qpos0 + rr / group); /* key j0 minus the query position */
       for (int j = jlo; j < jhi; j++) x[j] += slope * (float)(rel + j);
     }
     const aa_vi idx = aa_iota();
@@ -164,48 +160,47 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
     l[r] = l[r] * alpha[r] + aa_allsum(p)[0];
     m[r] = mnew;
   }
+}
 
+/* One key block for rows [rc, rc + 4) of kv head g: scores, online softmax
+ * (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row pointers (k
+ * padded past nk with valid rows whose scores are masked). */
+AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int d, const aa_cpu_rows *rw,
+                            const void *restrict q, float *restrict acc, float *restrict m, float *restrict l,
+                            float *restrict P, int rc, int g, int j0, int nk, const uint16_t *const *k,
+                            const uint16_t *const *v) {
+  aa_vf blk[4], sc[4];
+  for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, q, k + 4 * b, d);
+  aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
+  float alpha[4];
+  aa_dec_softmax4(job, dt, rw, sc, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
   for (; c + 64 <= d; c += 64) aa_dec_pv(dt, 2, acc, d, c, alpha, P, v, nk);
   for (; c < d; c += 32) aa_dec_pv(dt, 1, acc, d, c, alpha, P, v, nk);
 }
 
-/* A decode item in bf16 or fp16 (dt): every token of sequence s (q_len <=
- * dec_q) against kv heads g0 .. g0 + nh - 1; row layout as in aa_cpu_item.
- * Always inlined into one wrapper per dtype, so no dtype test is left in
- * the hot loops. */
-AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, float *restrict ws, int s, int g0,
-                               int nh, const int d) {
+/* ---- one decode item ------------------------------------------------------------ */
+/* The item's q rows (hb-th kv head's at hb * R4, d elements each): raw bf16
+ * for vdpbf16ps (AA_DEC_QRAW), else fp32 in aa_dec_load32 order with the
+ * scale folded in (a multiply per score saved); padding rows zero; m and l
+ * started from the sinks; accumulators cleared. */
+AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, int g0, int nh,
+                             const int d, void *Q, float *restrict acc, float *restrict m, float *restrict l) {
   const anyattn_args *a = job->a;
-  const anyattn_problem *pr = &job->plan->problem;
-  const aa_cpu_layout *L = &job->L;
-  const int group = job->group;
-  const int q0 = a->cu_seqlens_q[s];
-  const int nq = a->cu_seqlens_q[s + 1] - q0;
-  const int kv_len = a->seq_lens_k[s];
-  const int qpos0 = kv_len - nq;
-  const int R = nq * group;
-  const int R4 = (int)aa_round_up((size_t)R, 4);
-
-  void *Q = ws + L->q; /* raw bf16 rows (AA_DEC_QRAW) or fp32 rows in aa_dec_load32 order, d elements each */
-  float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
-  int32_t *lo = (int32_t *)(ws + L->lo), *hi = (int32_t *)(ws + L->hi);
-  int ilo, ihi;
-  aa_row_ranges(pr, kv_len, qpos0, nq, group, lo, hi, &ilo, &ihi);
-
+  const int group = job->group, R = rw->R, R4 = rw->R4;
   const uint16_t *qsrc = (const uint16_t *)a->q;
   for (int hb = 0; hb < nh; hb++) {
     for (int r = 0; r < R4; r++) {
       const size_t row = (size_t)hb * R4 + r;
       const int h = (g0 + hb) * group + r % group;
-      const uint16_t *src = qsrc + ((size_t)(q0 + r / group) * job->nqh + h) * d;
+      const uint16_t *src = qsrc + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d;
       if (AA_DEC_QRAW(dt)) {
         uint16_t *dst = (uint16_t *)Q + row * d;
         if (r < R) memcpy(dst, src, (size_t)d * sizeof(uint16_t));
         else memset(dst, 0, (size_t)d * sizeof(uint16_t));
       } else {
         float *dst = (float *)Q + row * d;
-        const aa_vf sc = aa_splat(job->plan->scale); /* folded into q: a multiply per score saved */
+        const aa_vf sc = aa_splat(job->plan->scale);
         for (int c = 0; c < d; c += 32) {
           aa_vf e = aa_splat(0.0f), o = aa_splat(0.0f);
           if (r < R) aa_dec_load32(dt, src + c, &e, &o);
@@ -218,77 +213,62 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, fl
     }
   }
   memset(acc, 0, (size_t)nh * R4 * d * sizeof(float));
+}
 
-  const int32_t *bt = a->block_table + (int64_t)s * a->block_table_stride;
-  const int bs = pr->block_size;
+/* The touch pass over the next nk keys: their K and V row addresses land
+ * in kr and vr, and every line of those rows (nh heads) is loaded key by
+ * key, all heads of a key together and K and V interleaved (strictly
+ * ascending addresses in two streams, which the hardware prefetchers
+ * follow), while the keys AA_DEC_PF_BLOCKS blocks ahead are prefetched in
+ * the same order; the math then reads the rows head by head from L1/L2.
+ * Reading the cache head by head directly (2 KiB strides) capped a
+ * shuffled 256 MiB read at 17-20 GB/s on one Zen 5 core, software prefetch
+ * or not, against 31-35 GB/s in address order (39 GB/s streaming).
+ * decode 16x4096, 1 thread: 9.4 GB/s head by head, 13.7 copying the block
+ * into scratch in address order, 16.5 with this touch pass. Returns the OR
+ * of the loaded data, which the caller keeps so the loads are not dropped. */
+AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
+                             int *pf_next, int ihi, const char **kr, const char **vr) {
+  const anyattn_args *a = job->a;
   const size_t es = sizeof(uint16_t), row_bytes = (size_t)d * es;
   const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
-  aa_kv_walk wk = {0}, wv = {0}, pk = {0}, pv = {0};
-  /* Before the math on a key block, one pass loads every line of its K and V
-   * rows key by key, every head of a key together and K and V interleaved
-   * (strictly ascending addresses in two streams, which the hardware
-   * prefetchers follow), and prefetches the block AA_DEC_PF_BLOCKS ahead in
-   * the same order; the math then reads the rows head by head from L1/L2.
-   * Reading the cache head by head directly (2 KiB strides) capped a
-   * shuffled 256 MiB read at 17-20 GB/s on one Zen 5 core, software prefetch
-   * or not, against 31-35 GB/s in address order (39 GB/s streaming).
-   * decode 16x4096, 1 thread: 9.4 GB/s head by head, 13.7 copying the block
-   * into scratch in address order, 16.5 with this touch pass. */
-  const int pf0 = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
-  if (ilo < ihi) {
-    aa_walk_init(&wk, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g0, es, bs, ilo);
-    aa_walk_init(&wv, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g0, es, bs, ilo);
-    aa_walk_init(&pk, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g0, es, bs, pf0);
-    aa_walk_init(&pv, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g0, es, bs, pf0);
-  }
-  int pf_next = pf0;   /* first key not yet prefetched */
-  aa_vu touched = {0}; /* the touch loads feed this, so they are not dropped */
-  const char *kr[AA_DEC_KB], *vr[AA_DEC_KB];
-  for (int j0 = ilo; j0 < ihi; j0 += AA_DEC_KB) {
-    const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
-    for (int j = 0; j < nk; j++) {
-      kr[j] = aa_walk_next(&wk);
-      vr[j] = aa_walk_next(&wv);
-      const char *kp = NULL, *vp = NULL;
-      if (pf_next < ihi) {
-        kp = aa_walk_next(&pk);
-        vp = aa_walk_next(&pv);
-        pf_next++;
-      }
-      for (int hb = 0; hb < nh; hb++)
-        for (size_t o = 0; o < row_bytes; o += 64) {
-          if (kp) {
-            __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
-            __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
-          }
-          aa_vu tk, tv;
-          memcpy(&tk, kr[j] + hb * kh + o, sizeof tk);
-          memcpy(&tv, vr[j] + hb * vh + o, sizeof tv);
-          touched |= tk | tv;
+  aa_vu touched = {0};
+  for (int j = 0; j < nk; j++) {
+    kr[j] = aa_walk_next(&rd->k);
+    vr[j] = aa_walk_next(&rd->v);
+    const char *kp = NULL, *vp = NULL;
+    if (*pf_next < ihi) {
+      kp = aa_walk_next(&pf->k);
+      vp = aa_walk_next(&pf->v);
+      ++*pf_next;
+    }
+    for (int hb = 0; hb < nh; hb++)
+      for (size_t o = 0; o < row_bytes; o += 64) {
+        if (kp) {
+          __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
+          __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
         }
-    }
-    for (int hb = 0; hb < nh; hb++) {
-      const uint16_t *k[AA_DEC_KB], *v[AA_DEC_KB];
-      for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
-        k[j] = (const uint16_t *)(kr[j < nk ? j : 0] + hb * kh);
-        v[j] = (const uint16_t *)(vr[j < nk ? j : 0] + hb * vh);
+        aa_vu tk, tv;
+        memcpy(&tk, kr[j] + hb * kh + o, sizeof tk);
+        memcpy(&tv, vr[j] + hb * vh + o, sizeof tv);
+        touched |= tk | tv;
       }
-      for (int rc = 0; rc < R4; rc += 4) {
-        const size_t row = (size_t)hb * R4 + rc;
-        const void *qrow = AA_DEC_QRAW(dt) ? (const void *)((const uint16_t *)Q + row * d)
-                                           : (const void *)((const float *)Q + row * d);
-        aa_dec_rows4(job, dt, d, qrow, acc + row * d, m + row, l + row, P, lo, hi, R, rc, g0 + hb, j0, nk, qpos0, k, v);
-      }
-    }
   }
-  memcpy(ws + L->alpha, &touched, sizeof(uint32_t)); /* scratch the decode path does not use */
+  return touched;
+}
 
-  /* normalise, undo aa_dec_load32's order, round once to the output dtype */
+/* Normalises the accumulators, undoes aa_dec_load32's order and rounds once
+ * to the output dtype; writes the LSE when asked. */
+AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, int g0, int nh,
+                            const int d, const float *restrict acc, const float *restrict m,
+                            const float *restrict l) {
+  const anyattn_args *a = job->a;
+  const int group = job->group;
   for (int hb = 0; hb < nh; hb++) {
-    for (int r = 0; r < R; r++) {
-      const int t = q0 + r / group, h = (g0 + hb) * group + r % group;
-      const size_t o = (size_t)t * job->nqh + h, rr = (size_t)hb * R4 + r;
-      const int empty = lo[r] >= hi[r];
+    for (int r = 0; r < rw->R; r++) {
+      const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
+      const size_t o = (size_t)t * job->nqh + h, rr = (size_t)hb * rw->R4 + r;
+      const int empty = rw->lo[r] >= rw->hi[r];
       const float inv = empty ? 0.0f : 1.0f / l[rr];
       const float *ar = acc + rr * d;
       uint16_t *out = (uint16_t *)a->out + o * d;
@@ -299,6 +279,52 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, fl
       if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
+}
+
+/* A decode item in bf16 or fp16 (dt): every token of sequence s (q_len <=
+ * dec_q) against kv heads g0 .. g0 + nh - 1, the rows as in cpu.h. Always
+ * inlined into one wrapper per dtype, so no dtype test is left in the hot
+ * loops. */
+AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, float *restrict ws, int s, int g0,
+                               int nh, const int d) {
+  const anyattn_args *a = job->a;
+  const aa_cpu_layout *L = &job->L;
+  const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+  void *Q = ws + L->q; /* raw bf16 rows or fp32 rows, d elements each (aa_dec_load_q) */
+  float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
+  const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
+  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
+  aa_dec_load_q(job, dt, &rw, g0, nh, d, Q, acc, m, l);
+
+  const int64_t kh = a->k_stride_head * (int64_t)sizeof(uint16_t), vh = a->v_stride_head * (int64_t)sizeof(uint16_t);
+  const int pf0 = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
+  aa_kv_walks rd = {0}, pf = {0};
+  if (ilo < ihi) {
+    aa_walks_init(&rd, job, s, g0, ilo);
+    aa_walks_init(&pf, job, s, g0, pf0);
+  }
+  int pf_next = pf0;   /* first key not yet prefetched */
+  aa_vu touched = {0}; /* the touch loads feed this, so they are not dropped */
+  const char *kr[AA_DEC_KB], *vr[AA_DEC_KB];
+  for (int j0 = ilo; j0 < ihi; j0 += AA_DEC_KB) {
+    const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
+    touched |= aa_dec_touch(job, nh, d, nk, &rd, &pf, &pf_next, ihi, kr, vr);
+    for (int hb = 0; hb < nh; hb++) {
+      const uint16_t *k[AA_DEC_KB], *v[AA_DEC_KB];
+      for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
+        k[j] = (const uint16_t *)(kr[j < nk ? j : 0] + hb * kh);
+        v[j] = (const uint16_t *)(vr[j < nk ? j : 0] + hb * vh);
+      }
+      for (int rc = 0; rc < R4; rc += 4) {
+        const size_t row = (size_t)hb * R4 + rc;
+        const void *qrow = AA_DEC_QRAW(dt) ? (const void *)((const uint16_t *)Q + row * d)
+                                           : (const void *)((const float *)Q + row * d);
+        aa_dec_rows4(job, dt, d, &rw, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
+      }
+    }
+  }
+  memcpy(ws + L->alpha, &touched, sizeof(uint32_t)); /* scratch the decode path does not use */
+  aa_dec_store(job, dt, &rw, g0, nh, d, acc, m, l);
 }
 
 void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {

@@ -12,6 +12,7 @@
 #define AA_CPU_PREFETCH_BYTES 16384
 #endif
 
+/* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
  * lanes contribute nothing to dot products. */
 AA_INLINE void aa_widen_row(anyattn_dtype dt, const void *src, float *restrict dst, int d, int dp) {
@@ -97,18 +98,12 @@ AA_INLINE void aa_pv_rows(const int NR, float *restrict acc, int dp, const float
   for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);
 }
 
-
-/* Scores, online softmax and P.V of one kv head's row block over one staged
- * tile of nk keys starting at key j0. Rows r < R are real, R..R4 padding. */
-static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
-                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
-                        const int32_t *lo, const int32_t *hi, const float *restrict Kf,
-                        const float *restrict Vf, int j0, int nk, int g, int qpos0) {
-  const anyattn_problem *pr = &job->plan->problem;
-  const anyattn_args *a = job->a;
-  const int dp = job->L.dp, bn = job->L.bn, group = job->group;
-  const int nkp = (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16);
-
+/* ---- one tile: scores, online softmax, P.V --------------------------------- */
+/* S[r][0:nk] = Q[r] . K[0:nk] for the rows of one kv head: 4x4 blocks when
+ * there are 4 rows or more (K padded to 4 keys), else 1x16 (padded to 16). */
+AA_INLINE void aa_tile_scores(const aa_cpu_rows *rw, int dp, int bn, const float *restrict Q,
+                              const float *restrict Kf, float *restrict S, int nkp) {
+  const int R = rw->R, R4 = rw->R4;
   if (R >= 4) {
     for (int r = 0; r < R4; r += 4)
       for (int j = 0; j < nkp; j += 4)
@@ -117,14 +112,21 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
     for (int r = 0; r < R; r++)
       for (int j = 0; j < nkp; j += 16) aa_qk_1x16(Q + (size_t)r * dp, Kf + (size_t)j * dp, dp, S + (size_t)r * bn + j);
   }
+}
 
-  /* online softmax: probabilities overwrite the scores in S */
-  const float softcap = pr->softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+/* Online softmax of the scores of keys [j0, j0 + nk): softcap and ALiBi on
+ * the visible keys, the running max m and sum l updated, alpha[r] the factor
+ * that rescales row r's accumulator; probabilities overwrite the scores in S. */
+AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, const aa_cpu_rows *rw, int bn, float *restrict S,
+                               float *restrict m, float *restrict l, float *restrict alpha, int j0, int nk, int g) {
+  const anyattn_args *a = job->a;
+  const int group = job->group;
+  const float softcap = job->plan->problem.softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   const int nk16 = (int)aa_round_up((size_t)nk, AA_VL);
-  for (int r = 0; r < R4; r++) {
+  for (int r = 0; r < rw->R4; r++) {
     float *restrict sr = S + (size_t)r * bn;
-    const int jlo = r < R && lo[r] > j0 ? lo[r] - j0 : 0;
-    const int jhi = r >= R ? 0 : hi[r] - j0 < nk ? hi[r] - j0 : nk;
+    int jlo, jhi;
+    aa_rows_block(rw, r, j0, nk, &jlo, &jhi);
     if (jlo >= jhi) {
       alpha[r] = 1.0f;
       memset(sr, 0, (size_t)nk * sizeof(float));
@@ -134,7 +136,7 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
       for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
     if (a->alibi_slopes) {
       const float slope = a->alibi_slopes[g * group + r % group];
-      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
+      const int rel = j0 - (rw->qpos0 + r / group); /* key j0 minus the query position */
       for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
     }
     const aa_vi vlo = aa_splati(jlo), vhi = aa_splati(jhi);
@@ -157,7 +159,20 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
     l[r] = l[r] * alpha[r] + aa_hsum(vsum);
     m[r] = mnew;
   }
+}
 
+/* Scores, online softmax and P.V of kv head g's row block over one staged
+ * tile of nk keys starting at key j0. Out of line, as in the measured build:
+ * GCC inlines a static function called once, which would fold this into the
+ * item's staging loop and change both loops' register allocation. */
+__attribute__((noinline)) static void aa_cpu_tile(const aa_cpu_job *job, const aa_cpu_rows *rw,
+                                                  const float *restrict Q, float *restrict acc, float *restrict S,
+                                                  float *restrict m, float *restrict l, float *restrict alpha,
+                                                  const float *restrict Kf, const float *restrict Vf, int j0,
+                                                  int nk, int g) {
+  const int dp = job->L.dp, bn = job->L.bn, R = rw->R, R4 = rw->R4;
+  aa_tile_scores(rw, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
+  aa_tile_softmax(job, rw, bn, S, m, l, alpha, j0, nk, g);
   if (R >= 4) {
     for (int r = 0; r < R4; r += 4)
       aa_pv_rows(4, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
@@ -166,40 +181,23 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
   }
 }
 
-/* One work item: query tokens [t0, t0 + nq) of sequence s against kv heads
- * g0 .. g0 + nh - 1. Rows of kv head hi start at hi * R4; within a head,
- * row r is token r / group, q head g * group + r % group. */
-void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
+/* ---- one work item ------------------------------------------------------------ */
+/* The item's q rows widened to fp32 and scaled (folding the scale into q
+ * saves a multiply per score), m and l started from the sinks, padding rows
+ * zeroed, accumulators cleared. Rows of the hb-th kv head start at hb * R4. */
+AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, float *restrict Q,
+                              float *restrict acc, float *restrict m, float *restrict l, float *restrict alpha) {
   const anyattn_args *a = job->a;
-  const anyattn_problem *pr = &job->plan->problem;
-  const aa_cpu_layout *L = &job->L;
-  const int d = job->d, dp = L->dp, bn = L->bn, group = job->group;
-  const anyattn_dtype dt = pr->dtype;
-  const size_t es = job->es;
-
-  const int q0 = a->cu_seqlens_q[s];
-  const int q_len = a->cu_seqlens_q[s + 1] - q0;
-  const int kv_len = a->seq_lens_k[s];
-  const int qpos0 = kv_len - q_len + t0; /* position of the item's first query */
-  const int R = nq * group;
-  const int R4 = (int)aa_round_up((size_t)R, 4);
-
-  float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
-  float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
-  int32_t *lo = (int32_t *)(ws + L->lo), *hi = (int32_t *)(ws + L->hi);
-
-  int ilo, ihi;
-  aa_row_ranges(pr, kv_len, qpos0, nq, group, lo, hi, &ilo, &ihi);
-
+  const int d = job->d, dp = job->L.dp, group = job->group, R = rw->R, R4 = rw->R4;
+  const anyattn_dtype dt = job->plan->problem.dtype;
   const float scale = job->plan->scale;
   for (int hb = 0; hb < nh; hb++) {
     const int g = g0 + hb;
     float *Qh = Q + (size_t)hb * R4 * dp;
     for (int r = 0; r < R; r++) {
-      const int t = q0 + t0 + r / group, h = g * group + r % group;
+      const int t = rw->tok0 + r / group, h = g * group + r % group;
       float *qr = Qh + (size_t)r * dp;
-      aa_widen_row(dt, (const char *)a->q + ((size_t)t * job->nqh + h) * d * es, qr, d, dp);
-      /* folding the scale into q saves a multiply per score */
+      aa_widen_row(dt, (const char *)a->q + ((size_t)t * job->nqh + h) * d * job->es, qr, d, dp);
       for (int c = 0; c < dp; c += AA_VL) aa_st(qr + c, aa_ld(qr + c) * aa_splat(scale));
       m[hb * R4 + r] = a->sinks ? a->sinks[h] : -INFINITY;
       l[hb * R4 + r] = a->sinks ? 1.0f : 0.0f;
@@ -210,66 +208,52 @@ void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int n
     }
   }
   memset(acc, 0, (size_t)nh * R4 * dp * sizeof(float));
+}
 
-  const int32_t *bt = a->block_table + (int64_t)s * a->block_table_stride;
-  const int bs = pr->block_size;
-  const size_t row_bytes = (size_t)d * es;
+/* Widens the next nk keys' K and V rows of nh kv heads into the tiles Kf and
+ * Vf (head hb's rows at hb * bn), key by key with all heads of a key together
+ * (address order for NHD caches), and prefetches as many keys from pf while
+ * keys remain before ihi. */
+AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
+                             int *prefetched, int ihi, float *restrict Kf, float *restrict Vf) {
+  const anyattn_args *a = job->a;
+  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const size_t es = job->es, row_bytes = (size_t)d * es;
   const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
-  aa_kv_walk wk = {0}, wv = {0}, pk = {0}, pv = {0};
-  /* Prefetch a fixed number of bytes ahead, not a fixed number of keys: a
-   * tile of all kv heads (128 KiB at bf16, 8 heads) would not fit in L1, and
-   * lines prefetched that far ahead are evicted before they are used. */
-  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)nh * d * es * 2));
-  pf_keys = pf_keys < 1 ? 1 : pf_keys > bn ? bn : pf_keys;
-  int prefetched = ilo + pf_keys < ihi ? ilo + pf_keys : ihi; /* next key to prefetch */
-  if (ilo < ihi) {
-    aa_walk_init(&wk, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g0, es, bs, ilo);
-    aa_walk_init(&wv, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g0, es, bs, ilo);
-    aa_walk_init(&pk, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g0, es, bs,
-                 prefetched);
-    aa_walk_init(&pv, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g0, es, bs,
-                 prefetched);
-  }
-
-  for (int j0 = ilo; j0 < ihi; j0 += bn) {
-    const int nk = ihi - j0 < bn ? ihi - j0 : bn;
-    const int nkp = (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16);
-    /* Widen the tile key by key, all heads of a key together (address order
-     * for NHD caches), prefetching pf_keys keys ahead. */
-    for (int j = 0; j < nk; j++) {
-      const char *kr = aa_walk_next(&wk), *vr = aa_walk_next(&wv);
-      for (int hb = 0; hb < nh; hb++) {
-        aa_widen_row(dt, kr + hb * kh, Kf + ((size_t)hb * bn + j) * dp, d, dp);
-        aa_widen_row(dt, vr + hb * vh, Vf + ((size_t)hb * bn + j) * dp, d, dp);
-      }
-      if (prefetched < ihi) {
-        const char *kp = aa_walk_next(&pk), *vp = aa_walk_next(&pv);
-        for (int hb = 0; hb < nh; hb++)
-          for (size_t o = 0; o < row_bytes; o += 64) {
-            __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
-            __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
-          }
-        prefetched++;
-      }
-    }
+  for (int j = 0; j < nk; j++) {
+    const char *kr = aa_walk_next(&rd->k), *vr = aa_walk_next(&rd->v);
     for (int hb = 0; hb < nh; hb++) {
-      for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
-      const size_t r0 = (size_t)hb * R4;
-      aa_cpu_tile(job, R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, lo, hi,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, qpos0);
+      aa_widen_row(dt, kr + hb * kh, Kf + ((size_t)hb * bn + j) * dp, d, dp);
+      aa_widen_row(dt, vr + hb * vh, Vf + ((size_t)hb * bn + j) * dp, d, dp);
+    }
+    if (*prefetched < ihi) {
+      const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
+      for (int hb = 0; hb < nh; hb++)
+        for (size_t o = 0; o < row_bytes; o += 64) {
+          __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
+          __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
+        }
+      ++*prefetched;
     }
   }
+}
 
-  /* normalise and round once to the output dtype */
+/* Normalises the accumulators and rounds them once to the output dtype;
+ * writes the LSE when asked (-inf, and a zero row, where no key is visible). */
+AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, const float *restrict acc,
+                             const float *restrict m, const float *restrict l) {
+  const anyattn_args *a = job->a;
+  const int d = job->d, dp = job->L.dp, group = job->group;
   for (int hb = 0; hb < nh; hb++) {
-    for (int r = 0; r < R; r++) {
-      const int t = q0 + t0 + r / group, h = (g0 + hb) * group + r % group;
+    for (int r = 0; r < rw->R; r++) {
+      const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
       const size_t o = (size_t)t * job->nqh + h;
-      const size_t rr = (size_t)hb * R4 + r;
-      const int empty = lo[r] >= hi[r];
+      const size_t rr = (size_t)hb * rw->R4 + r;
+      const int empty = rw->lo[r] >= rw->hi[r];
       const float inv = empty ? 0.0f : 1.0f / l[rr];
       const float *ar = acc + rr * dp;
-      switch (dt) {
+      switch (job->plan->problem.dtype) {
         case ANYATTN_DTYPE_F32: {
           float *out = (float *)a->out + o * d;
           for (int c = 0; c < d; c++) out[c] = ar[c] * inv;
@@ -289,4 +273,41 @@ void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int n
       if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
+}
+
+/* One work item (cpu.h): its q rows into scratch, then the visible keys a
+ * tile at a time, staged for all nh kv heads and run head by head, then the
+ * output. */
+void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
+  const aa_cpu_layout *L = &job->L;
+  const int dp = L->dp, bn = L->bn;
+  float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
+  float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
+  const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
+  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
+  aa_item_load_q(job, &rw, g0, nh, Q, acc, m, l, alpha);
+
+  /* Prefetch a fixed number of bytes ahead, not a fixed number of keys: a
+   * tile of all kv heads (128 KiB at bf16, 8 heads) would not fit in L1, and
+   * lines prefetched that far ahead are evicted before they are used. */
+  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)nh * job->d * job->es * 2));
+  pf_keys = pf_keys < 1 ? 1 : pf_keys > bn ? bn : pf_keys;
+  int prefetched = ilo + pf_keys < ihi ? ilo + pf_keys : ihi; /* next key to prefetch */
+  aa_kv_walks rd = {0}, pf = {0};
+  if (ilo < ihi) {
+    aa_walks_init(&rd, job, s, g0, ilo);
+    aa_walks_init(&pf, job, s, g0, prefetched);
+  }
+  for (int j0 = ilo; j0 < ihi; j0 += bn) {
+    const int nk = ihi - j0 < bn ? ihi - j0 : bn;
+    const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
+    aa_item_stage(job, nh, nk, &rd, &pf, &prefetched, ihi, Kf, Vf);
+    for (int hb = 0; hb < nh; hb++) {
+      for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
+      const size_t r0 = (size_t)hb * R4;
+      aa_cpu_tile(job, &rw, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0,
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb);
+    }
+  }
+  aa_item_store(job, &rw, g0, nh, acc, m, l);
 }
