@@ -210,13 +210,13 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     const int g0 = (int)local * job->hpi;
     if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
     else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
-    else aa_cpu_item(job, ws, s, g0, job->hpi, 0, q_len);
+    else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
     const int nb = (q_len + job->bq - 1) / job->bq;
     const int qb = nb - 1 - (int)(local / job->kvh);
     const int t0 = qb * job->bq;
-    aa_cpu_item(job, ws, s, (int)(local % job->kvh), 1, t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
+    aa_cpu_item_block(job, ws, s, (int)(local % job->kvh), t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
   }
 }
 

@@ -133,9 +133,11 @@ AA_INLINE void aa_walks_init(aa_kv_walks *w, const aa_cpu_job *job, int s, int g
   aa_walk_init(&w->v, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g, job->es, bs, j);
 }
 
-/* The tiled path (tiled.c): query tokens [t0, t0 + nq) of sequence s
- * against kv heads g0 .. g0 + nh - 1, any dtype and head_dim. */
-AA_HIDDEN void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq);
+/* The tiled path (tiled.c), any dtype and head_dim: query tokens
+ * [t0, t0 + nq) of sequence s against kv head g, or all nq tokens of s
+ * against kv heads g0 .. g0 + nh - 1. */
+AA_HIDDEN void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq);
+AA_HIDDEN void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq);
 
 /* The fused decode path (decode.c): every token of sequence s (q_len <=
  * dec_q) against kv heads g0 .. g0 + nh - 1, bf16 or fp16, head_dim d a

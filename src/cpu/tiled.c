@@ -162,14 +162,10 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, const aa_cpu_rows *rw, int
 }
 
 /* Scores, online softmax and P.V of kv head g's row block over one staged
- * tile of nk keys starting at key j0. Out of line, as in the measured build:
- * GCC inlines a static function called once, which would fold this into the
- * item's staging loop and change both loops' register allocation. */
-__attribute__((noinline)) static void aa_cpu_tile(const aa_cpu_job *job, const aa_cpu_rows *rw,
-                                                  const float *restrict Q, float *restrict acc, float *restrict S,
-                                                  float *restrict m, float *restrict l, float *restrict alpha,
-                                                  const float *restrict Kf, const float *restrict Vf, int j0,
-                                                  int nk, int g) {
+ * tile of nk keys starting at key j0. */
+static void aa_cpu_tile(const aa_cpu_job *job, const aa_cpu_rows *rw, const float *restrict Q, float *restrict acc,
+                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
+                        const float *restrict Kf, const float *restrict Vf, int j0, int nk, int g) {
   const int dp = job->L.dp, bn = job->L.bn, R = rw->R, R4 = rw->R4;
   aa_tile_scores(rw, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
   aa_tile_softmax(job, rw, bn, S, m, l, alpha, j0, nk, g);
@@ -277,8 +273,8 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g
 
 /* One work item (cpu.h): its q rows into scratch, then the visible keys a
  * tile at a time, staged for all nh kv heads and run head by head, then the
- * output. */
-void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
+ * output. Inlined into the two entry points below. */
+AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
   const aa_cpu_layout *L = &job->L;
   const int dp = L->dp, bn = L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
@@ -310,4 +306,16 @@ void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int n
     }
   }
   aa_item_store(job, &rw, g0, nh, acc, m, l);
+}
+
+/* The entry points: a block of a sequence's tokens against one kv head
+ * (prefill), and all of a short sequence's tokens against nh kv heads
+ * (decode in fp32, or a head_dim the fused path does not take). The first
+ * compiles with nh = 1, so the per-key head loops of its staging and
+ * prefetch passes vanish. */
+void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq) {
+  aa_cpu_item(job, ws, s, g, 1, t0, nq);
+}
+void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq) {
+  aa_cpu_item(job, ws, s, g0, nh, 0, nq);
 }
