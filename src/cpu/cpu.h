@@ -85,11 +85,12 @@ AA_INLINE aa_cpu_rows aa_rows_of(const aa_cpu_job *job, int s, int t0, int nq, i
   return rw;
 }
 
-/* Visible keys of row r within the key block [j0, j0 + nk), relative to j0:
- * [*jlo, *jhi), empty for padding rows and rows that see none of the block. */
-AA_INLINE void aa_rows_block(const aa_cpu_rows *rw, int r, int j0, int nk, int *jlo, int *jhi) {
-  *jlo = r < rw->R && rw->lo[r] > j0 ? rw->lo[r] - j0 : 0;
-  *jhi = r >= rw->R ? 0 : rw->hi[r] - j0 < nk ? rw->hi[r] - j0 : nk;
+/* Visible keys of row r (of R real rows; lo and hi as in aa_cpu_rows) within
+ * the key block [j0, j0 + nk), relative to j0: [*jlo, *jhi), empty for
+ * padding rows and rows that see none of the block. */
+AA_INLINE void aa_key_range(const int32_t *lo, const int32_t *hi, int R, int r, int j0, int nk, int *jlo, int *jhi) {
+  *jlo = r < R && lo[r] > j0 ? lo[r] - j0 : 0;
+  *jhi = r >= R ? 0 : hi[r] - j0 < nk ? hi[r] - j0 : nk;
 }
 
 /* Address of consecutive keys' K and V rows for one kv head, walking the

@@ -133,7 +133,7 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
     const int rr = rc + r;
     float *restrict pr_ = P + r * AA_DEC_KB;
     int jlo, jhi;
-    aa_rows_block(rw, rr, j0, nk, &jlo, &jhi);
+    aa_key_range(rw->lo, rw->hi, rw->R, rr, j0, nk, &jlo, &jhi);
     if (jlo >= jhi) { /* no visible key in this block (or a padding row) */
       alpha[r] = 1.0f;
       aa_st(pr_, aa_splat(0.0f));

@@ -99,11 +99,16 @@ AA_INLINE void aa_pv_rows(const int NR, float *restrict acc, int dp, const float
 }
 
 /* ---- one tile: scores, online softmax, P.V --------------------------------- */
-/* S[r][0:nk] = Q[r] . K[0:nk] for the rows of one kv head: 4x4 blocks when
- * there are 4 rows or more (K padded to 4 keys), else 1x16 (padded to 16). */
-AA_INLINE void aa_tile_scores(const aa_cpu_rows *rw, int dp, int bn, const float *restrict Q,
-                              const float *restrict Kf, float *restrict S, int nkp) {
-  const int R = rw->R, R4 = rw->R4;
+/* The tile sees one kv head's rows as scalars: R real rows padded to R4, row
+ * r seeing keys [lo[r], hi[r]). Given an aa_cpu_rows pointer instead, GCC 12
+ * starts the P.V loop 8 bytes off a 16-byte boundary, and prefill 1x1024
+ * (`anyattn bench --backend cpu --cases p1x1024`, 2 threads, Xeon) runs 3%
+ * slower; as scalars every hot loop of aa_cpu_tile starts on one. */
+
+/* S[r][0:nkp] = Q[r] . K[0:nkp]: 4x4 blocks when there are 4 rows or more (K
+ * padded to 4 keys), else 1x16 (padded to 16). */
+AA_INLINE void aa_tile_scores(int R, int R4, int dp, int bn, const float *restrict Q, const float *restrict Kf,
+                              float *restrict S, int nkp) {
   if (R >= 4) {
     for (int r = 0; r < R4; r += 4)
       for (int j = 0; j < nkp; j += 4)
@@ -117,16 +122,17 @@ AA_INLINE void aa_tile_scores(const aa_cpu_rows *rw, int dp, int bn, const float
 /* Online softmax of the scores of keys [j0, j0 + nk): softcap and ALiBi on
  * the visible keys, the running max m and sum l updated, alpha[r] the factor
  * that rescales row r's accumulator; probabilities overwrite the scores in S. */
-AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, const aa_cpu_rows *rw, int bn, float *restrict S,
-                               float *restrict m, float *restrict l, float *restrict alpha, int j0, int nk, int g) {
+AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, float *restrict S, float *restrict m,
+                               float *restrict l, float *restrict alpha, const int32_t *lo, const int32_t *hi, int j0,
+                               int nk, int g, int qpos0) {
   const anyattn_args *a = job->a;
   const int group = job->group;
   const float softcap = job->plan->problem.softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   const int nk16 = (int)aa_round_up((size_t)nk, AA_VL);
-  for (int r = 0; r < rw->R4; r++) {
+  for (int r = 0; r < R4; r++) {
     float *restrict sr = S + (size_t)r * bn;
     int jlo, jhi;
-    aa_rows_block(rw, r, j0, nk, &jlo, &jhi);
+    aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
     if (jlo >= jhi) {
       alpha[r] = 1.0f;
       memset(sr, 0, (size_t)nk * sizeof(float));
@@ -136,7 +142,7 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, const aa_cpu_rows *rw, int
       for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
     if (a->alibi_slopes) {
       const float slope = a->alibi_slopes[g * group + r % group];
-      const int rel = j0 - (rw->qpos0 + r / group); /* key j0 minus the query position */
+      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
       for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
     }
     const aa_vi vlo = aa_splati(jlo), vhi = aa_splati(jhi);
@@ -161,20 +167,28 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, const aa_cpu_rows *rw, int
   }
 }
 
-/* Scores, online softmax and P.V of kv head g's row block over one staged
- * tile of nk keys starting at key j0. */
-static void aa_cpu_tile(const aa_cpu_job *job, const aa_cpu_rows *rw, const float *restrict Q, float *restrict acc,
-                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
-                        const float *restrict Kf, const float *restrict Vf, int j0, int nk, int g) {
-  const int dp = job->L.dp, bn = job->L.bn, R = rw->R, R4 = rw->R4;
-  aa_tile_scores(rw, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
-  aa_tile_softmax(job, rw, bn, S, m, l, alpha, j0, nk, g);
+/* acc[r] = acc[r] * alpha[r] + P[r][0:nk] . V[0:nk] for every real row. */
+AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, const float *restrict alpha,
+                          const float *restrict S, const float *restrict Vf, int nk) {
   if (R >= 4) {
     for (int r = 0; r < R4; r += 4)
       aa_pv_rows(4, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
   } else {
     for (int r = 0; r < R; r++) aa_pv_rows(1, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
   }
+}
+
+/* Scores, online softmax and P.V of kv head g's row block over one staged
+ * tile of nk keys starting at key j0; qpos0 is the position of the block's
+ * first query token (for ALiBi). */
+static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
+                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
+                        const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
+                        int j0, int nk, int g, int qpos0) {
+  const int dp = job->L.dp, bn = job->L.bn;
+  aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
+  aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, lo, hi, j0, nk, g, qpos0);
+  aa_tile_pv(R, R4, dp, bn, acc, alpha, S, Vf, nk);
 }
 
 /* ---- one work item ------------------------------------------------------------ */
@@ -301,8 +315,8 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
     for (int hb = 0; hb < nh; hb++) {
       for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
       const size_t r0 = (size_t)hb * R4;
-      aa_cpu_tile(job, &rw, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb);
+      aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, rw.lo, rw.hi,
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0);
     }
   }
   aa_item_store(job, &rw, g0, nh, acc, m, l);
