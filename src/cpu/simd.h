@@ -1,4 +1,4 @@
-/* cpu_simd.h: the CPU backend's vector vocabulary. One 16-lane fp32 vector
+/* simd.h: the CPU backend's vector vocabulary. One 16-lane fp32 vector
  * type (GCC/Clang vector extensions, so the code is portable and the compiler
  * maps it to one zmm, two ymm or four NEON registers), dtype loads that widen
  * to fp32, a polynomial exp, and the scalar round-to-nearest-even stores. */

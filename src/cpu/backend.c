@@ -1,0 +1,291 @@
+/* backend.c: the CPU backend's entry points. plan picks the tile sizes and
+ * lays out one scratch per thread in the workspace; run cuts a batch into
+ * work items (sequence, kv heads, block of query tokens) that OpenMP threads
+ * take dynamically, each on the fused decode path (decode.c) or the tiled
+ * path (tiled.c). */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#define AA_CPU_MAX_HEAD_DIM 512
+/* Query rows (tokens x group) per work item the planner aims for: 64 rows of
+ * fp32 q and accumulators at head_dim 128 are 64 KiB, which stays in L2 while
+ * each widened K/V tile is reused across all of them. */
+#define AA_CPU_TARGET_ROWS 64
+/* Decode items per thread the run keeps before it packs more kv heads into
+ * one item. Xeon (16 threads, bf16 decode 64x1024): 1 -> 76.5 GB/s,
+ * 2 -> 69 GB/s, 4 -> 68 GB/s, heads one at a time -> 53 GB/s; 16x4096: all
+ * within 54-59 GB/s. 2 keeps some slack for ragged batches. */
+#ifndef AA_CPU_ITEMS_PER_THREAD
+#define AA_CPU_ITEMS_PER_THREAD 2
+#endif
+
+/* The CPU backend's plan state (plan->state). */
+typedef struct {
+  int threads;         /* threads run() uses */
+  int block_q;         /* query tokens per work item */
+  int block_n;         /* keys per KV tile */
+  size_t thread_bytes; /* scratch bytes per thread in the workspace */
+} aa_cpu_state;
+
+static const aa_cpu_state *aa_cpu_state_of(const anyattn_plan *plan) { return (const aa_cpu_state *)plan->state; }
+
+/* ---- device ------------------------------------------------------------- */
+static int aa_cpu_threads(void) { return omp_get_max_threads(); }
+
+static void aa_cpu_device_name(char *buf, size_t size) {
+#if defined(__x86_64__)
+  const char *arch = "x86_64";
+#elif defined(__aarch64__)
+  const char *arch = "aarch64";
+#else
+  const char *arch = "unknown-arch";
+#endif
+  char model[96] = "";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+      /* x86 says "model name", some ARM kernels "Model" or nothing at all */
+      if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0) {
+        const char *v = strchr(line, ':');
+        if (!v) continue;
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        snprintf(model, sizeof model, "%s", v);
+        model[strcspn(model, "\n")] = '\0';
+        break;
+      }
+    }
+    fclose(f);
+  }
+  if (model[0])
+    snprintf(buf, size, "%s CPU (%s), %d threads", arch, model, aa_cpu_threads());
+  else
+    snprintf(buf, size, "%s CPU, %d threads", arch, aa_cpu_threads());
+}
+
+/* ---- scratch layout ------------------------------------------------------ */
+/* Bytes of widened K and V one decode item may stage per tile: with all kv
+ * heads of a key staged together an NHD cache is read in address order, which
+ * the hardware prefetchers follow; per-head rows (256 B every 2 KiB) they do not. */
+#ifndef AA_CPU_DECODE_STAGE_BYTES
+#define AA_CPU_DECODE_STAGE_BYTES (256 * 1024)
+#endif
+
+static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
+  aa_cpu_layout L;
+  const int group = plan->group, bq = aa_cpu_state_of(plan)->block_q;
+  L.dp = (int)aa_round_up((size_t)plan->problem.head_dim, AA_VL);
+  L.bn = aa_cpu_state_of(plan)->block_n;
+  L.dec_q = 16 / group < 1 ? 1 : 16 / group;
+  if (L.dec_q > bq) L.dec_q = bq;
+  const size_t stage_row = (size_t)L.bn * L.dp * sizeof(float) * 2;
+  L.max_hpi = (int)(AA_CPU_DECODE_STAGE_BYTES / stage_row);
+  if (L.max_hpi < 1) L.max_hpi = 1;
+  if (L.max_hpi > plan->problem.num_kv_heads) L.max_hpi = plan->problem.num_kv_heads;
+  const size_t prefill_rows = aa_round_up((size_t)bq * group, 4);
+  const size_t decode_rows = (size_t)L.max_hpi * aa_round_up((size_t)L.dec_q * group, 4);
+  L.rows = (int)(prefill_rows > decode_rows ? prefill_rows : decode_rows);
+  size_t at = 0;
+#define AA_SEG(name, n) \
+  L.name = at;          \
+  at += aa_round_up((size_t)(n), AA_VL)
+  AA_SEG(q, (size_t)L.rows * L.dp);
+  AA_SEG(acc, (size_t)L.rows * L.dp);
+  AA_SEG(k, (size_t)L.max_hpi * L.bn * L.dp);
+  AA_SEG(v, (size_t)L.max_hpi * L.bn * L.dp);
+  AA_SEG(s, (size_t)L.rows * L.bn);
+  AA_SEG(m, L.rows);
+  AA_SEG(l, L.rows);
+  AA_SEG(alpha, L.rows);
+  AA_SEG(lo, L.rows); /* int32 */
+  AA_SEG(hi, L.rows); /* int32 */
+#undef AA_SEG
+  L.total = at;
+  return L;
+}
+
+/* The shared head of the workspace: prefix sums of work items per sequence. */
+static size_t aa_cpu_shared_bytes(const anyattn_plan *plan) {
+  return aa_round_up(((size_t)plan->limits.max_seqs + 1) * sizeof(int64_t), 256);
+}
+
+/* ---- plan ---------------------------------------------------------------- */
+static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
+  const anyattn_problem *pr = &plan->problem;
+  AA_CHECK(pr->config == NULL || strcmp(pr->config, "cpu") == 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+           "problem->config '%s' is not a CPU config (the CPU backend has one: \"cpu\")", pr->config);
+  AA_CHECK(pr->head_dim >= 1 && pr->head_dim <= AA_CPU_MAX_HEAD_DIM, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+           "problem->head_dim is %d; the CPU backend supports 1..%d", pr->head_dim, AA_CPU_MAX_HEAD_DIM);
+  AA_CHECK(pr->dtype == ANYATTN_DTYPE_F32 || pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16,
+           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the CPU backend",
+           (int)pr->dtype);
+  AA_CHECK(pr->block_size >= 1, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "problem->block_size is %d, must be >= 1",
+           pr->block_size);
+
+  const int dp = (int)aa_round_up((size_t)pr->head_dim, AA_VL);
+  /* Keys per tile: the widened K and V tiles together fill 32 KiB, half of
+   * L1d on current x86 cores, so the tile stays in L1 across the score, the
+   * softmax and the P.V passes (block_n 32 at head_dim 128). */
+  int bn = 4096 / dp / AA_VL * AA_VL;
+  bn = bn < 16 ? 16 : bn > 128 ? 128 : bn;
+  int bq = AA_CPU_TARGET_ROWS / plan->group;
+  if (bq < 1) bq = 1;
+  if (bq > plan->limits.max_tokens) bq = plan->limits.max_tokens;
+  aa_cpu_state *st = (aa_cpu_state *)calloc(1, sizeof *st);
+  AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: CPU state allocation failed");
+  plan->state = st;
+  st->block_q = bq;
+  st->block_n = bn;
+  st->threads = omp_get_max_threads();
+  if (st->threads < 1) st->threads = 1;
+  const aa_cpu_layout L = aa_cpu_layout_of(plan);
+  st->thread_bytes = aa_round_up(L.total * sizeof(float), 256);
+  plan->workspace_size = aa_cpu_shared_bytes(plan) + (size_t)st->threads * st->thread_bytes;
+  snprintf(plan->describe, sizeof plan->describe, "cpu: block_q %d, block_n %d, %d threads, %.1f MiB workspace",
+           bq, bn, st->threads, (double)plan->workspace_size / (1024.0 * 1024.0));
+  return ANYATTN_STATUS_OK;
+}
+
+/* ---- run ---------------------------------------------------------------------- */
+static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a) {
+  aa_cpu_job job;
+  job.plan = plan;
+  job.a = a;
+  job.L = aa_cpu_layout_of(plan);
+  job.es = anyattn_dtype_size(plan->problem.dtype);
+  job.d = plan->problem.head_dim;
+  job.group = plan->group;
+  job.nqh = plan->problem.num_q_heads;
+  job.kvh = plan->problem.num_kv_heads;
+  job.bq = aa_cpu_state_of(plan)->block_q;
+  job.hpi = 1;
+  return job;
+}
+
+/* kv heads per decode item: as many as the scratch holds, but keep at least
+ * AA_CPU_ITEMS_PER_THREAD items per thread for load balance; a divisor of
+ * num_kv_heads. */
+static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
+  const anyattn_args *a = job->a;
+  int n_dec = 0;
+  for (int s = 0; s < a->num_seqs; s++) {
+    const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+    n_dec += q_len > 0 && q_len <= job->L.dec_q;
+  }
+  int hpi = job->L.max_hpi;
+  while (hpi > 1 && (job->kvh % hpi != 0 || (int64_t)n_dec * (job->kvh / hpi) < AA_CPU_ITEMS_PER_THREAD * nt))
+    hpi--;
+  return hpi;
+}
+
+/* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
+ * hpi kv heads per item, the others one kv head and block_q tokens. */
+AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
+  if (q_len == 0) return 0;
+  if (q_len <= job->L.dec_q) return job->kvh / job->hpi;
+  return (int64_t)((q_len + job->bq - 1) / job->bq) * job->kvh;
+}
+
+/* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
+ * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0, so
+ * decode items take the fused path. */
+AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
+                               int dec16) {
+  const anyattn_args *a = job->a;
+  int lo = 0, hi = a->num_seqs; /* largest s with prefix[s] <= it */
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (prefix[mid] <= it) lo = mid;
+    else hi = mid;
+  }
+  const int s = lo;
+  const int64_t local = it - prefix[s];
+  const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+  if (q_len <= job->L.dec_q) {
+    const int g0 = (int)local * job->hpi;
+    if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
+    else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+    else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
+  } else {
+    /* the last query blocks see the most keys under a causal mask: start them first */
+    const int nb = (q_len + job->bq - 1) / job->bq;
+    const int qb = nb - 1 - (int)(local / job->kvh);
+    const int t0 = qb * job->bq;
+    aa_cpu_item_block(job, ws, s, (int)(local % job->kvh), t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
+  }
+}
+
+static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
+  if (a->num_tokens == 0 || a->num_seqs == 0) return ANYATTN_STATUS_OK;
+  const aa_cpu_state *st = aa_cpu_state_of(plan);
+  aa_cpu_job job = aa_cpu_job_of(plan, a);
+  int nt = omp_get_max_threads();
+  if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
+  job.hpi = aa_cpu_heads_per_item(&job, nt);
+
+  /* Work items per sequence, as prefix sums, so that one flat dynamic loop
+   * covers a ragged batch without empty iterations. */
+  int64_t *prefix = (int64_t *)a->workspace;
+  prefix[0] = 0;
+  for (int s = 0; s < a->num_seqs; s++)
+    prefix[s + 1] = prefix[s] + aa_cpu_items_of(&job, a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s]);
+  const int64_t total = prefix[a->num_seqs];
+  char *thread_base = (char *)a->workspace + aa_cpu_shared_bytes(plan);
+  if (nt > total) nt = (int)total;
+  if (nt < 1) nt = 1;
+
+  const anyattn_dtype dt = plan->problem.dtype;
+  const int dec16 = (dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16) && job.d % 32 == 0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);
+    /* dynamic: items differ in cost (causal diagonal, ragged lengths) */
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < total; it++) aa_cpu_run_item(&job, ws, prefix, it, dec16);
+  }
+  return ANYATTN_STATUS_OK;
+}
+
+/* ---- the backend table ------------------------------------------------------------ */
+static anyattn_status aa_cpu_device_count(int *count) {
+  *count = 1;
+  return ANYATTN_STATUS_OK;
+}
+
+static anyattn_status aa_cpu_context_init(anyattn_context *ctx) {
+  AA_CHECK(ctx->device == 0, ANYATTN_STATUS_NO_DEVICE, "device %d: the CPU backend has device 0 only", ctx->device);
+  aa_cpu_device_name(ctx->device_name, sizeof ctx->device_name);
+  ctx->num_sms = aa_cpu_threads();
+  return ANYATTN_STATUS_OK;
+}
+
+static void aa_cpu_plan_free(anyattn_plan *plan) {
+  free(plan->state);
+  plan->state = NULL;
+}
+
+static int aa_cpu_config_count(void) { return 0; }
+
+static anyattn_status aa_cpu_config_get(int index, anyattn_config_info *info) {
+  (void)info;
+  return aa_error(ANYATTN_STATUS_INVALID_SIZE, "index %d: the CPU backend has no config table", index);
+}
+
+const aa_backend_ops *aa_cpu_backend(void) {
+  static const aa_backend_ops ops = {
+      .id = ANYATTN_BACKEND_CPU,
+      .device_count = aa_cpu_device_count,
+      .context_init = aa_cpu_context_init,
+      .plan = aa_cpu_plan,
+      .plan_free = aa_cpu_plan_free,
+      .run = aa_cpu_run,
+      .config_count = aa_cpu_config_count,
+      .config_get = aa_cpu_config_get,
+  };
+  return &ops;
+}

@@ -1,0 +1,335 @@
+/* tiled.c: the CPU backend's general path. A work item widens its q rows and
+ * each tile of K/V rows to fp32 scratch, then runs the online softmax
+ * (FlashAttention-style) over the tiles with every q head of the GQA group in
+ * one row block, so each K/V row is read and widened once per group. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* Software prefetch distance of the K/V walk, in bytes (see aa_cpu_item). */
+#ifndef AA_CPU_PREFETCH_BYTES
+#define AA_CPU_PREFETCH_BYTES 16384
+#endif
+
+/* ---- fp32 building blocks ------------------------------------------------------- */
+/* Widens one row of d elements to dp floats, zeroing the padding so padded
+ * lanes contribute nothing to dot products. */
+AA_INLINE void aa_widen_row(anyattn_dtype dt, const void *src, float *restrict dst, int d, int dp) {
+  int c = 0;
+  switch (dt) {
+    case ANYATTN_DTYPE_BF16: {
+      const uint16_t *s = (const uint16_t *)src;
+      for (; c + AA_VL <= d; c += AA_VL) aa_st(dst + c, aa_load_bf16(s + c));
+      for (; c < d; c++) dst[c] = aa_bf16_to_f32(s[c]);
+      break;
+    }
+    case ANYATTN_DTYPE_F16: {
+      const uint16_t *s = (const uint16_t *)src;
+      for (; c + AA_VL <= d; c += AA_VL) aa_st(dst + c, aa_load_f16(s + c));
+      for (; c < d; c++) dst[c] = aa_f16_to_f32(s[c]);
+      break;
+    }
+    case ANYATTN_DTYPE_F32: {
+      const float *s = (const float *)src;
+      for (; c + AA_VL <= d; c += AA_VL) aa_st(dst + c, aa_load_f32(s + c));
+      for (; c < d; c++) dst[c] = s[c];
+      break;
+    }
+  }
+  for (; c < dp; c++) dst[c] = 0.0f;
+}
+
+/* Scores of 4 query rows x 4 keys: 16 independent FMA chains over head_dim,
+ * folded into one vector at the end. */
+AA_INLINE void aa_qk_4x4(const float *restrict q, const float *restrict k, int dp, float *restrict s, int lds) {
+  aa_vf acc[16];
+  for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
+  for (int c = 0; c < dp; c += AA_VL) {
+    aa_vf kv[4], qv[4];
+    for (int i = 0; i < 4; i++) {
+      kv[i] = aa_ld(k + (size_t)i * dp + c);
+      qv[i] = aa_ld(q + (size_t)i * dp + c);
+    }
+    for (int r = 0; r < 4; r++)
+      for (int j = 0; j < 4; j++) acc[r * 4 + j] += qv[r] * kv[j];
+  }
+  const aa_vf sum = aa_reduce16(acc);
+  for (int r = 0; r < 4; r++)
+    for (int j = 0; j < 4; j++) s[r * lds + j] = sum[r * 4 + j];
+}
+
+/* Scores of 1 query row x 16 keys (MHA and small groups). */
+AA_INLINE void aa_qk_1x16(const float *restrict q, const float *restrict k, int dp, float *restrict s) {
+  aa_vf acc[16];
+  for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
+  for (int c = 0; c < dp; c += AA_VL) {
+    const aa_vf qv = aa_ld(q + c);
+    for (int j = 0; j < 16; j++) acc[j] += qv * aa_ld(k + (size_t)j * dp + c);
+  }
+  aa_st(s, aa_reduce16(acc));
+}
+
+/* acc[NR rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]:
+ * the accumulators stay in registers across the whole tile. */
+AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
+                     const float *restrict p, int bn, const float *restrict v, int nk) {
+  aa_vf a[4][4];
+  for (int i = 0; i < NR; i++) {
+    const aa_vf al = aa_splat(alpha[i]);
+    for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
+  }
+  for (int j = 0; j < nk; j++) {
+    aa_vf vv[4];
+    for (int k = 0; k < NC; k++) vv[k] = aa_ld(v + (size_t)j * dp + k * AA_VL);
+    for (int i = 0; i < NR; i++) {
+      const aa_vf pb = aa_splat(p[(size_t)i * bn + j]);
+      for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
+    }
+  }
+  for (int i = 0; i < NR; i++)
+    for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
+}
+
+AA_INLINE void aa_pv_rows(const int NR, float *restrict acc, int dp, const float *restrict alpha,
+                          const float *restrict p, int bn, const float *restrict v, int nk) {
+  int c = 0;
+  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv(NR, 4, acc + c, dp, alpha, p, bn, v + c, nk);
+  for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);
+}
+
+/* ---- one tile: scores, online softmax, P.V --------------------------------- */
+/* The tile sees one kv head's rows as scalars: R real rows padded to R4, row
+ * r seeing keys [lo[r], hi[r]). Given an aa_cpu_rows pointer instead, GCC 12
+ * starts the P.V loop 8 bytes off a 16-byte boundary, and prefill 1x1024
+ * (`anyattn bench --backend cpu --cases p1x1024`, 2 threads, Xeon) runs 3%
+ * slower; as scalars every hot loop of aa_cpu_tile starts on one. */
+
+/* S[r][0:nkp] = Q[r] . K[0:nkp]: 4x4 blocks when there are 4 rows or more (K
+ * padded to 4 keys), else 1x16 (padded to 16). */
+AA_INLINE void aa_tile_scores(int R, int R4, int dp, int bn, const float *restrict Q, const float *restrict Kf,
+                              float *restrict S, int nkp) {
+  if (R >= 4) {
+    for (int r = 0; r < R4; r += 4)
+      for (int j = 0; j < nkp; j += 4)
+        aa_qk_4x4(Q + (size_t)r * dp, Kf + (size_t)j * dp, dp, S + (size_t)r * bn + j, bn);
+  } else {
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < nkp; j += 16) aa_qk_1x16(Q + (size_t)r * dp, Kf + (size_t)j * dp, dp, S + (size_t)r * bn + j);
+  }
+}
+
+/* Online softmax of the scores of keys [j0, j0 + nk): softcap and ALiBi on
+ * the visible keys, the running max m and sum l updated, alpha[r] the factor
+ * that rescales row r's accumulator; probabilities overwrite the scores in S. */
+AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, float *restrict S, float *restrict m,
+                               float *restrict l, float *restrict alpha, const int32_t *lo, const int32_t *hi, int j0,
+                               int nk, int g, int qpos0) {
+  const anyattn_args *a = job->a;
+  const int group = job->group;
+  const float softcap = job->plan->problem.softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+  const int nk16 = (int)aa_round_up((size_t)nk, AA_VL);
+  for (int r = 0; r < R4; r++) {
+    float *restrict sr = S + (size_t)r * bn;
+    int jlo, jhi;
+    aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
+    if (jlo >= jhi) {
+      alpha[r] = 1.0f;
+      memset(sr, 0, (size_t)nk * sizeof(float));
+      continue;
+    }
+    if (softcap > 0.0f)
+      for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
+    if (a->alibi_slopes) {
+      const float slope = a->alibi_slopes[g * group + r % group];
+      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
+      for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
+    }
+    const aa_vi vlo = aa_splati(jlo), vhi = aa_splati(jhi);
+    aa_vf vmax = aa_splat(-INFINITY);
+    for (int j = 0; j < nk16; j += AA_VL) {
+      const aa_vi idx = aa_iota() + aa_splati(j);
+      vmax = aa_max(vmax, aa_sel((idx >= vlo) & (idx < vhi), aa_ld(sr + j), aa_splat(-INFINITY)));
+    }
+    const float mx = aa_hmax(vmax);
+    const float mnew = mx > m[r] ? mx : m[r];
+    alpha[r] = expf(m[r] - mnew); /* 0 while m is still -inf */
+    aa_vf vsum = aa_splat(0.0f);
+    const aa_vf vm = aa_splat(mnew);
+    for (int j = 0; j < nk16; j += AA_VL) {
+      const aa_vi idx = aa_iota() + aa_splati(j);
+      const aa_vf e = aa_sel((idx >= vlo) & (idx < vhi), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
+      aa_st(sr + j, e);
+      vsum += e;
+    }
+    l[r] = l[r] * alpha[r] + aa_hsum(vsum);
+    m[r] = mnew;
+  }
+}
+
+/* acc[r] = acc[r] * alpha[r] + P[r][0:nk] . V[0:nk] for every real row. */
+AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, const float *restrict alpha,
+                          const float *restrict S, const float *restrict Vf, int nk) {
+  if (R >= 4) {
+    for (int r = 0; r < R4; r += 4)
+      aa_pv_rows(4, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
+  } else {
+    for (int r = 0; r < R; r++) aa_pv_rows(1, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
+  }
+}
+
+/* Scores, online softmax and P.V of kv head g's row block over one staged
+ * tile of nk keys starting at key j0; qpos0 is the position of the block's
+ * first query token (for ALiBi). */
+static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
+                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
+                        const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
+                        int j0, int nk, int g, int qpos0) {
+  const int dp = job->L.dp, bn = job->L.bn;
+  aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
+  aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, lo, hi, j0, nk, g, qpos0);
+  aa_tile_pv(R, R4, dp, bn, acc, alpha, S, Vf, nk);
+}
+
+/* ---- one work item ------------------------------------------------------------ */
+/* The item's q rows widened to fp32 and scaled (folding the scale into q
+ * saves a multiply per score), m and l started from the sinks, padding rows
+ * zeroed, accumulators cleared. Rows of the hb-th kv head start at hb * R4. */
+AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, float *restrict Q,
+                              float *restrict acc, float *restrict m, float *restrict l, float *restrict alpha) {
+  const anyattn_args *a = job->a;
+  const int d = job->d, dp = job->L.dp, group = job->group, R = rw->R, R4 = rw->R4;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const float scale = job->plan->scale;
+  for (int hb = 0; hb < nh; hb++) {
+    const int g = g0 + hb;
+    float *Qh = Q + (size_t)hb * R4 * dp;
+    for (int r = 0; r < R; r++) {
+      const int t = rw->tok0 + r / group, h = g * group + r % group;
+      float *qr = Qh + (size_t)r * dp;
+      aa_widen_row(dt, (const char *)a->q + ((size_t)t * job->nqh + h) * d * job->es, qr, d, dp);
+      for (int c = 0; c < dp; c += AA_VL) aa_st(qr + c, aa_ld(qr + c) * aa_splat(scale));
+      m[hb * R4 + r] = a->sinks ? a->sinks[h] : -INFINITY;
+      l[hb * R4 + r] = a->sinks ? 1.0f : 0.0f;
+    }
+    for (int r = R; r < R4; r++) {
+      memset(Qh + (size_t)r * dp, 0, (size_t)dp * sizeof(float));
+      alpha[hb * R4 + r] = 1.0f;
+    }
+  }
+  memset(acc, 0, (size_t)nh * R4 * dp * sizeof(float));
+}
+
+/* Widens the next nk keys' K and V rows of nh kv heads into the tiles Kf and
+ * Vf (head hb's rows at hb * bn), key by key with all heads of a key together
+ * (address order for NHD caches), and prefetches as many keys from pf while
+ * keys remain before ihi. */
+AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
+                             int *prefetched, int ihi, float *restrict Kf, float *restrict Vf) {
+  const anyattn_args *a = job->a;
+  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const size_t es = job->es, row_bytes = (size_t)d * es;
+  const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
+  for (int j = 0; j < nk; j++) {
+    const char *kr = aa_walk_next(&rd->k), *vr = aa_walk_next(&rd->v);
+    for (int hb = 0; hb < nh; hb++) {
+      aa_widen_row(dt, kr + hb * kh, Kf + ((size_t)hb * bn + j) * dp, d, dp);
+      aa_widen_row(dt, vr + hb * vh, Vf + ((size_t)hb * bn + j) * dp, d, dp);
+    }
+    if (*prefetched < ihi) {
+      const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
+      for (int hb = 0; hb < nh; hb++)
+        for (size_t o = 0; o < row_bytes; o += 64) {
+          __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
+          __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
+        }
+      ++*prefetched;
+    }
+  }
+}
+
+/* Normalises the accumulators and rounds them once to the output dtype;
+ * writes the LSE when asked (-inf, and a zero row, where no key is visible). */
+AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, const float *restrict acc,
+                             const float *restrict m, const float *restrict l) {
+  const anyattn_args *a = job->a;
+  const int d = job->d, dp = job->L.dp, group = job->group;
+  for (int hb = 0; hb < nh; hb++) {
+    for (int r = 0; r < rw->R; r++) {
+      const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
+      const size_t o = (size_t)t * job->nqh + h;
+      const size_t rr = (size_t)hb * rw->R4 + r;
+      const int empty = rw->lo[r] >= rw->hi[r];
+      const float inv = empty ? 0.0f : 1.0f / l[rr];
+      const float *ar = acc + rr * dp;
+      switch (job->plan->problem.dtype) {
+        case ANYATTN_DTYPE_F32: {
+          float *out = (float *)a->out + o * d;
+          for (int c = 0; c < d; c++) out[c] = ar[c] * inv;
+          break;
+        }
+        case ANYATTN_DTYPE_F16: {
+          uint16_t *out = (uint16_t *)a->out + o * d;
+          for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[c] * inv);
+          break;
+        }
+        case ANYATTN_DTYPE_BF16: {
+          uint16_t *out = (uint16_t *)a->out + o * d;
+          for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[c] * inv);
+          break;
+        }
+      }
+      if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
+    }
+  }
+}
+
+/* One work item (cpu.h): its q rows into scratch, then the visible keys a
+ * tile at a time, staged for all nh kv heads and run head by head, then the
+ * output. Inlined into the two entry points below. */
+AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
+  const aa_cpu_layout *L = &job->L;
+  const int dp = L->dp, bn = L->bn;
+  float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
+  float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
+  const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
+  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
+  aa_item_load_q(job, &rw, g0, nh, Q, acc, m, l, alpha);
+
+  /* Prefetch a fixed number of bytes ahead, not a fixed number of keys: a
+   * tile of all kv heads (128 KiB at bf16, 8 heads) would not fit in L1, and
+   * lines prefetched that far ahead are evicted before they are used. */
+  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)nh * job->d * job->es * 2));
+  pf_keys = pf_keys < 1 ? 1 : pf_keys > bn ? bn : pf_keys;
+  int prefetched = ilo + pf_keys < ihi ? ilo + pf_keys : ihi; /* next key to prefetch */
+  aa_kv_walks rd = {0}, pf = {0};
+  if (ilo < ihi) {
+    aa_walks_init(&rd, job, s, g0, ilo);
+    aa_walks_init(&pf, job, s, g0, prefetched);
+  }
+  for (int j0 = ilo; j0 < ihi; j0 += bn) {
+    const int nk = ihi - j0 < bn ? ihi - j0 : bn;
+    const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
+    aa_item_stage(job, nh, nk, &rd, &pf, &prefetched, ihi, Kf, Vf);
+    for (int hb = 0; hb < nh; hb++) {
+      for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
+      const size_t r0 = (size_t)hb * R4;
+      aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, rw.lo, rw.hi,
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0);
+    }
+  }
+  aa_item_store(job, &rw, g0, nh, acc, m, l);
+}
+
+/* The entry points: a block of a sequence's tokens against one kv head
+ * (prefill), and all of a short sequence's tokens against nh kv heads
+ * (decode in fp32, or a head_dim the fused path does not take). The first
+ * compiles with nh = 1, so the per-key head loops of its staging and
+ * prefetch passes vanish. */
+void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq) {
+  aa_cpu_item(job, ws, s, g, 1, t0, nq);
+}
+void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq) {
+  aa_cpu_item(job, ws, s, g0, nh, 0, nq);
+}
