@@ -188,7 +188,7 @@ static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
 AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
   if (q_len == 0) return 0;
   if (q_len <= job->L.dec_q) return job->kvh / job->hpi;
-  return (int64_t)((q_len + job->bq - 1) / job->bq) * job->kvh;
+  return (((int64_t)q_len + job->bq - 1) / job->bq) * job->kvh;
 }
 
 /* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
@@ -213,7 +213,7 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
-    const int nb = (q_len + job->bq - 1) / job->bq;
+    const int nb = (int)(((int64_t)q_len + job->bq - 1) / job->bq);
     const int qb = nb - 1 - (int)(local / job->kvh);
     const int t0 = qb * job->bq;
     aa_cpu_item_block(job, ws, s, (int)(local % job->kvh), t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
