@@ -7,11 +7,6 @@
 
 #include "cpu.h"
 
-/* Software prefetch distance of the K/V walk, in bytes (see aa_cpu_item). */
-#ifndef AA_CPU_PREFETCH_BYTES
-#define AA_CPU_PREFETCH_BYTES 16384
-#endif
-
 /* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
  * lanes contribute nothing to dot products. */
