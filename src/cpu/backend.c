@@ -15,6 +15,11 @@
  * fp32 q and accumulators at head_dim 128 are 64 KiB, which stays in L2 while
  * each widened K/V tile is reused across all of them. */
 #define AA_CPU_TARGET_ROWS 64
+/* The same for the 16-bit path (tiled16.c), whose rows are bf16 and whose
+ * per-tile staging (the K transpose) is shared by all of them. */
+#ifndef AA_CPU_TARGET_ROWS16
+#define AA_CPU_TARGET_ROWS16 128
+#endif
 /* Decode items per thread the run keeps before it packs more kv heads into
  * one item. Xeon (16 threads, bf16 decode 64x1024): 1 -> 76.5 GB/s,
  * 2 -> 69 GB/s, 4 -> 68 GB/s, heads one at a time -> 53 GB/s; 16x4096: all
@@ -168,7 +173,7 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   AA_TRY(aa_cpu_isa_choose(pr->dtype, pr->head_dim, &isa));
   const int bn = isa == AA_CPU_ISA_FP32 ? aa_cpu_block_n32((int)aa_round_up((size_t)pr->head_dim, AA_VL))
                                         : AA_CPU_BLOCK_N16;
-  int bq = AA_CPU_TARGET_ROWS / plan->group;
+  int bq = (isa == AA_CPU_ISA_FP32 ? AA_CPU_TARGET_ROWS : AA_CPU_TARGET_ROWS16) / plan->group;
   if (bq < 1) bq = 1;
   if (bq > plan->limits.max_tokens) bq = plan->limits.max_tokens;
   aa_cpu_state *st = (aa_cpu_state *)calloc(1, sizeof *st);

@@ -211,7 +211,7 @@ static void aa16_softmax(const aa_cpu_job *job, const aa16_tile *T, int R, int R
       vmax = _mm512_mask_max_ps(vmax, aa16_keys(j, jlo, jhi), vmax, _mm512_mul_ps(_mm512_loadu_ps(sr + j), vsc));
     const float mx = _mm512_reduce_max_ps(vmax), mold = T->m[r];
     const float mnew = mx > mold ? mx : mold;
-    const float alpha = expf(mold - mnew); /* 0 while m is still -inf */
+    const float alpha = mnew == mold ? 1.0f : expf(mold - mnew); /* 0 while m is still -inf */
     const __m512 k2 = _mm512_set1_ps(sc * 1.44269504088896341f), m2 = _mm512_set1_ps(mnew * 1.44269504088896341f);
     __m512 vsum = _mm512_setzero_ps();
     for (int j = 0; j < nkp; j += 16) {
