@@ -93,7 +93,7 @@ static int aa_cpu_block_n32(int dp) {
 /* Keys per tile of the 16-bit path (tiled16.c): a multiple of 32 (the P.V
  * products take 32 keys at a time). */
 #ifndef AA_CPU_BLOCK_N16
-#define AA_CPU_BLOCK_N16 128
+#define AA_CPU_BLOCK_N16 256
 #endif
 
 static size_t aa_zmax(size_t a, size_t b) { return a > b ? a : b; }
