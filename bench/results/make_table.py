@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """make_table.py: bench/results/README.md from the data files beside it.
 
-Each folder bench/results/<gpu>/ holds the latest file of each workload as
+Each folder bench/results/<device>/ holds the latest file of each workload as
 `anyattn bench --json` writes it (decode.json, decode_graph.json, prefill.json,
-mixed.json, ibm.json, e2e-llama8b.json), the peers of bench/peers.py
-(peers.json) and the sweep a committed tree was fitted on (*.csv, from
+mixed.json, ibm.json, e2e-llama8b.json; a CPU folder also prefill_f32.json),
+the peers of bench/peers.py or, for a CPU, bench/cpu_peers.py (peers.json) and the sweep a committed tree was fitted on (*.csv, from
 `anyattn tune`). Every file says when, at which commit, on which device and by
 which command it was measured: in its own fields (bench --json, peers.py), its
 `# ` header lines (tune's CSV), or a sidecar <name>.meta.json beside it. A
@@ -28,7 +28,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FACTS = ("date", "commit", "device", "command")
-ORDER = ["decode", "decode_graph", "prefill", "mixed", "e2e-llama8b", "ibm", "default"]
+ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "ibm", "default"]
 PEER_NAMES = {"flash": "FA2", "cudnn": "cuDNN"}
 SAME_RUN_MINUTES = 60  # peers count as the same run: same commit and device, dates this close
 
@@ -147,6 +147,8 @@ def bench_section(gpu, stem, entry, peers):
     bw_unit, bw_div = ("TB/s", 1e3) if gpu_units else ("GB/s", 1.0)
     fl_unit, fl_div = ("TFLOP/s", 1e3) if gpu_units else ("GFLOP/s", 1.0)
     title = obj.get("workload", stem) + (", graph replay" if obj.get("graph") else "")
+    if obj.get("dtype", "bf16") != "bf16":
+        title += ", " + obj["dtype"]
     out = [f"### {title}", "", facts_line(gpu, stem + ".json", facts) + "  "]
     out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
                f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
@@ -167,10 +169,16 @@ def bench_section(gpu, stem, entry, peers):
     kinds = {c["case"].split()[0] for c in cases}
     show_bw, show_fl = kinds != {"prefill"}, kinds != {"decode"}
     peer_names = []
+    dtype = obj.get("dtype", "bf16")
+
+    def peer_of(r):
+        """A peer's measurement of this file's cases: same dtype (CPU peers name theirs; GPU peers are bf16),
+        not a ceiling, and not anyattn itself timed beside the peer (cpu_peers.py records that too)."""
+        return r["what"] not in ("ceiling", "anyattn") and r.get("dtype", "bf16") == dtype
     if peers and not obj.get("graph"):
         names = {c["case"] for c in cases}
         for r in peers["obj"]["results"]:
-            if r["what"] != "ceiling" and r["case"] in names and "us" in r and r["what"] not in peer_names:
+            if peer_of(r) and r["case"] in names and "us" in r and r["what"] not in peer_names:
                 peer_names.append(r["what"])
     head = ["case", "µs"]
     if show_bw:
@@ -188,7 +196,8 @@ def bench_section(gpu, stem, entry, peers):
             row += [fmt(c["gflops"] / fl_div, 1 if c["gflops"] / fl_div < 100 else 0), fmt(c["pct_peak"], 1)]
         row.append(config_of(c["plan"]))
         for p in peer_names:
-            r = next((r for r in peers["obj"]["results"] if r["what"] == p and r["case"] == c["case"]), None)
+            r = next((r for r in peers["obj"]["results"] if r["what"] == p and r["case"] == c["case"] and peer_of(r)),
+                     None)
             row.append(f"{r['us'] / c['us']:.2f}x ({fmt(r['us'], 1)} µs)" if r and "us" in r else "–")
         out.append("| " + " | ".join(row) + " |")
     out.append("")
@@ -209,14 +218,23 @@ def peers_section(gpu, stem, entry):
     extra = {k: v for k, v in entry["obj"].items() if k not in ("results",) + FACTS + ("script", "note")}
     if extra:
         out.append(", ".join(f"{k} {v}" for k, v in sorted(extra.items())))
-    out += ["", "| peer | case | µs | figure |", "| --- | --- | --- | --- |"]
+    cpu = any("dtype" in r for r in res)  # cpu_peers.py: anyattn and torch per case and dtype, in one process
+    out += ["", "| peer | case | µs | figure |" + (" dtype | torch / anyattn (same process) |" if cpu else ""),
+            "| --- | --- | --- | --- |" + (" --- | --- |" if cpu else "")]
     for r in res:
         if "error" in r:
             fig, us = "error: " + r["error"], "–"
         else:
-            fig = (f"{fmt(r['TB/s'], 2)} TB/s" if "TB/s" in r else f"{fmt(r['TFLOP/s'], 0)} TFLOP/s")
+            units = [(k, d) for k, d in (("TB/s", 2), ("TFLOP/s", 0), ("GB/s", 1), ("GFLOP/s", 0)) if k in r]
+            fig = f"{fmt(r[units[0][0]], units[0][1])} {units[0][0]}"
             us = fmt(r["us"] if "us" in r else 1e3 * r["ms"], 1)
-        out.append(f"| {PEER_NAMES.get(r['what'], r['what'])} | {r['case']} | {us} | {fig} |")
+        row = f"| {PEER_NAMES.get(r['what'], r['what'])} | {r['case']} | {us} | {fig} |"
+        if cpu:
+            mine = next((a for a in res if a["what"] == "anyattn" and a["case"] == r["case"]
+                         and a.get("dtype") == r.get("dtype") and "us" in a), None)
+            ratio = f"{r['us'] / mine['us']:.2f}x" if mine and "us" in r and r["what"] != "anyattn" else "–"
+            row += f" {r.get('dtype', '–')} | {ratio} |"
+        out.append(row)
     out.append("")
     return out
 

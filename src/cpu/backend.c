@@ -11,10 +11,18 @@
 #include "cpu.h"
 
 #define AA_CPU_MAX_HEAD_DIM 512
-/* Query rows (tokens x group) per work item the planner aims for: 64 rows of
- * fp32 q and accumulators at head_dim 128 are 64 KiB, which stays in L2 while
- * each widened K/V tile is reused across all of them. */
-#define AA_CPU_TARGET_ROWS 64
+/* Query rows (tokens x group) per work item the planner aims for: each K/V
+ * tile is staged once per item, so more rows share its staging and
+ * prefetch. fp32 prefill 1x1024 (dev/cpu_ab.c, 2 threads, Xeon): 128 rows
+ * 1.2x faster than 64, 256 the same as 128; q and accumulators of 128 rows at
+ * head_dim 128 are 128 KiB, in L2. */
+#define AA_CPU_TARGET_ROWS 128
+/* The same for the 16-bit path (tiled16.c), whose K transpose is shared by
+ * all rows of an item: 256 rows 1.05-1.2x faster than 128 on prefill 1x1024,
+ * 1x500, 4x512 and the mixed batch (bf16, AMX). */
+#ifndef AA_CPU_TARGET_ROWS16
+#define AA_CPU_TARGET_ROWS16 256
+#endif
 /* Decode items per thread the run keeps before it packs more kv heads into
  * one item. Xeon (16 threads, bf16 decode 64x1024): 1 -> 76.5 GB/s,
  * 2 -> 69 GB/s, 4 -> 68 GB/s, heads one at a time -> 53 GB/s; 16x4096: all
@@ -25,6 +33,7 @@
 
 /* The CPU backend's plan state (plan->state). */
 typedef struct {
+  aa_cpu_isa isa;      /* products of the prefill items (isa.h) */
   int threads;         /* threads run() uses */
   int block_q;         /* query tokens per work item */
   int block_n;         /* keys per KV tile */
@@ -76,11 +85,31 @@ static void aa_cpu_device_name(char *buf, size_t size) {
 #define AA_CPU_DECODE_STAGE_BYTES (256 * 1024)
 #endif
 
+/* Keys per tile of the fp32 path: the widened K and V tiles together fill 32
+ * KiB, half of L1d on current x86 cores, so the tile stays in L1 across the
+ * score, the softmax and the P.V passes (block_n 32 at head_dim 128). */
+static int aa_cpu_block_n32(int dp) {
+  const int bn = 4096 / dp / AA_VL * AA_VL;
+  return bn < 16 ? 16 : bn > 128 ? 128 : bn;
+}
+
+/* Keys per tile of the 16-bit path (tiled16.c): a multiple of 32 (the P.V
+ * products take 32 keys at a time). Its softmax and product calls pay per row
+ * and tile: prefill 1x1024 and 4x512 bf16 (AMX, dev/cpu_ab.c) ran 1.08-1.13x
+ * faster at 128 than at 64, and 1.04-1.07x faster again at 256, the tile in L2. */
+#ifndef AA_CPU_BLOCK_N16
+#define AA_CPU_BLOCK_N16 256
+#endif
+
+static size_t aa_zmax(size_t a, size_t b) { return a > b ? a : b; }
+
 static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   aa_cpu_layout L;
-  const int group = plan->group, bq = aa_cpu_state_of(plan)->block_q;
-  L.dp = (int)aa_round_up((size_t)plan->problem.head_dim, AA_VL);
-  L.bn = aa_cpu_state_of(plan)->block_n;
+  const aa_cpu_state *st = aa_cpu_state_of(plan);
+  const int group = plan->group, bq = st->block_q, d = plan->problem.head_dim;
+  L.dp = (int)aa_round_up((size_t)d, AA_VL);
+  L.bn = aa_cpu_block_n32(L.dp);
+  L.terms = st->isa == AA_CPU_ISA_FP32 ? 0 : plan->problem.dtype == ANYATTN_DTYPE_F16 ? 3 : 1;
   L.dec_q = 16 / group < 1 ? 1 : 16 / group;
   if (L.dec_q > bq) L.dec_q = bq;
   const size_t stage_row = (size_t)L.bn * L.dp * sizeof(float) * 2;
@@ -90,15 +119,33 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   const size_t prefill_rows = aa_round_up((size_t)bq * group, 4);
   const size_t decode_rows = (size_t)L.max_hpi * aa_round_up((size_t)L.dec_q * group, 4);
   L.rows = (int)(prefill_rows > decode_rows ? prefill_rows : decode_rows);
+  /* The fp32 path's segments (tiled.c, decode.c), and where the 16-bit path
+   * is on, the larger of those and its own (layouts in isa.h, tiled16.c). */
+  size_t nq = (size_t)L.rows * L.dp, nacc = nq, nk = (size_t)L.max_hpi * L.bn * L.dp, nv = nk;
+  size_t ns = (size_t)L.rows * L.bn, np = 0, nx = 0;
+  if (L.terms) {
+    const size_t r32 = aa_round_up((size_t)bq * group, 32), kd = (size_t)L.terms * d, bn16 = st->block_n;
+    nq = aa_zmax(nq, r32 * kd / 2);
+    nacc = aa_zmax(nacc, r32 * d);
+    nk = aa_zmax(nk, kd / 2 * bn16);
+    nv = aa_zmax(nv, (size_t)L.terms * bn16 / 2 * d);
+    ns = aa_zmax(ns, r32 * bn16);
+    np = r32 * L.terms * bn16 / 2;
+    nx = 33 * kd / 2; /* 32 split rows and a zero row */
+    L.rows = (int)aa_zmax((size_t)L.rows, r32);
+    L.bn = (int)bn16;
+  }
   size_t at = 0;
 #define AA_SEG(name, n) \
   L.name = at;          \
   at += aa_round_up((size_t)(n), AA_VL)
-  AA_SEG(q, (size_t)L.rows * L.dp);
-  AA_SEG(acc, (size_t)L.rows * L.dp);
-  AA_SEG(k, (size_t)L.max_hpi * L.bn * L.dp);
-  AA_SEG(v, (size_t)L.max_hpi * L.bn * L.dp);
-  AA_SEG(s, (size_t)L.rows * L.bn);
+  AA_SEG(q, nq);
+  AA_SEG(acc, nacc);
+  AA_SEG(k, nk);
+  AA_SEG(v, nv);
+  AA_SEG(s, ns);
+  AA_SEG(p, np);
+  AA_SEG(x, nx);
   AA_SEG(m, L.rows);
   AA_SEG(l, L.rows);
   AA_SEG(alpha, L.rows);
@@ -127,18 +174,17 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   AA_CHECK(pr->block_size >= 1, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "problem->block_size is %d, must be >= 1",
            pr->block_size);
 
-  const int dp = (int)aa_round_up((size_t)pr->head_dim, AA_VL);
-  /* Keys per tile: the widened K and V tiles together fill 32 KiB, half of
-   * L1d on current x86 cores, so the tile stays in L1 across the score, the
-   * softmax and the P.V passes (block_n 32 at head_dim 128). */
-  int bn = 4096 / dp / AA_VL * AA_VL;
-  bn = bn < 16 ? 16 : bn > 128 ? 128 : bn;
-  int bq = AA_CPU_TARGET_ROWS / plan->group;
+  aa_cpu_isa isa;
+  AA_TRY(aa_cpu_isa_choose(pr->dtype, pr->head_dim, &isa));
+  const int bn = isa == AA_CPU_ISA_FP32 ? aa_cpu_block_n32((int)aa_round_up((size_t)pr->head_dim, AA_VL))
+                                        : AA_CPU_BLOCK_N16;
+  int bq = (isa == AA_CPU_ISA_FP32 ? AA_CPU_TARGET_ROWS : AA_CPU_TARGET_ROWS16) / plan->group;
   if (bq < 1) bq = 1;
   if (bq > plan->limits.max_tokens) bq = plan->limits.max_tokens;
   aa_cpu_state *st = (aa_cpu_state *)calloc(1, sizeof *st);
   AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: CPU state allocation failed");
   plan->state = st;
+  st->isa = isa;
   st->block_q = bq;
   st->block_n = bn;
   st->threads = omp_get_max_threads();
@@ -146,8 +192,8 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
   st->thread_bytes = aa_round_up(L.total * sizeof(float), 256);
   plan->workspace_size = aa_cpu_shared_bytes(plan) + (size_t)st->threads * st->thread_bytes;
-  snprintf(plan->describe, sizeof plan->describe, "cpu: block_q %d, block_n %d, %d threads, %.1f MiB workspace",
-           bq, bn, st->threads, (double)plan->workspace_size / (1024.0 * 1024.0));
+  snprintf(plan->describe, sizeof plan->describe, "cpu: %s, block_q %d, block_n %d, %d threads, %.1f MiB workspace",
+           aa_cpu_isa_name(isa), bq, bn, st->threads, (double)plan->workspace_size / (1024.0 * 1024.0));
   return ANYATTN_STATUS_OK;
 }
 
@@ -164,6 +210,12 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.kvh = plan->problem.num_kv_heads;
   job.bq = aa_cpu_state_of(plan)->block_q;
   job.hpi = 1;
+  job.mm16 = NULL;
+#if defined(ANYATTN_CPU_MM16)
+  const aa_cpu_isa isa = aa_cpu_state_of(plan)->isa;
+  if (isa == AA_CPU_ISA_AMX) job.mm16 = aa_mm16_amx_ops();
+  if (isa == AA_CPU_ISA_AVX512BF16) job.mm16 = aa_mm16_dpbf16_ops();
+#endif
   return job;
 }
 
@@ -215,8 +267,14 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     /* the last query blocks see the most keys under a causal mask: start them first */
     const int nb = (int)(((int64_t)q_len + job->bq - 1) / job->bq);
     const int qb = nb - 1 - (int)(local / job->kvh);
-    const int t0 = qb * job->bq;
-    aa_cpu_item_block(job, ws, s, (int)(local % job->kvh), t0, q_len - t0 < job->bq ? q_len - t0 : job->bq);
+    const int t0 = qb * job->bq, g = (int)(local % job->kvh), nq = q_len - t0 < job->bq ? q_len - t0 : job->bq;
+#if defined(ANYATTN_CPU_MM16)
+    if (job->mm16) {
+      aa_cpu_item16(job, ws, s, g, t0, nq);
+      return;
+    }
+#endif
+    aa_cpu_item_block(job, ws, s, g, t0, nq);
   }
 }
 

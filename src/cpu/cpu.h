@@ -6,12 +6,19 @@
 #define AA_CPU_H
 
 #include "backend.h"
+#include "isa.h"
 #include "simd.h"
 
 /* Prefetch into all cache levels: prefetchnta (hint 0) cut decode from 55 to
  * 21 GB/s on the same Xeon. */
 #ifndef AA_PF_HINT
 #define AA_PF_HINT 3
+#endif
+
+/* Software prefetch distance of the tiled paths' K/V walk, in bytes (see
+ * aa_cpu_item in tiled.c). */
+#ifndef AA_CPU_PREFETCH_BYTES
+#define AA_CPU_PREFETCH_BYTES 16384
 #endif
 
 static inline size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -23,7 +30,8 @@ typedef struct {
   int rows;    /* rows of q/acc/scores: the larger of the two item shapes below */
   int dec_q;   /* sequences with q_len <= dec_q run as decode items (several heads at once) */
   int max_hpi; /* kv heads per decode item, at most */
-  size_t q, acc, k, v, s, m, l, alpha, lo, hi, total;
+  int terms;   /* 16-bit path (tiled16.c): bf16 terms per element, 1 (bf16) or 3 (fp16); 0 when off */
+  size_t q, acc, k, v, s, p, x, m, l, alpha, lo, hi, total;
 } aa_cpu_layout;
 
 /* One run's view of the plan, shared read-only by every thread. */
@@ -34,6 +42,7 @@ typedef struct {
   size_t es; /* bytes per element */
   int d, group, nqh, kvh, bq;
   int hpi; /* kv heads per decode item in this run */
+  const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
 } aa_cpu_job;
 
 /* The query rows of a work item: tokens [t0, t0 + nq) of sequence s, each
@@ -139,6 +148,13 @@ AA_INLINE void aa_walks_init(aa_kv_walks *w, const aa_cpu_job *job, int s, int g
  * against kv heads g0 .. g0 + nh - 1. */
 AA_HIDDEN void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq);
 AA_HIDDEN void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq);
+
+/* The tiled path with 16-bit products (tiled16.c): query tokens [t0, t0 +
+ * nq) of sequence s against kv head g, bf16 or fp16, head_dim a multiple of
+ * 32, through job->mm16; only where isa.c found AVX-512 and AVX512-BF16. */
+#if defined(ANYATTN_CPU_MM16)
+AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq);
+#endif
 
 /* The fused decode path (decode.c): every token of sequence s (q_len <=
  * dec_q) against kv heads g0 .. g0 + nh - 1, bf16 or fp16, head_dim d a

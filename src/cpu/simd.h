@@ -111,6 +111,36 @@ AA_INLINE void aa_transpose4x4q(const aa_vf in[4], aa_vf out[4]) {
   out[3] = __builtin_shufflevector(b, d, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
 }
 
+/* One butterfly level of a 16x16 transpose: rows a (bit h of its index clear)
+ * and b (set) swap their off-diagonal blocks of h lanes. */
+#define AA_TR_LO(h, k) (((k) & (h)) ? 16 + (k) - (h) : (k))
+#define AA_TR_HI(h, k) (((k) & (h)) ? 16 + (k) : (k) + (h))
+#define AA_TR_LEVEL(h)                                                                                              \
+  for (int i = 0; i < 16; i++)                                                                                    \
+    if (!(i & (h))) {                                                                                             \
+      const aa_vf a = r[i], b = r[i + (h)];                                                                       \
+      r[i] = __builtin_shufflevector(a, b, AA_TR_LO(h, 0), AA_TR_LO(h, 1), AA_TR_LO(h, 2), AA_TR_LO(h, 3),          \
+                                     AA_TR_LO(h, 4), AA_TR_LO(h, 5), AA_TR_LO(h, 6), AA_TR_LO(h, 7), AA_TR_LO(h, 8), \
+                                     AA_TR_LO(h, 9), AA_TR_LO(h, 10), AA_TR_LO(h, 11), AA_TR_LO(h, 12),              \
+                                     AA_TR_LO(h, 13), AA_TR_LO(h, 14), AA_TR_LO(h, 15));                             \
+      r[i + (h)] = __builtin_shufflevector(a, b, AA_TR_HI(h, 0), AA_TR_HI(h, 1), AA_TR_HI(h, 2), AA_TR_HI(h, 3),    \
+                                           AA_TR_HI(h, 4), AA_TR_HI(h, 5), AA_TR_HI(h, 6), AA_TR_HI(h, 7),          \
+                                           AA_TR_HI(h, 8), AA_TR_HI(h, 9), AA_TR_HI(h, 10), AA_TR_HI(h, 11),        \
+                                           AA_TR_HI(h, 12), AA_TR_HI(h, 13), AA_TR_HI(h, 14), AA_TR_HI(h, 15));     \
+    }
+
+/* Transposes 16 vectors in place (r[i] lane j <-> r[j] lane i): the block
+ * transpose at 8, 4, 2 and 1 lanes, 64 two-source shuffles. */
+AA_INLINE void aa_transpose16(aa_vf r[16]) {
+  AA_TR_LEVEL(8)
+  AA_TR_LEVEL(4)
+  AA_TR_LEVEL(2)
+  AA_TR_LEVEL(1)
+}
+#undef AA_TR_LEVEL
+#undef AA_TR_HI
+#undef AA_TR_LO
+
 /* exp on 16 lanes, Cephes-style: range reduction by n*ln2 in two parts and a
  * degree-7 polynomial; about 1 ulp. Inputs below -87 give ~1e-38 rather than
  * 0; callers zero masked lanes themselves. */

@@ -7,11 +7,6 @@
 
 #include "cpu.h"
 
-/* Software prefetch distance of the K/V walk, in bytes (see aa_cpu_item). */
-#ifndef AA_CPU_PREFETCH_BYTES
-#define AA_CPU_PREFETCH_BYTES 16384
-#endif
-
 /* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
  * lanes contribute nothing to dot products. */
@@ -70,6 +65,38 @@ AA_INLINE void aa_qk_1x16(const float *restrict q, const float *restrict k, int 
   aa_st(s, aa_reduce16(acc));
 }
 
+/* Scores of NR query rows x 16 NC keys from a transposed K tile (Kt[c][j] =
+ * dim c of key j): per dim, NC loads of Kt and NR broadcasts of q for NR NC
+ * FMAs, and no horizontal sums (the 4x4 kernel above spends 61 ops folding
+ * and storing per 128 FMAs at head_dim 128). */
+AA_INLINE void aa_qk_kt_(const int NR, const int NC, const float *restrict q, int dp, const float *restrict kt, int bn,
+                        int d, float *restrict s) {
+  aa_vf acc[8][2];
+  for (int r = 0; r < NR; r++)
+    for (int x = 0; x < NC; x++) acc[r][x] = aa_splat(0.0f);
+  for (int c = 0; c < d; c++) {
+    aa_vf kv[2];
+    for (int x = 0; x < NC; x++) kv[x] = aa_ld(kt + (size_t)c * bn + x * AA_VL);
+    for (int r = 0; r < NR; r++) {
+      const aa_vf qb = aa_splat(q[(size_t)r * dp + c]);
+      for (int x = 0; x < NC; x++) acc[r][x] += qb * kv[x];
+    }
+  }
+  for (int r = 0; r < NR; r++)
+    for (int x = 0; x < NC; x++) aa_st(s + (size_t)r * bn + x * AA_VL, acc[r][x]);
+}
+
+#define AA_QK_KT(NR, NC)                                                                                       \
+  static __attribute__((noinline)) void aa_qk_kt##NR##x##NC(const float *restrict q, int dp, const float *restrict kt, \
+                                                            int bn, int d, float *restrict s) {                     \
+    aa_qk_kt_(NR, NC, q, dp, kt, bn, d, s);                                                                        \
+  }
+AA_QK_KT(8, 2)
+AA_QK_KT(4, 2)
+AA_QK_KT(8, 1)
+AA_QK_KT(4, 1)
+#undef AA_QK_KT
+
 /* acc[NR rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]:
  * the accumulators stay in registers across the whole tile. */
 AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
@@ -80,23 +107,31 @@ AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, co
     for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
-    aa_vf vv[4];
-    for (int k = 0; k < NC; k++) vv[k] = aa_ld(v + (size_t)j * dp + k * AA_VL);
+    const float *vj = v + (size_t)j * dp;
     for (int i = 0; i < NR; i++) {
       const aa_vf pb = aa_splat(p[(size_t)i * bn + j]);
-      for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
+      for (int k = 0; k < NC; k++) a[i][k] += pb * aa_ld(vj + k * AA_VL);
     }
   }
   for (int i = 0; i < NR; i++)
     for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
 }
 
-AA_INLINE void aa_pv_rows(const int NR, float *restrict acc, int dp, const float *restrict alpha,
-                          const float *restrict p, int bn, const float *restrict v, int nk) {
-  int c = 0;
-  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv(NR, 4, acc + c, dp, alpha, p, bn, v + c, nk);
-  for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);
-}
+/* Out of line, so its registers are its own: inlined into aa_cpu_tile, GCC 12
+ * parks the tile's pointers in vector registers and moves V through the stack,
+ * and the FMAs reading it back stall on store forwarding (fp32 prefill 1x1024,
+ * `dev/cpu_ab.c`, 2 threads, Xeon: 20% slower). */
+#define AA_PV_ROWS(NR)                                                                                        \
+  static __attribute__((noinline)) void aa_pv_rows##NR(float *restrict acc, int dp, const float *restrict alpha, \
+                                                       const float *restrict p, int bn, const float *restrict v,  \
+                                                       int nk) {                                                 \
+    int c = 0;                                                                                                   \
+    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv(NR, 4, acc + c, dp, alpha, p, bn, v + c, nk);             \
+    for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);                              \
+  }
+AA_PV_ROWS(4)
+AA_PV_ROWS(1)
+#undef AA_PV_ROWS
 
 /* ---- one tile: scores, online softmax, P.V --------------------------------- */
 /* The tile sees one kv head's rows as scalars: R real rows padded to R4, row
@@ -116,6 +151,24 @@ AA_INLINE void aa_tile_scores(int R, int R4, int dp, int bn, const float *restri
   } else {
     for (int r = 0; r < R; r++)
       for (int j = 0; j < nkp; j += 16) aa_qk_1x16(Q + (size_t)r * dp, Kf + (size_t)j * dp, dp, S + (size_t)r * bn + j);
+  }
+}
+
+/* The same from the transposed tile Kt [d][bn]: 8 rows x 32 keys per block
+ * (16 accumulators), nkp a multiple of 16, R4 of 4. */
+AA_INLINE void aa_tile_scores_kt(int R4, int dp, int bn, int d, const float *restrict Q, const float *restrict Kt,
+                                 float *restrict S, int nkp) {
+  for (int j = 0; j < nkp; j += 2 * AA_VL) {
+    const float *kt = Kt + j;
+    float *sj = S + j;
+    int r = 0;
+    if (nkp - j >= 2 * AA_VL) {
+      for (; r + 8 <= R4; r += 8) aa_qk_kt8x2(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
+      for (; r < R4; r += 4) aa_qk_kt4x2(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
+    } else {
+      for (; r + 8 <= R4; r += 8) aa_qk_kt8x1(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
+      for (; r < R4; r += 4) aa_qk_kt4x1(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
+    }
   }
 }
 
@@ -145,23 +198,35 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
       const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
       for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
     }
+    aa_vf vmax = aa_splat(-INFINITY), vsum = aa_splat(0.0f);
+    /* a row that sees the whole tile (every tile off the causal diagonal)
+     * needs no key masks: 6 ops per vector less in each pass */
+    const int whole = jlo == 0 && jhi == nk16;
     const aa_vi vlo = aa_splati(jlo), vhi = aa_splati(jhi);
-    aa_vf vmax = aa_splat(-INFINITY);
-    for (int j = 0; j < nk16; j += AA_VL) {
-      const aa_vi idx = aa_iota() + aa_splati(j);
-      vmax = aa_max(vmax, aa_sel((idx >= vlo) & (idx < vhi), aa_ld(sr + j), aa_splat(-INFINITY)));
-    }
-    const float mx = aa_hmax(vmax);
+    if (whole)
+      for (int j = 0; j < nk16; j += AA_VL) vmax = aa_max(vmax, aa_ld(sr + j));
+    else
+      for (int j = 0; j < nk16; j += AA_VL) {
+        const aa_vi idx = aa_iota() + aa_splati(j);
+        vmax = aa_max(vmax, aa_sel((idx >= vlo) & (idx < vhi), aa_ld(sr + j), aa_splat(-INFINITY)));
+      }
+    const float mx = aa_allmax(vmax)[0];
     const float mnew = mx > m[r] ? mx : m[r];
-    alpha[r] = expf(m[r] - mnew); /* 0 while m is still -inf */
-    aa_vf vsum = aa_splat(0.0f);
+    alpha[r] = mnew == m[r] ? 1.0f : expf(m[r] - mnew); /* 0 while m is still -inf */
     const aa_vf vm = aa_splat(mnew);
-    for (int j = 0; j < nk16; j += AA_VL) {
-      const aa_vi idx = aa_iota() + aa_splati(j);
-      const aa_vf e = aa_sel((idx >= vlo) & (idx < vhi), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
-      aa_st(sr + j, e);
-      vsum += e;
-    }
+    if (whole)
+      for (int j = 0; j < nk16; j += AA_VL) {
+        const aa_vf e = aa_exp(aa_ld(sr + j) - vm);
+        aa_st(sr + j, e);
+        vsum += e;
+      }
+    else
+      for (int j = 0; j < nk16; j += AA_VL) {
+        const aa_vi idx = aa_iota() + aa_splati(j);
+        const aa_vf e = aa_sel((idx >= vlo) & (idx < vhi), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
+        aa_st(sr + j, e);
+        vsum += e;
+      }
     l[r] = l[r] * alpha[r] + aa_hsum(vsum);
     m[r] = mnew;
   }
@@ -172,21 +237,22 @@ AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, co
                           const float *restrict S, const float *restrict Vf, int nk) {
   if (R >= 4) {
     for (int r = 0; r < R4; r += 4)
-      aa_pv_rows(4, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
+      aa_pv_rows4(acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
   } else {
-    for (int r = 0; r < R; r++) aa_pv_rows(1, acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
+    for (int r = 0; r < R; r++) aa_pv_rows1(acc + (size_t)r * dp, dp, alpha + r, S + (size_t)r * bn, bn, Vf, nk);
   }
 }
 
 /* Scores, online softmax and P.V of kv head g's row block over one staged
  * tile of nk keys starting at key j0; qpos0 is the position of the block's
- * first query token (for ALiBi). */
+ * first query token (for ALiBi). kt: K staged transposed (aa_item_stage_kt). */
 static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
                         float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
                         const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
-                        int j0, int nk, int g, int qpos0) {
+                        int j0, int nk, int g, int qpos0, int kt) {
   const int dp = job->L.dp, bn = job->L.bn;
-  aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
+  if (kt) aa_tile_scores_kt(R4, dp, bn, job->d, Q, Kf, S, (int)aa_round_up((size_t)nk, AA_VL));
+  else aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
   aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, lo, hi, j0, nk, g, qpos0);
   aa_tile_pv(R, R4, dp, bn, acc, alpha, S, Vf, nk);
 }
@@ -249,6 +315,48 @@ AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks 
   }
 }
 
+/* 16 elements of a K row widened to fp32 (unaligned source). */
+AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, const char *p) {
+  switch (dt) {
+    case ANYATTN_DTYPE_BF16: return aa_load_bf16((const uint16_t *)p);
+    case ANYATTN_DTYPE_F16: return aa_load_f16((const uint16_t *)p);
+    default: return aa_load_f32((const float *)p);
+  }
+}
+
+/* One kv head's next nk keys as a transposed K tile Kt [d][bn] (keys nk..nkp
+ * zero) and a V tile as aa_item_stage makes it; d a multiple of 16. 16 keys at
+ * a time: their K rows widened 16 dims at a time and transposed in registers. */
+AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, aa_kv_walks *rd, aa_kv_walks *pf,
+                                int *prefetched, int ihi, float *restrict Kt, float *restrict Vf) {
+  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const size_t es = job->es, row_bytes = (size_t)d * es;
+  for (int j0 = 0; j0 < nkp; j0 += AA_VL) {
+    const char *kr[AA_VL];
+    for (int j = 0; j < AA_VL; j++) {
+      kr[j] = NULL;
+      if (j0 + j >= nk) continue;
+      kr[j] = aa_walk_next(&rd->k);
+      aa_widen_row(dt, aa_walk_next(&rd->v), Vf + (size_t)(j0 + j) * dp, d, dp);
+      if (*prefetched < ihi) {
+        const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
+        for (size_t o = 0; o < row_bytes; o += 64) {
+          __builtin_prefetch(kp + o, 0, AA_PF_HINT);
+          __builtin_prefetch(vp + o, 0, AA_PF_HINT);
+        }
+        ++*prefetched;
+      }
+    }
+    for (int c = 0; c < d; c += AA_VL) {
+      aa_vf r[AA_VL];
+      for (int j = 0; j < AA_VL; j++) r[j] = kr[j] ? aa_load_dt(dt, kr[j] + (size_t)c * es) : aa_splat(0.0f);
+      aa_transpose16(r);
+      for (int i = 0; i < AA_VL; i++) aa_st(Kt + (size_t)(c + i) * bn + j0, r[i]);
+    }
+  }
+}
+
 /* Normalises the accumulators and rounds them once to the output dtype;
  * writes the LSE when asked (-inf, and a zero row, where no key is visible). */
 AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, const float *restrict acc,
@@ -288,7 +396,8 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g
 /* One work item (cpu.h): its q rows into scratch, then the visible keys a
  * tile at a time, staged for all nh kv heads and run head by head, then the
  * output. Inlined into the two entry points below. */
-AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
+AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq,
+                            const int kt) {
   const aa_cpu_layout *L = &job->L;
   const int dp = L->dp, bn = L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
@@ -310,13 +419,18 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
   }
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn;
+    if (kt) {
+      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), &rd, &pf, &prefetched, ihi, Kf, Vf);
+      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1);
+      continue;
+    }
     const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
     aa_item_stage(job, nh, nk, &rd, &pf, &prefetched, ihi, Kf, Vf);
     for (int hb = 0; hb < nh; hb++) {
       for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
       const size_t r0 = (size_t)hb * R4;
       aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, rw.lo, rw.hi,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0);
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0);
     }
   }
   aa_item_store(job, &rw, g0, nh, acc, m, l);
@@ -328,8 +442,9 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
  * compiles with nh = 1, so the per-key head loops of its staging and
  * prefetch passes vanish. */
 void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq) {
-  aa_cpu_item(job, ws, s, g, 1, t0, nq);
+  if (job->d % AA_VL == 0) aa_cpu_item(job, ws, s, g, 1, t0, nq, 1);
+  else aa_cpu_item(job, ws, s, g, 1, t0, nq, 0);
 }
 void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq) {
-  aa_cpu_item(job, ws, s, g0, nh, 0, nq);
+  aa_cpu_item(job, ws, s, g0, nh, 0, nq, 0);
 }

@@ -1,0 +1,83 @@
+/* isa.c: run-time choice of the tiled path's products (docs/design/cpu.md,
+ * "16-bit products"). Compiled with the library's baseline flags: it only
+ * asks the CPU and the kernel, and never runs an instruction it asks about. */
+#include "isa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+static const char *const aa_isa_names[AA_CPU_ISA_COUNT] = {"fp32", "avx512bf16", "amx"};
+
+const char *aa_cpu_isa_name(aa_cpu_isa isa) {
+  return (unsigned)isa < AA_CPU_ISA_COUNT ? aa_isa_names[isa] : "unknown";
+}
+
+#if defined(ANYATTN_CPU_MM16)
+/* The 16-bit files also use AVX-512 F/BW/VL/DQ (staging, softmax). */
+static int aa_has_avx512bf16(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+
+/* Linux keeps AMX tile data off until a process asks for it
+ * (ARCH_REQ_XCOMP_PERM); without the permission the first tile instruction
+ * faults. The request is process-wide and idempotent. */
+static int aa_amx_permitted(void) {
+#if defined(__linux__)
+  const long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+  return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+#else
+  return 0;
+#endif
+}
+
+static int aa_has_amx(void) {
+  /* once per process: cpuid and the system call are not free */
+  static int cached = -1;
+  int v = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+  if (v < 0) {
+    v = aa_has_avx512bf16() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
+        aa_amx_permitted();
+    __atomic_store_n(&cached, v, __ATOMIC_RELEASE);
+  }
+  return v;
+}
+#endif
+
+int aa_cpu_isa_supported(aa_cpu_isa isa) {
+  switch (isa) {
+    case AA_CPU_ISA_FP32: return 1;
+#if defined(ANYATTN_CPU_MM16)
+    case AA_CPU_ISA_AVX512BF16: return aa_has_avx512bf16();
+    case AA_CPU_ISA_AMX: return aa_has_amx();
+#endif
+    default: return 0;
+  }
+}
+
+anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *isa) {
+  const char *env = getenv("ANYATTN_CPU_ISA");
+  const int want16 = (dtype == ANYATTN_DTYPE_BF16 || dtype == ANYATTN_DTYPE_F16) && head_dim % 32 == 0;
+  if (env && *env && strcmp(env, "auto") != 0) {
+    int k = 0;
+    while (k < AA_CPU_ISA_COUNT && strcmp(env, aa_isa_names[k]) != 0) k++;
+    AA_CHECK(k < AA_CPU_ISA_COUNT, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "ANYATTN_CPU_ISA='%s' is not one of auto, fp32, avx512bf16, amx", env);
+    AA_CHECK(aa_cpu_isa_supported((aa_cpu_isa)k), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "ANYATTN_CPU_ISA=%s: this build or this CPU does not have it", env);
+    *isa = want16 ? (aa_cpu_isa)k : AA_CPU_ISA_FP32;
+    return ANYATTN_STATUS_OK;
+  }
+  *isa = AA_CPU_ISA_FP32;
+  if (!want16) return ANYATTN_STATUS_OK;
+  if (aa_cpu_isa_supported(AA_CPU_ISA_AMX)) *isa = AA_CPU_ISA_AMX;
+  else if (aa_cpu_isa_supported(AA_CPU_ISA_AVX512BF16)) *isa = AA_CPU_ISA_AVX512BF16;
+  return ANYATTN_STATUS_OK;
+}
