@@ -287,7 +287,7 @@ static int run_decode(const cp_boot *b, const bench_options *o, anyattn_context 
   bad |= !c.dt.q || !c.dt.k_cache || !c.dt.v_cache || !c.dt.out;
   anyattn_limits lim;
   anyattn_limits_init(&lim);
-  lim.max_seqs = B, lim.max_tokens = B, lim.max_context = local;
+  lim.max_seqs = B, lim.max_tokens = B, lim.max_context = (C + N - 1) / N; /* equal on every rank */
   anyattn_cp_options opt;
   anyattn_cp_options_init(&opt);
   opt.mode = ANYATTN_CP_DECODE;
