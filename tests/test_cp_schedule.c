@@ -341,6 +341,26 @@ int main(void) {
 
   anyattn_context *ctx = NULL;
   EXPECT(anyattn_context_create(ANYATTN_BACKEND_CPU, 0, &ctx) == ANYATTN_STATUS_OK, "cpu context");
+  { /* sizes that overflow are refused, with the reason, before anything is allocated */
+    anyattn_problem pr;
+    anyattn_problem_init(&pr);
+    pr.num_q_heads = pr.num_kv_heads = 65536, pr.head_dim = 8192, pr.dtype = ANYATTN_DTYPE_F32;
+    anyattn_limits lim;
+    anyattn_limits_init(&lim);
+    lim.max_seqs = 256, lim.max_tokens = 2147483647, lim.max_context = 1 << 29;
+    anyattn_cp_options opt;
+    anyattn_cp_options_init(&opt);
+    anyattn_cp_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    const anyattn_status st = anyattn_cp_plan_estimate(ctx, &pr, &lim, &opt, 2, 0, 0, &info);
+    EXPECT(st == ANYATTN_STATUS_INVALID_SIZE && strstr(anyattn_cp_last_error(), "overflow") != NULL,
+           "huge sizes: %s", anyattn_cp_last_error());
+    EXPECT(anyattn_cp_plan_estimate(ctx, &pr, &lim, &opt, 0, 0, 0, &info) == ANYATTN_STATUS_INVALID_SIZE,
+           "world 0: %s", anyattn_cp_last_error());
+    EXPECT(anyattn_cp_plan_estimate(ctx, &pr, &lim, &opt, 4, 3, 0, &info) == ANYATTN_STATUS_INVALID_SIZE,
+           "3 ranks a node of 4: %s", anyattn_cp_last_error());
+  }
   memory_figure(ctx, 4, 2);
   memory_figure(ctx, 8, 4);
   memory_figure(ctx, 16, 8);
