@@ -228,7 +228,9 @@ static anyattn_status cp_prefill_run(const gcase *c, const anyattn_cp_plan *plan
 static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan, const gbatch *g, const void *dq,
                                     const void *dk, const void *dv, const float *dsinks, void *hout, float *hlse) {
   const size_t es = anyattn_dtype_size(c->dtype), qrow = (size_t)c->hq * c->d * es;
-  const int rows = g->rows + g->pad, maxp = (c->lens[0] + 15) / 16 + 64;
+  int longest = 1;
+  for (int s = 0; s < c->n; s++) longest = c->lens[s] > longest ? c->lens[s] : longest;
+  const int rows = g->rows + g->pad, maxp = (longest + 15) / 16;
   int32_t *bt = (int32_t *)calloc((size_t)c->n * maxp, sizeof *bt);
   for (int s = 0; s < c->n; s++)
     for (int p = 0; p < (c->lens[s] + 15) / 16; p++) bt[s * maxp + p] = g->pg0[s] + p;
