@@ -92,7 +92,10 @@ typedef enum {
   ANYATTN_STATUS_OUT_OF_MEMORY = 15,        /* host allocation of a plan or context failed */
   ANYATTN_STATUS_STRUCT_SIZE = 16,          /* struct_size field unknown to this library */
   ANYATTN_STATUS_WRONG_CONTEXT = 17,        /* object used with a context or backend it was not made for */
-  ANYATTN_STATUS_UNSUPPORTED_CONFIG = 18    /* forced config unknown or invalid for the problem */
+  ANYATTN_STATUS_UNSUPPORTED_CONFIG = 18,   /* forced config unknown or invalid for the problem */
+  ANYATTN_STATUS_COMM_ERROR = 19,           /* the communicator (MPI, NCCL) reported an error (anyattn_cp.h) */
+  ANYATTN_STATUS_UNSUPPORTED_OPTION = 20    /* a valid problem option the call cannot compute, e.g. a
+                                             * sliding window or ALiBi under context parallelism */
 } anyattn_status;
 
 /* Constant name of a status ("ANYATTN_STATUS_..."), or "unknown status". */
@@ -129,6 +132,8 @@ ANYATTN_API anyattn_status anyattn_context_create(anyattn_backend backend, int d
                                                   anyattn_context **ctx);
 ANYATTN_API void anyattn_context_free(anyattn_context *ctx); /* accepts NULL */
 ANYATTN_API anyattn_backend anyattn_context_backend(const anyattn_context *ctx);
+/* The device index the context was opened on (0 for the CPU), or -1 for NULL. */
+ANYATTN_API int anyattn_context_device(const anyattn_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Problem, limits, plan.                                                    */

@@ -7,7 +7,9 @@
 set -euo pipefail
 
 # ---- the list: package, group, what it is for ----------------------------------
-# group core: the build stops without it; hip: the HIP build (compile-only).
+# group core: the build stops without it; mpi: context parallelism over MPI
+# (libanyattn_cp on the CPU backend and its tests; the build goes on without
+# it); hip: the HIP build (compile-only).
 PACKAGES=(
   "cmake               core  configures the build (CMake >= 3.22)"
   "make                core  drives the build"
@@ -18,6 +20,8 @@ PACKAGES=(
   "pkg-config          core  finds cJSON (libcjson) for CMake; the install test builds against anyattn.pc"
   "python3             core  the Python binding and its tests"
   "binutils            core  objcopy, used by the HIP disassembly test"
+  "libopenmpi-dev      mpi   Open MPI headers and library: context parallelism on the CPU backend (src/cp/mpi.c)"
+  "openmpi-bin         mpi   mpirun, which starts the context-parallel tests (test_cp_mpi_npN) and bench"
   "libamdhip64-dev     hip   HIP runtime headers and library (Debian's ROCm 5.2)"
   "hipcc               hip   HIP compiler driver; the gfx90a fallback without clang-19"
   "rocm-device-libs    hip   AMD device bitcode (ocml, ockl) linked into device code"
@@ -36,12 +40,13 @@ PIP_PACKAGES=(
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 
-missing_core=() missing_hip=()
+missing_core=() missing_mpi=() missing_hip=()
 for row in "${PACKAGES[@]}"; do
   read -r pkg group _ <<<"$row"
   installed "$pkg" && continue
   case "$group" in
     core) missing_core+=("$pkg") ;;
+    mpi) missing_mpi+=("$pkg") ;;
     hip) [ "${ANYATTN_SKIP_HIP:-0}" = 1 ] || missing_hip+=("$pkg") ;;
   esac
 done
@@ -59,6 +64,16 @@ if [ ${#missing_core[@]} -gt 0 ]; then
   else
     echo "install-deps: missing ${missing_core[*]}; install them (Debian: apt-get install ${missing_core[*]})" >&2
     exit 1
+  fi
+fi
+
+if [ ${#missing_mpi[@]} -gt 0 ]; then
+  if [ "$can_apt" = 1 ]; then
+    echo "install-deps: apt-get install ${missing_mpi[*]} (context parallelism over MPI)"
+    apt_install "${missing_mpi[@]}" ||
+      echo "install-deps: Open MPI did not install; the build leaves context parallelism over MPI out" >&2
+  else
+    echo "install-deps: context parallelism over MPI needs ${missing_mpi[*]} (the build leaves it out meanwhile)" >&2
   fi
 fi
 

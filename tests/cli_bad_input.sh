@@ -102,6 +102,15 @@ expect_error "unknown command 'a\\x1b[31mb'" "$(printf 'a\033[31mb')"
 expect_error "--config 'nosuch'" bench --backend cpu --config nosuch
 expect_error "--config 'nosuch'" bench --config nosuch
 
+# Context parallelism: the ranks per node and cp-model's links.
+expect_error "--ranks-per-node '0' (1 to 4096)" bench --workload cp-prefill --ranks-per-node 0
+expect_error "--ranks-per-node '4097'" bench --workload cp-prefill --ranks-per-node 4097
+expect_error "--intra-gbs '0.01'" cp-model --intra-gbs 0.01
+expect_error "--inter-gbs '1e3'" cp-model --inter-gbs 1e3
+expect_error "--inter-gbs '4..5'" cp-model --inter-gbs 4..5
+expect_error "--gpus-per-node '0'" cp-model --gpus-per-node 0
+expect_error "'cp-model' takes no option '--iters'" cp-model --iters 3
+
 # Numbers are decimal: 010 is ten, 08 is eight, 0x10 is no number (each case
 # ends in an error, so that a wrong reading does no work either).
 expect_error "--iters '0200000' (1 to 100000)" bench --iters 0200000 --config nosuch
@@ -130,10 +139,10 @@ expect_stdout "anyattn " --version
 expect_stdout "anyattn " version
 expect_stdout "usage: anyattn <command>" help
 expect_stdout "usage: anyattn <command>" --help
-for cmd in info check bench tune fit version help; do
+for cmd in info check bench tune fit cp-model version help; do
   expect_stdout "usage: anyattn $cmd" help "$cmd"
 done
-for cmd in info check bench tune fit version; do
+for cmd in info check bench tune fit cp-model version; do
   expect_stdout "usage: anyattn $cmd" "$cmd" --help
   expect_stdout "usage: anyattn $cmd" "$cmd" -h
 done

@@ -48,7 +48,7 @@ static void test_version_and_names(void) {
   char v[32];
   snprintf(v, sizeof v, "%d.%d.%d", ANYATTN_VERSION_MAJOR, ANYATTN_VERSION_MINOR, ANYATTN_VERSION_PATCH);
   EXPECT_TRUE(strcmp(anyattn_version_string(), v) == 0);
-  for (int s = 0; s <= ANYATTN_STATUS_UNSUPPORTED_CONFIG; s++) {
+  for (int s = 0; s <= ANYATTN_STATUS_UNSUPPORTED_OPTION; s++) {
     const char *name = anyattn_status_name((anyattn_status)s);
     EXPECT_TRUE(strncmp(name, "ANYATTN_STATUS_", 15) == 0);
     for (int t = 0; t < s; t++) EXPECT_TRUE(strcmp(name, anyattn_status_name((anyattn_status)t)) != 0);
@@ -129,6 +129,7 @@ static void test_backends_and_contexts(void) {
   }
   EXPECT(anyattn_context_create(ANYATTN_BACKEND_AUTO, 0, &ctx), ANYATTN_STATUS_OK, NULL);
   EXPECT_TRUE(ctx != NULL && anyattn_context_backend(ctx) != ANYATTN_BACKEND_AUTO);
+  EXPECT_TRUE(anyattn_context_device(ctx) == 0 && anyattn_context_device(NULL) == -1);
   anyattn_context_free(ctx);
   anyattn_context_free(NULL);
   EXPECT_TRUE(anyattn_context_backend(NULL) == ANYATTN_BACKEND_AUTO);

@@ -43,12 +43,14 @@ static const char *const corpus[][20] = {
     {"--version"},
     {"help", "bench"},
     {"bench", "--config", "m16n64w4s3-k4", "--backend", "cuda", "--workload", "e2e-llama8b"},
+    {"bench", "--workload", "cp-prefill", "--ranks-per-node", "2", "--cases", "p1x4096", "--backend", "cpu"},
+    {"cp-model", "--rates", "x.json", "--intra-gbs", "360", "--inter-gbs", "45.5", "--gpus-per-node", "8"},
 };
 enum { CORPUS = sizeof corpus / sizeof corpus[0] };
 
 /* Words the mutations insert: every command, option and kind of value. */
 static const char *const dict[] = {
-    "info", "check", "bench", "tune", "fit", "help", "version", "--version", "--help", "-h", "--", "-", "",
+    "info", "check", "bench", "tune", "fit", "cp-model", "help", "version", "--version", "--help", "-h", "--", "-", "",
     "--backend", "--device", "--quick", "--filter", "--seed", "--workload", "--json", "--graph", "--config",
     "--iters", "--dtype", "--cases", "--no-flush", "--max-context", "--grid", "--out", "--name", "--depth",
     "--cells", "--in", "--eval", "0", "1", "-1", "010", "08", "0x10", "0x", "0X1f", "99999999999999999999",
@@ -57,7 +59,8 @@ static const char *const dict[] = {
     "1:2", ":", "5:", ":5", "-1:3", "999999:1000000", "0:99999999999999999999", "cpu", "cuda", "hip", "auto", "bf16",
     "f16", "f32", "m16n64w4s3", "m16n64w4s3-k4", "m16n64w4s3-k0", "m16n64w4s3-k129", "cpu-k4", "-k", "-k-1", "ibm",
     "full", "default", "e2e-llama8b", "%s%n%s%n", "%999999999d", "\xff\xfe", "\xc3\xa9", "a_b", "A", "=",
-    "--iters=5", "---", "--help=1"};
+    "--iters=5", "---", "--help=1", "cp-model", "cp-prefill", "cp-decode", "--ranks-per-node", "--rates",
+    "--intra-gbs", "--inter-gbs", "--gpus-per-node", "0.1", "1.5.2", "."};
 enum { DICT = sizeof dict / sizeof dict[0] };
 
 typedef struct {

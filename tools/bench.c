@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "ceilings.h"
+#include "cp_bench.h"
 #include "devmem.h"
 #include "gpu_ceilings.h"
 #include "tl_util.h"
@@ -117,9 +118,12 @@ int bench_parse_cases(case_list *l, const char *list) {
   return l->count > 0 ? 0 : -1;
 }
 
-static const char *const workload_names[] = {"default", "decode", "prefill", "mixed", "ibm", "e2e-llama8b"};
+static const char *const workload_names[] = {"default", "decode",      "prefill",    "mixed",
+                                             "ibm",     "e2e-llama8b", "cp-prefill", "cp-decode"};
 
-const char *bench_workload_names(void) { return "default, decode, prefill, mixed, ibm, e2e-llama8b"; }
+const char *bench_workload_names(void) {
+  return "default, decode, prefill, mixed, ibm, e2e-llama8b, cp-prefill, cp-decode";
+}
 
 int bench_workload_known(const char *name) {
   for (size_t i = 0; i < sizeof workload_names / sizeof workload_names[0]; i++)
@@ -747,6 +751,8 @@ int bench_main(const bench_options *opt) {
     fprintf(stderr, "anyattn: unknown workload '%s' (known: %s)\n", opt->workload, bench_workload_names());
     return 2;
   }
+  /* context parallelism: across the processes of a job (cp_bench.c) */
+  if (!strncmp(opt->workload, "cp-", 3)) return cp_bench_main(opt);
   anyattn_context *ctx = NULL;
   if (anyattn_context_create(opt->backend, opt->device, &ctx) != ANYATTN_STATUS_OK) {
     fprintf(stderr, "anyattn: %s\n", anyattn_last_error());

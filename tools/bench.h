@@ -7,7 +7,7 @@
 typedef struct {
   anyattn_backend backend;
   int device;
-  const char *workload;  /* default, decode, prefill, mixed, ibm */
+  const char *workload;  /* default, decode, prefill, mixed, ibm, e2e-llama8b, cp-prefill, cp-decode */
   const char *json_path; /* NULL: no JSON */
   const char *config;    /* NULL: the library chooses */
   int graph;             /* time CUDA-graph replays */
@@ -17,6 +17,7 @@ typedef struct {
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
+  int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
 } bench_options;
 
 enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };

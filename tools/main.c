@@ -1,8 +1,9 @@
 /* main.c: the `anyattn` command-line tool and its option parsing. `info` lists
  * backends and devices, `check` runs the conformance suite against the
  * double-precision reference, `bench` times the shared workloads, `tune` and
- * `fit` make decision trees. Exit codes: 0 success, 1 failure, 2 bad command
- * line (one line on stderr), 77 no device for the backend. */
+ * `fit` make decision trees, `cp-model` predicts context parallelism. Exit
+ * codes: 0 success, 1 failure, 2 bad command line (one line on stderr), 77 no
+ * device for the backend. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "anyattn.h"
 #include "bench.h"
 #include "conformance.h"
+#include "cp_model.h"
 #include "tune.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2, CLI_NO_DEVICE = 77 };
@@ -23,8 +25,10 @@ static const char *usage_text =
     "                                         conformance suite vs the double-precision reference\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
-    "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N]\n"
+    "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N] [--ranks-per-node N]\n"
     "                                         time a workload against the measured ceilings\n"
+    "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
+    "                                         predict context-parallel prefill: ring, two-level\n"
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
     "                                         sweep every config over a grid, fit a decision tree\n"
@@ -60,14 +64,18 @@ static const cli_command commands[] = {
      "                  (default: $ANYATTN_SEED, else from the clock; printed either way)\n"
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
-    {"bench", "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush --max-context",
+    {"bench",
+     "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush --max-context "
+     "--ranks-per-node",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
      "output rows are checked against a double-precision recomputation.\n"
      "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
      "  --device N          device index, 0 to 1023 (default 0)\n"
-     "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only)\n"
+     "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only),\n"
+     "                      cp-prefill, cp-decode (context parallelism: under mpirun, or one process\n"
+     "                      per GPU with RANK, WORLD_SIZE, LOCAL_RANK, ANYATTN_NCCL_ID_FILE set)\n"
      "  --cases LIST        instead of a workload: BxC (B sequences decoding at context C)\n"
      "                      and pBxL (B causal prompts of L tokens), comma separated\n"
      "  --dtype T           bf16 (default), f16, f32\n"
@@ -78,8 +86,21 @@ static const cli_command commands[] = {
      "  --graph             time CUDA/HIP graph replays (GPU only)\n"
      "  --no-flush          no L2 flush between timed calls\n"
      "  --json FILE         also write the results to FILE as JSON\n"
+     "  --ranks-per-node N  cp-*: ranks of one node for the two-level schedule, 1 to 4096\n"
+     "                      (default: the ranks sharing a host)\n"
      "exit codes: 0 every case ran, 1 a case failed, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
+    {"cp-model", "--rates --intra-gbs --inter-gbs --gpus-per-node",
+     "usage: anyattn cp-model [options]\n"
+     "Predicts context-parallel causal prefill (Llama-3-8B heads, bf16) on 2 to 128 GPUs\n"
+     "and 128k to 1M tokens: time, efficiency and communication hidden for the ring and\n"
+     "the two-level schedule, and their extra memory (docs/design/context-parallel.md).\n"
+     "  --rates FILE.json   prefill rates from `anyattn bench --workload prefill --json`\n"
+     "                      (default: bench/results/h200/prefill.json of the source tree)\n"
+     "  --intra-gbs G       GB/s one way between GPUs of a node, 0.1 to 100000 (default 360)\n"
+     "  --inter-gbs G       GB/s one way between nodes, per GPU, 0.1 to 100000 (default 45)\n"
+     "  --gpus-per-node N   1 to 1024 (default 8)\n"
+     "exit codes: 0 done, 1 the rates file cannot be read, 2 bad command line\n"},
     {"tune", "--backend --device --grid --out --name --iters --depth --dtype --cells",
      "usage: anyattn tune --out FILE.csv [options]\n"
      "Sweeps every config (and KV split count) over a grid of batches, checking and\n"
@@ -204,12 +225,23 @@ static int parse_seed(const char *s, unsigned long long *out) {
   return 0;
 }
 
+/* A bandwidth in GB/s: a plain decimal number (digits, one optional '.') in [0.1, 100000]. */
+static int parse_gbs(const char *s, double *out) {
+  if (!s[0] || strspn(s, "0123456789.") != strlen(s) || strchr(s, '.') != strrchr(s, '.') || !strcmp(s, ".")) return -1;
+  const double v = strtod(s, NULL);
+  if (!(v >= 0.1 && v <= 100000)) return -1;
+  *out = v;
+  return 0;
+}
+
 typedef struct {
   anyattn_backend backend;
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context, eval, cell_from, cell_to;
+  int depth, no_flush, max_context, eval, cell_from, cell_to, ranks_per_node, gpus_per_node;
+  const char *rates;
+  double intra_gbs, inter_gbs;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -306,6 +338,16 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
   } else if (!strcmp(a, "--max-context")) {
     if (parse_int_opt(v, 1, 1 << 24, &o->max_context))
       return usage_error("bad --max-context '%s' (1 to %d)", shown(v), 1 << 24);
+  } else if (!strcmp(a, "--ranks-per-node")) {
+    if (parse_int_opt(v, 1, 4096, &o->ranks_per_node)) return usage_error("bad --ranks-per-node '%s' (1 to 4096)", shown(v));
+  } else if (!strcmp(a, "--gpus-per-node")) {
+    if (parse_int_opt(v, 1, 1024, &o->gpus_per_node)) return usage_error("bad --gpus-per-node '%s' (1 to 1024)", shown(v));
+  } else if (!strcmp(a, "--intra-gbs") || !strcmp(a, "--inter-gbs")) {
+    double g;
+    if (parse_gbs(v, &g)) return usage_error("bad %s '%s' (a decimal number, 0.1 to 100000)", a, shown(v));
+    *(!strcmp(a, "--intra-gbs") ? &o->intra_gbs : &o->inter_gbs) = g;
+  } else if (!strcmp(a, "--rates")) {
+    o->rates = v;
   } else if (!strcmp(a, "--dtype")) {
     if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
@@ -456,6 +498,7 @@ static int cmd_bench(const cli_options *o) {
   bo.no_flush = o->no_flush;
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
+  bo.ranks_per_node = o->ranks_per_node;
   return bench_main(&bo);
 }
 
@@ -531,5 +574,10 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd->name, "check")) return cmd_check(&o);
   if (!strcmp(cmd->name, "bench")) return cmd_bench(&o);
   if (!strcmp(cmd->name, "tune")) return cmd_tune(&o);
+  if (!strcmp(cmd->name, "cp-model")) {
+    cp_model_options mo = {o.rates, o.intra_gbs > 0 ? o.intra_gbs : 360, o.inter_gbs > 0 ? o.inter_gbs : 45,
+                           o.gpus_per_node ? o.gpus_per_node : 8, 32, 8, 128};
+    return cp_model_main(&mo);
+  }
   return cmd_fit(&o);
 }

@@ -38,6 +38,8 @@ class Status(enum.IntEnum):
     STRUCT_SIZE = 16
     WRONG_CONTEXT = 17
     UNSUPPORTED_CONFIG = 18
+    COMM_ERROR = 19
+    UNSUPPORTED_OPTION = 20
 
 
 class Backend(enum.IntEnum):

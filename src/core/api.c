@@ -135,6 +135,8 @@ anyattn_backend anyattn_context_backend(const anyattn_context *ctx) {
   return ctx ? ctx->backend : ANYATTN_BACKEND_AUTO;
 }
 
+int anyattn_context_device(const anyattn_context *ctx) { return ctx ? ctx->device : -1; }
+
 /* ---- struct initialisers ---------------------------------------------- */
 void anyattn_problem_init(anyattn_problem *p) {
   if (!p) return;

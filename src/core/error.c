@@ -44,6 +44,8 @@ const char *anyattn_status_name(anyattn_status status) {
     AA_NAME(ANYATTN_STATUS_STRUCT_SIZE)
     AA_NAME(ANYATTN_STATUS_WRONG_CONTEXT)
     AA_NAME(ANYATTN_STATUS_UNSUPPORTED_CONFIG)
+    AA_NAME(ANYATTN_STATUS_COMM_ERROR)
+    AA_NAME(ANYATTN_STATUS_UNSUPPORTED_OPTION)
 #undef AA_NAME
   }
   return "unknown status";
