@@ -23,7 +23,7 @@ static const char *usage_text =
     "                                         conformance suite vs the double-precision reference\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
-    "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N]\n"
+    "        [--cases BxC,pBxL,...] [--filter TEXT] [--list] [--no-flush] [--max-context N]\n"
     "                                         time a workload against the measured ceilings\n"
     "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
@@ -60,7 +60,7 @@ static const cli_command commands[] = {
      "                  (default: $ANYATTN_SEED, else from the clock; printed either way)\n"
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
-    {"bench", "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush --max-context",
+    {"bench", "--backend --device --workload --json --graph --config --iters --dtype --cases --filter --list --no-flush --max-context",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -70,6 +70,9 @@ static const cli_command commands[] = {
      "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only)\n"
      "  --cases LIST        instead of a workload: BxC (B sequences decoding at context C)\n"
      "                      and pBxL (B causal prompts of L tokens), comma separated\n"
+     "  --filter TEXT       only the cases whose name contains TEXT\n"
+     "  --list              print the cases (one JSON line each, with every sequence's\n"
+     "                      query and key counts) and time nothing\n"
      "  --dtype T           bf16 (default), f16, f32\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
@@ -116,7 +119,7 @@ static const cli_command commands[] = {
 enum { NUM_COMMANDS = sizeof commands / sizeof commands[0] };
 
 /* Options without a value; every other option takes one. */
-static const char *const switch_flags = "--quick --graph --no-flush --eval";
+static const char *const switch_flags = "--quick --graph --no-flush --eval --list";
 
 static const cli_command *command_named(const char *name) {
   for (int i = 0; i < NUM_COMMANDS; i++)
@@ -209,7 +212,7 @@ typedef struct {
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context, eval, cell_from, cell_to;
+  int depth, no_flush, max_context, eval, cell_from, cell_to, list;
   unsigned long long seed;
   anyattn_dtype dtype;
 } cli_options;
@@ -241,6 +244,7 @@ static int parse_options(int argc, char **argv, const cli_command *cmd, cli_opti
     else if (!strcmp(a, "--graph")) o->graph = 1;
     else if (!strcmp(a, "--no-flush")) o->no_flush = 1;
     else if (!strcmp(a, "--eval")) o->eval = 1;
+    else if (!strcmp(a, "--list")) o->list = 1;
     else if (i + 1 >= argc) return usage_error("option '%s' needs a value", shown(a));
     else if (!strncmp(argv[i + 1], "--", 2)) /* "--out --iters 5": the value is missing */
       return usage_error("option '%s' needs a value, got option '%s'", shown(a), shown(argv[i + 1]));
@@ -453,6 +457,8 @@ static int cmd_bench(const cli_options *o) {
   bo.graph = o->graph;
   bo.iters = o->iters;
   bo.cases = o->cases;
+  bo.filter = o->filter;
+  bo.list = o->list;
   bo.no_flush = o->no_flush;
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
