@@ -1,13 +1,17 @@
 /* main.c: the `anyattn` command-line tool and its option parsing. `info` lists
  * backends and devices, `check` runs the conformance suite against the
  * double-precision reference, `bench` times the shared workloads, `tune` and
- * `fit` make decision trees. Exit codes: 0 success, 1 failure, 2 bad command
+ * `fit` make decision trees, `report` hands over to the Python report
+ * (python -m anyattn.report). Exit codes: 0 success, 1 failure, 2 bad command
  * line (one line on stderr), 77 no device for the backend. */
+#define _DEFAULT_SOURCE /* readlink, setenv */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "anyattn.h"
 #include "bench.h"
@@ -30,6 +34,9 @@ static const char *usage_text =
     "                                         sweep every config over a grid, fit a decision tree\n"
     "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
     "                                         fit the tree of a sweep, or score the library's on it\n"
+    "  report [--out DIR] [--quick] [--tune] ...\n"
+    "                                         anyattn and every importable peer side by side, with\n"
+    "                                         plots (python3 -m anyattn.report; its --help has the rest)\n"
     "  version                                the version (also: anyattn --version)\n"
     "  help [COMMAND]                         this text, or COMMAND's (also: anyattn COMMAND --help)\n"
     "backends: auto (default: best found), cpu, cuda, hip\n"
@@ -109,6 +116,15 @@ static const cli_command commands[] = {
      "  --depth D           tree depth, 1 to 8 (default 4)\n"
      "  --eval              score the library's tree instead of fitting one\n"
      "exit codes: 0 done, 1 a failure (e.g. an unreadable sweep), 2 bad command line\n"},
+    {"report", "",
+     "usage: anyattn report [options]\n"
+     "Runs python3 -m anyattn.report with this CLI, its library and (in a build tree)\n"
+     "the package in the sources: the ceilings, anyattn and every importable peer on the\n"
+     "standard workloads, checked against a float64 reference, written as report.md,\n"
+     "report.html, plots and CSV/JSON; --tune adds the tuning campaign. 'anyattn report\n"
+     "--help' lists its options.\n"
+     "exit codes: 0 done, 1 a failure, 2 bad command line, 77 no device for the backend,\n"
+     "            130 interrupted (the partial report is written)\n"},
     {"version", "",
      "usage: anyattn version (or anyattn --version)\n"
      "Prints the version of anyattn.\n"},
@@ -492,6 +508,51 @@ static int cmd_fit(const cli_options *o) {
   return fit_main(o->in, o->depth, o->name ? o->name : "tuned", NULL);
 }
 
+/* `anyattn report ARGS`: python3 -m anyattn.report ARGS (the report parses its
+ * own options), told this CLI ($ANYATTN_CLI), the libanyattn.so beside it or in
+ * the install prefix's lib folder ($ANYATTN_LIBRARY), and in a build tree the
+ * package in the sources (prepended to $PYTHONPATH). $PYTHON names another
+ * interpreter. Returns only when python cannot be started. */
+static int cmd_report(int argc, char **argv) {
+  char exe[4096], path[4200];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    setenv("ANYATTN_CLI", exe, 1);
+    char *slash = strrchr(exe, '/'); /* an absolute path: there is one */
+    if (slash) *slash = '\0';
+    static const char *const beside[] = {"%s/libanyattn.so", "%s/../lib/libanyattn.so", "%s/../lib64/libanyattn.so"};
+    struct stat st;
+    for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+      snprintf(path, sizeof path, beside[i], exe);
+      if (stat(path, &st) == 0) {
+        setenv("ANYATTN_LIBRARY", path, 1);
+        break;
+      }
+    }
+  }
+#ifdef ANYATTN_CLI_PYTHON_DIR
+  struct stat st;
+  if (stat(ANYATTN_CLI_PYTHON_DIR "/anyattn/report/__main__.py", &st) == 0) {
+    const char *old = getenv("PYTHONPATH");
+    snprintf(path, sizeof path, "%s%s%s", ANYATTN_CLI_PYTHON_DIR, old && old[0] ? ":" : "", old ? old : "");
+    setenv("PYTHONPATH", path, 1);
+  }
+#endif
+  const char *python = getenv("PYTHON") && getenv("PYTHON")[0] ? getenv("PYTHON") : "python3";
+  char **args = (char **)calloc((size_t)argc + 4, sizeof *args);
+  if (!args) return CLI_FAILED;
+  args[0] = (char *)python;
+  args[1] = (char *)"-m";
+  args[2] = (char *)"anyattn.report";
+  for (int i = 0; i < argc; i++) args[3 + i] = argv[i];
+  fflush(stdout);
+  execvp(python, args);
+  fprintf(stderr, "anyattn: cannot run '%s' for the report: %s\n", shown(python), strerror(errno));
+  free(args);
+  return CLI_FAILED;
+}
+
 /* `anyattn help [COMMAND]`, `anyattn --help`: to stdout, exit 0. */
 static int cmd_help(int argc, char **argv) {
   if (argc == 0) {
@@ -516,6 +577,7 @@ int main(int argc, char **argv) {
   const cli_command *cmd = command_named(name);
   if (!cmd) return usage_error("unknown command '%s'", shown(argv[1]));
   if (!strcmp(cmd->name, "help")) return cmd_help(argc - 2, argv + 2);
+  if (!strcmp(cmd->name, "report")) return cmd_report(argc - 2, argv + 2);
   current_command = cmd->name;
   if (wants_help(argc - 2, argv + 2)) {
     fputs(cmd->help, stdout);
