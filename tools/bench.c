@@ -743,9 +743,20 @@ static int too_big_for_cpu(const bench_case *c) {
   return flops > 2e10 || bytes > 2e9;
 }
 
+/* 1 when `name` contains one of the '|'-separated texts of `filter`. */
+static int name_matches(const char *name, const char *filter) {
+  for (const char *p = filter;;) {
+    const size_t len = strcspn(p, "|");
+    for (const char *n = name; len && *n; n++)
+      if (!strncmp(n, p, len)) return 1;
+    if (!p[len]) return 0;
+    p += len + 1;
+  }
+}
+
 /* The cases this run times: --cases, else the workload's list, less those
- * whose name lacks --filter. 0, or 2 (bad --cases, e2e on a CPU) or 1 (the
- * filter leaves nothing) after one line on stderr. */
+ * whose name matches no text of --filter. 0, or 2 (bad --cases, e2e on a CPU)
+ * or 1 (the filter leaves nothing) after one line on stderr. */
 static int select_cases(const bench_options *o, int gpu, case_list *cases) {
   if (!strcmp(o->workload, "e2e-llama8b") && !gpu) {
     fprintf(stderr, "anyattn: workload e2e-llama8b needs a GPU backend (409,600 calls)\n");
@@ -760,7 +771,7 @@ static int select_cases(const bench_options *o, int gpu, case_list *cases) {
   int kept = 0;
   for (int i = 0; i < cases->count; i++) {
     bench_case *c = &cases->items[i];
-    if (strstr(c->name, o->filter)) cases->items[kept++] = *c;
+    if (name_matches(c->name, o->filter)) cases->items[kept++] = *c;
     else free(c->q_lens), free(c->kv_lens);
   }
   cases->count = kept;
