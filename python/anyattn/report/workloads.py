@@ -14,7 +14,7 @@ from .progress import Progress
 # --quick: a few small cases per workload, and fewer timed calls.
 QUICK = {
     "cpu": {"decode": ["--cases", "1x512,4x1024"], "prefill": ["--cases", "p1x128,p1x384"],
-            "mixed": [], "ibm": ["--filter", " L128 "]},
+            "mixed": [], "ibm": ["--filter", "b1 L128 |b4 L128 |b16 L128 "]},
     "gpu": {"decode": ["--cases", "1x8192,32x2048,64x8192"], "prefill": ["--cases", "p1x2048,p4x4096"],
             "mixed": [], "ibm": ["--filter", " L2048 "]},
 }
@@ -115,11 +115,20 @@ def run_peers(opts, ctx, workload, cases, extra=()):
     bar.finish()
 
 
+def ceilings_run(opts, ctx):
+    """The ceilings for --cases when no workload of this folder measured them: a one-case bench."""
+    args = ["--backend", opts.backend, "--device", str(opts.device), "--cases", "1x16", "--iters", "1"]
+    bench, rc = run_bench(opts, ctx, "ceilings", args, 1)
+    return bench_summary(bench, rc, "ceilings") if bench else {}
+
+
 def run_user(opts, ctx):
     """--cases on --shape: anyattn through the binding, then the peers, on each batch."""
     shape = opts.shape
     cases = cases_mod.parse_cases(opts.cases, shape)
-    ctx.store.start_workload("user", {"shape": shape.label()}, [case_record(c) for c in cases])
+    bench = {} if ctx.store.ceilings() else ceilings_run(opts, ctx)
+    bench["shape"] = shape.label()
+    ctx.store.start_workload("user", bench, [case_record(c) for c in cases])
     binding = [p for p in ctx.binding if p]
     if not binding:
         ctx.log.say("user cases: the anyattn binding is not available here (%s); peers only" % ctx.binding_why)
