@@ -3,6 +3,7 @@ then for each peer its setup, one checked call (output poisoned with NaN first) 
 check passes, the timing. A peer that refuses the case, fails or answers wrong posts no time.
 """
 
+import time
 import zlib
 
 from . import timing
@@ -67,7 +68,9 @@ def measure_case(case, peers, ctx, on_peer=None):
         _release(ctx["gpu"])
         return
     for p in peers:
+        t0 = time.monotonic()
         r = measure_peer(p, inp, samples, ref, ctx["gpu"], ctx["iters"])
+        r["wall_s"] = round(time.monotonic() - t0, 3)     # setup, check and timing of this peer
         case.results[p.name] = r
         if on_peer:
             on_peer(p, r)

@@ -174,11 +174,12 @@ def workload_section(doc, store, workload, folder, gpu, with_plots):
     b = w.get("bench", {})
     if w.get("status") != "done":
         doc.p("Status: %s." % w.get("status"))
-    if b.get("command"):
-        doc.p("anyattn: `%s` (`%s`)." % (b["command"], b.get("file", "")))
     if workload == "user":
         doc.p("anyattn runs through its Python binding here (`anyattn bench` takes the standard shape only); "
-              "the ceilings are those of the latest `anyattn bench` run in this folder.")
+              "the ceilings are those of %s." % ("`%s`" % b["command"] if b.get("command") else
+                                                 "the latest `anyattn bench` run in this folder"))
+    elif b.get("command"):
+        doc.p("anyattn: `%s` (`%s`)." % (b["command"], b.get("file", "")))
     if workload == "e2e-llama8b":
         e2e_section(doc, store, gpu)
         return
