@@ -5,7 +5,9 @@ against the float64 reference exactly as in a report run. Also: a call that writ
 the check (its output is poisoned), and the GPU timer's do_bench path. Skips without torch.
 """
 
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -111,3 +113,14 @@ def test_gpu_timer_uses_do_bench():
         return 0.25
     assert timing._do_bench(fake_do_bench, lambda: None) == 0.25
     assert calls == [(25, 100, "median")]
+
+
+def test_bench_peers_script_on_the_cpu(tmp_path):
+    """bench/peers.py (the results table's peers.json) runs on the report's peer code."""
+    script = os.path.join(HERE, "..", "..", "bench", "peers.py")
+    p = subprocess.run([sys.executable, script, "--cpu", "--out", str(tmp_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.load(open(tmp_path / "peers.json"))["results"]
+    assert [r["case"] for r in res if r["what"] == "cpu"] == ["decode 1x512", "decode 4x1024", "prefill 1x128"]
+    assert all(("us" in r or r["what"] == "ceiling") and ("TB/s" in r or "TFLOP/s" in r) for r in res)

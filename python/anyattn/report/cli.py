@@ -167,6 +167,9 @@ def run(o, ctx, argv):
     tune_defaults(o)
     setup_peers(o, ctx)
     ctx.measure = measure_context(o)
+    if o.gpu and any(p.name.startswith("sdpa-") for p in ctx.peers):
+        from .ceilings import torch_ceilings
+        ctx.store.data["torch_ceilings"] = torch_ceilings(True)
     failed = 0
     for name, fn in steps(o, ctx):
         if name not in ("user", "tune") and ctx.store.workload_done(name) and not o.fresh:

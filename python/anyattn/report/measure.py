@@ -32,12 +32,13 @@ def measure_peer(peer, inp, samples, ref, gpu, iters):
     try:
         if runner.out is not None:
             poison(inp, runner.out)
-        runner.fn()
-        timing.synchronize(gpu)
-        ok, err = compare(runner.read(samples), ref, inp.shape.dtype)
-        if not ok:
-            return {"status": "wrong", "max_err": err, "note": runner.note}
-        us = timing.time_us(runner.fn, gpu, iters)
+        with runner.context():
+            runner.fn()
+            timing.synchronize(gpu)
+            ok, err = compare(runner.read(samples), ref, inp.shape.dtype)
+            if not ok:
+                return {"status": "wrong", "max_err": err, "note": runner.note}
+            us = timing.time_us(runner.fn, gpu, iters)
         r = {"status": "ok", "us": us, "max_err": err, "note": runner.note}
         if peer.name == "anyattn":   # the binding's note is its plan, as bench reports it
             r["plan"] = runner.note

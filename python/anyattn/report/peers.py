@@ -7,6 +7,7 @@ A file given with --peers-from adds peers of one's own: it defines PEERS, a list
 (import Peer, Runner and Unsupported from anyattn.report.peers).
 """
 
+import contextlib
 import importlib.util
 import math
 
@@ -20,11 +21,13 @@ class Unsupported(Exception):
 class Runner:
     """fn(): one call on the current stream. read(samples): float64 rows [len(samples), d] of the
     last call's output. note: how the peer was called (shown with its results). out: the output
-    the calls write into, if they are given one (filled with NaN before the checked call). keep:
-    objects the calls need alive (workspaces, dense copies)."""
+    the calls write into, if they are given one (filled with NaN before the checked call).
+    context: a context manager factory entered around the checked and the timed calls (so its
+    cost stays out of the times). keep: objects the calls need alive (workspaces, dense copies)."""
 
-    def __init__(self, fn, read, note="", out=None, keep=()):
+    def __init__(self, fn, read, note="", out=None, context=None, keep=()):
         self.fn, self.read, self.note, self.out, self.keep = fn, read, note, out, keep
+        self.context = context or contextlib.nullcontext
 
 
 class Peer:
@@ -170,7 +173,14 @@ class TorchSdpa(Peer):
             for g, fn in enumerate(calls):
                 outs[g] = fn()
         note = "%d dense call%s, GQA by %s" % (len(calls), "s" if len(calls) > 1 else "", "/".join(sorted(notes)))
-        return Runner(run, group_reader(inp, groups, outs, "bhqd"), note, keep=(calls,))
+        return Runner(run, group_reader(inp, groups, outs, "bhqd"), note, context=self.kernel_context, keep=(calls,))
+
+    def kernel_context(self):
+        """torch.nn.attention.sdpa_kernel(this backend); nothing on the CPU (torch's own dispatch)."""
+        if self.backend == "cpu":
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[self.backend]))
 
     def _check_math(self, inp, groups):
         if self.backend not in ("math", "cpu"):
@@ -188,17 +198,20 @@ class TorchSdpa(Peer):
         mask = sdpa_mask(q_len, kv_len, q.device)
         try:
             fn = self._closure(q, k, v, mask, q_len, inp.scale, True)
-            fn()
+            with self.kernel_context():
+                fn()
             return fn, "enable_gqa"
         except Exception:
             pass
         rep = inp.shape.hq // inp.shape.hkv
         fn = self._closure(q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1), mask, q_len,
                            inp.scale, False)
-        fn()
+        with self.kernel_context():
+            fn()
         return fn, "repeat_interleave"
 
-    def _closure(self, q, k, v, mask, q_len, scale, gqa):
+    @staticmethod
+    def _closure(q, k, v, mask, q_len, scale, gqa):
         import torch.nn.functional as F
         kw = {"scale": scale}
         if mask is not None:
@@ -207,15 +220,7 @@ class TorchSdpa(Peer):
             kw["is_causal"] = q_len > 1     # q_len == kv_len here: top left is bottom right
         if gqa:
             kw["enable_gqa"] = True
-        if self.backend == "cpu":
-            return lambda: F.scaled_dot_product_attention(q, k, v, **kw)
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        be = getattr(SDPBackend, SDPA_BACKENDS[self.backend])
-
-        def call():
-            with sdpa_kernel(be):
-                return F.scaled_dot_product_attention(q, k, v, **kw)
-        return call
+        return lambda: F.scaled_dot_product_attention(q, k, v, **kw)
 
 
 def sdpa_mask(q_len, kv_len, device):

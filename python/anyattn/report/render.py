@@ -134,6 +134,11 @@ def ceilings_section(doc, store, gpu):
         doc.h(2, "Ceilings")
         doc.p("Measured by `anyattn bench` at the start of each workload's run: %s." % what)
         doc.table(["workload run", "bandwidth " + bw_unit, "compute " + fl_unit, "date"], rows)
+    theirs = store.data.get("torch_ceilings")
+    if theirs:
+        doc.p("The same through torch, timed like the peers: %s." % ", ".join(
+            "%s %s" % (c["case"], "%.2f TB/s" % c["TB/s"] if "TB/s" in c else "%.0f TFLOP/s" % c["TFLOP/s"])
+            for c in theirs))
 
 
 def peers_section(doc, store):
