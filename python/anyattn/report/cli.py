@@ -54,6 +54,8 @@ def parser():
     ap.add_argument("--tune-iters", type=int, default=0, help="timed calls per candidate (default tune's)")
     ap.add_argument("--tune-depth", type=int, default=6, help="tree depth (default 6)")
     ap.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    ap.add_argument("--render", action="store_true", help="measure nothing: write the report of --out's "
+                    "results.json again (e.g. a folder copied from another machine)")
     ap.add_argument("--quiet", action="store_true", help="progress to log.txt only")
     return ap
 
@@ -218,6 +220,8 @@ def main(argv=None):
     ap = parser()
     o = ap.parse_args(argv)
     check_options(ap, o)
+    if o.render:
+        return render_only(o)
     os.makedirs(os.path.join(o.out, "data"), exist_ok=True)
     ctx = SimpleNamespace(out=o.out, log=Log(os.path.join(o.out, "log.txt"), o.quiet), current="start")
     ctx.store = Store.open(o.out, o.fresh)
@@ -242,6 +246,17 @@ def main(argv=None):
     finally:
         finish(o, ctx)
     return rc
+
+
+def render_only(o):
+    from .render import write_all
+    store = Store.open(o.out, False)
+    if not store.data.get("env"):
+        print("report: %s has no results.json of a report" % o.out, file=sys.stderr)
+        return EXIT_USAGE
+    write_all(store, o.out, plots_available(o, Log(None, o.quiet)))
+    print("report: %s" % os.path.join(o.out, "report.md"), file=sys.stderr)
+    return EXIT_OK
 
 
 def finish(o, ctx):

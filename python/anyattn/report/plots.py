@@ -94,7 +94,8 @@ def _series_plot(store, series, ceiling, title, xlabel, ylabel, folder, name, an
                 ax.annotate("b%d" % c["num_seqs"], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
     if ceiling:
         ax.axhline(ceiling, color="gray", linestyle="--", linewidth=1)
-        ax.annotate("ceiling", (ax.get_xlim()[0], ceiling), fontsize=7, color="gray", va="bottom")
+        ax.text(0.99, ceiling, "ceiling %.3g" % ceiling, transform=ax.get_yaxis_transform(), ha="right",
+                va="bottom", fontsize=7, color="gray")
     ax.set_xscale("log", base=2)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
