@@ -178,6 +178,9 @@ def run(o, ctx, argv):
             ctx.log.say("%s: kept from the run of %s (--fresh measures it again)"
                         % (name, ctx.store.workloads[name].get("bench", {}).get("date", "before")))
             continue
+        if name == "tune" and ctx.store.data.get("tune", {}).get("status") == "done" and not o.fresh:
+            ctx.log.say("tune: kept, done before (--fresh runs the campaign again)")
+            continue
         ctx.current = name
         status = fn()
         if name in ctx.store.workloads:

@@ -102,9 +102,11 @@ def sums_line(store, workload):
 
 def header(doc, store):
     env, data = store.data["env"], store.data
-    if data.get("status") not in ("complete", "running"):
+    if data.get("status", "").startswith(("interrupted", "failed")):
         doc.p("**Partial report** (%s): the tables hold what was measured before that; running the same "
               "command again into this folder continues (`--fresh` starts over)." % data.get("status"))
+    if data.get("status") == "complete, with failures":
+        doc.p("**Some steps failed, or anyattn posted no time for a case**: see the footnotes and log.txt.")
     missing = tree_missing(env) if env else ""
     if missing:
         doc.p("**%s**" % missing)

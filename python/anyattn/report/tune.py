@@ -31,12 +31,16 @@ def tree_name(device, gpu):
 class Campaign:
     """The sweep's state: grid, cells (once known), candidates, chunks done; saved after every chunk."""
 
-    def __init__(self, folder, grid, device):
+    def __init__(self, folder, grid, device, fresh):
         self.folder = folder
         self.path = os.path.join(folder, "state.json")
         self.s = {"grid": grid, "device": device, "total": None, "candidates": None, "next": 0, "chunks": [],
                   "seconds": 0.0}
-        if os.path.exists(self.path):
+        if fresh:   # the chunks of an earlier campaign go; a new one starts at cell 0
+            for name in os.listdir(folder):
+                if name.startswith(("sweep_", "chunk.part", "state.json")):
+                    os.remove(os.path.join(folder, name))
+        elif os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 old = json.load(f)
             if old.get("grid") == grid and old.get("device") == device:
@@ -194,7 +198,7 @@ def run_tune(opts, ctx):
     folder = os.path.join(ctx.out, "tune")
     os.makedirs(folder, exist_ok=True)
     env = ctx.store.data["env"]
-    camp = Campaign(folder, opts.tune_grid, env.get("device", ""))
+    camp = Campaign(folder, opts.tune_grid, env.get("device", ""), opts.fresh)
     t = ctx.store.data["tune"] = {"grid": opts.tune_grid, "status": "sweeping", "state": camp.s,
                                   "name": tree_name(env.get("device", ""), opts.gpu)}
     if not opts.gpu:
