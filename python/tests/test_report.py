@@ -40,7 +40,7 @@ def quick(tmp_path_factory):
     if not os.environ.get("ANYATTN_CLI"):
         pytest.skip("ANYATTN_CLI is not set (ctest sets it to the CLI under test)")
     out = tmp_path_factory.mktemp("report")
-    p = run_report(out, "--quick", "--peers-from", PEERS_FILE, "--cases", "p1x64+3x256,2x300")
+    p = run_report(out, "--quick", "--peers-from", PEERS_FILE, "--cases", "p1x64+3x256,2x300", "--dtype", "f16")
     assert p.returncode == 0, open(os.path.join(out, "log.txt")).read()[-4000:]
     return out
 
