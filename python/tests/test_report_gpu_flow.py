@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_CLI = os.path.join(HERE, "fakes", "anyattn_gpu_cli.py")

@@ -6,19 +6,25 @@ show the peers' view of the same hardware; bench/peers.py writes them into peers
 from . import timing
 
 
-def torch_ceilings(gpu, copy_bytes=2 << 30, n=8192):
-    """[{"case", "ms", "TB/s" or "TFLOP/s"}] for a copy of copy_bytes and an n^3 bf16 matmul."""
+def _copy_ms(gpu, nbytes):
     import torch
-    dev = "cuda" if gpu else "cpu"
-    src = torch.randn(copy_bytes // 2, dtype=torch.bfloat16, device=dev)
+    src = torch.randn(nbytes // 2, dtype=torch.bfloat16, device="cuda" if gpu else "cpu")
     dst = torch.empty_like(src)
-    ms = 1e-3 * timing.time_us(lambda: dst.copy_(src), gpu, 5)
+    return 1e-3 * timing.time_us(lambda: dst.copy_(src), gpu, 5)
+
+
+def _matmul_ms(gpu, n):
+    import torch
+    a, b = (torch.randn(n, n, dtype=torch.bfloat16, device="cuda" if gpu else "cpu") for _ in range(2))
+    return 1e-3 * timing.time_us(lambda: a @ b, gpu, 5)
+
+
+def torch_ceilings(gpu, copy_bytes=2 << 30, n=8192):
+    """[{"what": "ceiling", "case", "ms", "TB/s" or "TFLOP/s"}]: a copy of copy_bytes, an n^3 bf16 matmul."""
     size = "%d GiB" % (copy_bytes >> 30) if copy_bytes >= 1 << 30 else "%d MiB" % (copy_bytes >> 20)
+    ms = _copy_ms(gpu, copy_bytes)
     out = [{"what": "ceiling", "case": ("d2d copy " if gpu else "copy ") + size, "ms": ms,
             "TB/s": 2 * copy_bytes / ms / 1e9}]
-    del src, dst
-    a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
-    b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
-    ms = 1e-3 * timing.time_us(lambda: a @ b, gpu, 5)
+    ms = _matmul_ms(gpu, n)
     out.append({"what": "ceiling", "case": "bf16 matmul %d^3" % n, "ms": ms, "TFLOP/s": 2 * n**3 / ms / 1e9})
     return out

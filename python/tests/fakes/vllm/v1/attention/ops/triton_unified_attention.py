@@ -1,8 +1,6 @@
 """Fake vLLM Triton unified_attention: vLLM's positional arguments, the split-KV buffers checked
 against the shapes vLLM's Triton backend allocates; see tests/fakes/README.md."""
 
-import torch
-
 from _paged import attend, pages_of
 
 
