@@ -9,8 +9,10 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -194,3 +196,52 @@ def test_tune_campaign_on_the_cpu(tmp_path):
     assert set(t["ibm_shipped"]) == set(t["ibm_tuned"]) and len(t["ibm_tuned"]) == 9
     assert "## Tuning campaign" in load(tmp_path, "report.md")
     assert os.path.getsize(os.path.join(tmp_path, "plots", "tune_gain.png")) > MIN_PNG_BYTES
+
+
+SLOW_PEER = '''
+import time
+from report_peers import NumpyAttention
+
+class Slow(NumpyAttention):
+    name, label = "numpy-slow", "NumPy, a second to set up"
+
+    def runner(self, inp):
+        time.sleep(1.0)
+        return NumpyAttention.runner(self, inp)
+
+PEERS = [Slow()]
+'''
+
+
+def test_interrupted_workload_continues(tmp_path):
+    """Ctrl-C during the peers of a workload: the rerun keeps anyattn's times and the peer results
+    already there, and measures only what is missing."""
+    if not os.environ.get("ANYATTN_CLI"):
+        pytest.skip("ANYATTN_CLI is not set")
+    peers = tmp_path / "slow_peers.py"
+    peers.write_text(SLOW_PEER)
+    out = tmp_path / "r"
+    args = [sys.executable, "-m", "anyattn.report", "--out", str(out), "--quiet", "--quick", "--workloads", "decode",
+            "--peers", "numpy-slow", "--peers-from", str(peers)]
+    p = subprocess.Popen(args, env=report_env([HERE]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):   # until the first case has its peer's result
+        time.sleep(0.1)
+        try:
+            if "numpy-slow" in load(out, "results.json")["workloads"]["decode"]["cases"][0]["results"]:
+                break
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+    p.send_signal(signal.SIGINT)
+    assert p.communicate(timeout=60) and p.returncode == 130
+    first = load(out, "results.json")["workloads"]["decode"]
+    assert first["status"] == "running"
+    p = subprocess.run(args, env=report_env([HERE]), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "decode: continuing; anyattn bench kept" in load(out, "log.txt")
+    second = load(out, "results.json")["workloads"]["decode"]
+    assert second["status"] == "done"
+    for a, b in zip(first["cases"], second["cases"]):
+        assert a["results"]["anyattn"] == b["results"]["anyattn"]
+        if "numpy-slow" in a["results"]:
+            assert a["results"]["numpy-slow"] == b["results"]["numpy-slow"]
+    assert all(c["results"]["numpy-slow"]["status"] == "ok" for c in second["cases"])

@@ -72,22 +72,45 @@ def bench_summary(bench, rc, workload):
 
 
 def run_workload(opts, ctx, workload):
-    """Measures one workload into ctx.store; returns its status."""
+    """Measures one workload into ctx.store; returns its status. A workload a stopped run left with
+    anyattn's times keeps them and each peer's results, and measures what is missing."""
     log, store = ctx.log, ctx.store
-    args = bench_args(opts, workload)
-    rows = tool.bench_list(ctx.cli, log, args) if workload != "e2e-llama8b" else []
-    cases = cases_mod.from_listing(workload, rows)
-    store.start_workload(workload, {}, [])
-    bench, rc = run_bench(opts, ctx, workload, args, max(len(rows), 1))
-    anyattn_results(bench, cases)
-    store.workloads[workload]["bench"] = bench_summary(bench, rc, workload)
-    store.workloads[workload]["cases"] = [case_record(c) for c in cases]
-    store.save()
-    if rc not in (0, 1) or bench is None:
-        log.say("anyattn bench %s exited %d; see log.txt" % (workload, rc))
-        return "failed"
+    cases = kept_cases(store, workload)
+    if cases is None:
+        cases, ok = run_anyattn(opts, ctx, workload)
+        if not ok:
+            return "failed"
+    else:
+        log.say("%s: continuing; anyattn bench kept from the run of %s"
+                % (workload, store.workloads[workload]["bench"].get("date", "before")))
     run_peers(opts, ctx, workload, [c for c in cases if not c.skip])
     return "done"
+
+
+def run_anyattn(opts, ctx, workload):
+    """The cases and anyattn's times (`anyattn bench --list`, then `--json`): (cases, ok)."""
+    args = bench_args(opts, workload)
+    rows = tool.bench_list(ctx.cli, ctx.log, args) if workload != "e2e-llama8b" else []
+    cases = cases_mod.from_listing(workload, rows)
+    ctx.store.start_workload(workload, {}, [])
+    bench, rc = run_bench(opts, ctx, workload, args, max(len(rows), 1))
+    anyattn_results(bench, cases)
+    ctx.store.workloads[workload]["bench"] = bench_summary(bench, rc, workload)
+    ctx.store.workloads[workload]["cases"] = [case_record(c) for c in cases]
+    ctx.store.save()
+    if rc not in (0, 1) or bench is None:
+        ctx.log.say("anyattn bench %s exited %d; see log.txt" % (workload, rc))
+        return cases, False
+    return cases, True
+
+
+def kept_cases(store, workload):
+    """The cases of a workload a stopped run left after anyattn bench finished, else None."""
+    w = store.workloads.get(workload, {})
+    if w.get("status") == "done" or not w.get("cases") or w.get("bench", {}).get("rc") not in (0, 1):
+        return None
+    return [cases_mod.Case(workload, r["name"], r["q_lens"], r["kv_lens"], cases_mod.Shape(**r["shape"]),
+                           r.get("skip", ""), dict(r["results"])) for r in w["cases"]]
 
 
 def case_record(c):
@@ -99,17 +122,19 @@ def case_record(c):
 def run_peers(opts, ctx, workload, cases, extra=()):
     """The available peers (and `extra` contenders) on each case, recorded after every case."""
     peers = list(extra) + ctx.peers
-    if not peers or not cases:
+    todo = [(c, [p for p in peers if p.name not in c.results]) for c in cases]
+    todo = [(c, ps) for c, ps in todo if ps]
+    if not todo:
         return
-    bar = Progress(ctx.log, "peers   %-8s" % workload, len(cases) * len(peers))
+    bar = Progress(ctx.log, "peers   %-8s" % workload, sum(len(ps) for _, ps in todo))
     records = {r["name"]: r for r in ctx.store.workloads[workload]["cases"]}
     done = [0]
 
     def on_peer(p, r):
         done[0] += 1
         bar.update(done[0], "%s %s" % (p.name, r["status"]))
-    for c in cases:
-        measure_case(c, peers, ctx.measure, on_peer)
+    for c, ps in todo:
+        measure_case(c, ps, ctx.measure, on_peer)
         records[c.name]["results"].update(c.results)
         ctx.store.save()
     bar.finish()
