@@ -36,6 +36,7 @@ PACKAGES=(
 PIP_PACKAGES=(
   "numpy               the Python binding's array path and its tests"
   "pytest              runs python/tests"
+  "matplotlib          the plots of python -m anyattn.report (its test, report_cpu, skips without it)"
 )
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }

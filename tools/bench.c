@@ -676,6 +676,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
     str_append(buf, n, " --cases %s", o->cases);
   else
     str_append(buf, n, " --workload %s", o->workload);
+  if (o->filter) str_append(buf, n, " --filter '%s'", o->filter);
   if (o->graph) str_append(buf, n, " --graph");
   if (o->config) str_append(buf, n, " --config %s", o->config);
   if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
@@ -746,6 +747,56 @@ static int too_big_for_cpu(const bench_case *c) {
   return flops > 2e10 || bytes > 2e9;
 }
 
+/* 1 when `name` contains one of the '|'-separated texts of `filter`. */
+static int name_matches(const char *name, const char *filter) {
+  for (const char *p = filter;;) {
+    const size_t len = strcspn(p, "|");
+    for (const char *n = name; len && *n; n++)
+      if (!strncmp(n, p, len)) return 1;
+    if (!p[len]) return 0;
+    p += len + 1;
+  }
+}
+
+/* The cases this run times: --cases, else the workload's list, less those
+ * whose name matches no text of --filter. 0, or 2 (bad --cases, e2e on a CPU)
+ * or 1 (the filter leaves nothing) after one line on stderr. */
+static int select_cases(const bench_options *o, int gpu, case_list *cases) {
+  if (!strcmp(o->workload, "e2e-llama8b") && !gpu) {
+    fprintf(stderr, "anyattn: workload e2e-llama8b needs a GPU backend (409,600 calls)\n");
+    return 2;
+  }
+  if (o->cases && bench_parse_cases(cases, o->cases)) {
+    fprintf(stderr, "anyattn: bad --cases '%s' (BxC decode, pBxL prefill, comma separated)\n", o->cases);
+    return 2;
+  }
+  if (!o->cases) build_workload(cases, o->workload, gpu);
+  if (!o->filter) return 0;
+  int kept = 0;
+  for (int i = 0; i < cases->count; i++) {
+    bench_case *c = &cases->items[i];
+    if (name_matches(c->name, o->filter)) cases->items[kept++] = *c;
+    else free(c->q_lens), free(c->kv_lens);
+  }
+  cases->count = kept;
+  if (kept) return 0;
+  fprintf(stderr, "anyattn: no case of %s matches --filter '%s'\n", o->cases ? o->cases : o->workload, o->filter);
+  return 1;
+}
+
+/* --list: each case as one JSON line, its name and every sequence's query and
+ * key counts, "skip" where the CPU would not run it; nothing is timed. */
+static void list_cases(const case_list *l, int gpu) {
+  for (int i = 0; i < l->count; i++) {
+    const bench_case *c = &l->items[i];
+    printf("{\"case\": \"%s\", \"q_lens\": [", c->name);
+    for (int s = 0; s < c->num_seqs; s++) printf("%s%d", s ? ", " : "", c->q_lens[s]);
+    printf("], \"kv_lens\": [");
+    for (int s = 0; s < c->num_seqs; s++) printf("%s%d", s ? ", " : "", c->kv_lens[s]);
+    printf("]%s}\n", !gpu && too_big_for_cpu(c) ? ", \"skip\": \"too large for the CPU\"" : "");
+  }
+}
+
 int bench_main(const bench_options *opt) {
   if (!bench_workload_known(opt->workload)) {
     fprintf(stderr, "anyattn: unknown workload '%s' (known: %s)\n", opt->workload, bench_workload_names());
@@ -773,6 +824,15 @@ int bench_main(const bench_options *opt) {
   char dev[128] = "";
   anyattn_device_name(o.backend, o.device, dev, sizeof dev);
 
+  case_list cases = {0};
+  const int bad_cases = select_cases(&o, gpu, &cases);
+  if (bad_cases || o.list) {
+    if (!bad_cases) list_cases(&cases, gpu);
+    bench_free_cases(&cases);
+    anyattn_context_free(ctx);
+    return bad_cases;
+  }
+
   /* Ceilings first, in this run. */
   double bw_gbs, peak_gflops;
   const char *bw_what, *peak_what;
@@ -786,23 +846,6 @@ int bench_main(const bench_options *opt) {
     peak_gflops = aa_cpu_fma_peak_gflops();
     bw_what = "streaming read";
     peak_what = "fp32 FMA";
-  }
-
-  if (!strcmp(o.workload, "e2e-llama8b") && !gpu) {
-    fprintf(stderr, "anyattn: workload e2e-llama8b needs a GPU backend (409,600 calls)\n");
-    anyattn_context_free(ctx);
-    return 2;
-  }
-  case_list cases = {0};
-  if (o.cases) {
-    if (bench_parse_cases(&cases, o.cases)) {
-      fprintf(stderr, "anyattn: bad --cases '%s' (BxC decode, pBxL prefill, comma separated)\n", o.cases);
-      bench_free_cases(&cases);
-      anyattn_context_free(ctx);
-      return 2;
-    }
-  } else {
-    build_workload(&cases, o.workload, gpu);
   }
 
   time_t now = time(NULL);

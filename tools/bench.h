@@ -13,6 +13,8 @@ typedef struct {
   int graph;             /* time CUDA-graph replays */
   int iters;             /* timed repetitions (0: backend default) */
   const char *cases;     /* NULL: the workload's list; else "BxC,pBxL,...": decode / prefill cases */
+  const char *filter;    /* NULL, or only the cases whose name contains it */
+  int list;              /* 1: print the cases (JSON lines with their lengths), time nothing */
   int no_flush;          /* 1: no L2 flush between timed calls (back-to-back, warm metadata) */
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;

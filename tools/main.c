@@ -1,14 +1,18 @@
 /* main.c: the `anyattn` command-line tool and its option parsing. `info` lists
  * backends and devices, `check` runs the conformance suite against the
  * double-precision reference, `bench` times the shared workloads, `tune` and
- * `fit` make decision trees, `cp-model` predicts context parallelism. Exit
- * codes: 0 success, 1 failure, 2 bad command line (one line on stderr), 77 no
- * device for the backend. */
+ * `fit` make decision trees, `cp-model` predicts context parallelism, `report`
+ * hands over to the Python report (python -m anyattn.report). Exit codes: 0
+ * success, 1 failure, 2 bad command line (one line on stderr), 77 no device for
+ * the backend. */
+#define _DEFAULT_SOURCE /* readlink, setenv */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "anyattn.h"
 #include "bench.h"
@@ -25,7 +29,8 @@ static const char *usage_text =
     "                                         conformance suite vs the double-precision reference\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
-    "        [--cases BxC,pBxL,...] [--no-flush] [--max-context N] [--ranks-per-node N]\n"
+    "        [--cases BxC,pBxL,...] [--filter TEXT] [--list] [--no-flush] [--max-context N]\n"
+    "        [--ranks-per-node N]\n"
     "                                         time a workload against the measured ceilings\n"
     "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
     "                                         predict context-parallel prefill: ring, two-level\n"
@@ -34,6 +39,9 @@ static const char *usage_text =
     "                                         sweep every config over a grid, fit a decision tree\n"
     "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
     "                                         fit the tree of a sweep, or score the library's on it\n"
+    "  report [--out DIR] [--quick] [--tune] ...\n"
+    "                                         anyattn and every importable peer side by side, with\n"
+    "                                         plots (python3 -m anyattn.report; its --help has the rest)\n"
     "  version                                the version (also: anyattn --version)\n"
     "  help [COMMAND]                         this text, or COMMAND's (also: anyattn COMMAND --help)\n"
     "backends: auto (default: best found), cpu, cuda, hip\n"
@@ -65,8 +73,8 @@ static const cli_command commands[] = {
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
-     "--backend --device --workload --json --graph --config --iters --dtype --cases --no-flush --max-context "
-     "--ranks-per-node",
+     "--backend --device --workload --json --graph --config --iters --dtype --cases --filter --list --no-flush "
+     "--max-context --ranks-per-node",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -78,6 +86,10 @@ static const cli_command commands[] = {
      "                      per GPU with RANK, WORLD_SIZE, LOCAL_RANK, ANYATTN_NCCL_ID_FILE set)\n"
      "  --cases LIST        instead of a workload: BxC (B sequences decoding at context C)\n"
      "                      and pBxL (B causal prompts of L tokens), comma separated\n"
+     "  --filter TEXT       only the cases whose name contains TEXT (or one of the texts\n"
+     "                      of A|B|...)\n"
+     "  --list              print the cases (one JSON line each, with every sequence's\n"
+     "                      query and key counts) and time nothing\n"
      "  --dtype T           bf16 (default), f16, f32\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
@@ -127,6 +139,15 @@ static const cli_command commands[] = {
      "  --depth D           tree depth, 1 to 8 (default 4)\n"
      "  --eval              score the library's tree instead of fitting one\n"
      "exit codes: 0 done, 1 a failure (e.g. an unreadable sweep), 2 bad command line\n"},
+    {"report", "",
+     "usage: anyattn report [options]\n"
+     "Runs python3 -m anyattn.report with this CLI, its library and (in a build tree)\n"
+     "the package in the sources: the ceilings, anyattn and every importable peer on the\n"
+     "standard workloads, checked against a float64 reference, written as report.md,\n"
+     "report.html, plots and CSV/JSON; --tune adds the tuning campaign. 'anyattn report\n"
+     "--help' lists its options.\n"
+     "exit codes: 0 done, 1 a failure, 2 bad command line, 77 no device for the backend,\n"
+     "            130 interrupted (the partial report is written)\n"},
     {"version", "",
      "usage: anyattn version (or anyattn --version)\n"
      "Prints the version of anyattn.\n"},
@@ -137,7 +158,7 @@ static const cli_command commands[] = {
 enum { NUM_COMMANDS = sizeof commands / sizeof commands[0] };
 
 /* Options without a value; every other option takes one. */
-static const char *const switch_flags = "--quick --graph --no-flush --eval";
+static const char *const switch_flags = "--quick --graph --no-flush --eval --list";
 
 static const cli_command *command_named(const char *name) {
   for (int i = 0; i < NUM_COMMANDS; i++)
@@ -239,7 +260,7 @@ typedef struct {
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context, eval, cell_from, cell_to, ranks_per_node, gpus_per_node;
+  int depth, no_flush, max_context, eval, cell_from, cell_to, list, ranks_per_node, gpus_per_node;
   const char *rates;
   double intra_gbs, inter_gbs;
   unsigned long long seed;
@@ -273,6 +294,7 @@ static int parse_options(int argc, char **argv, const cli_command *cmd, cli_opti
     else if (!strcmp(a, "--graph")) o->graph = 1;
     else if (!strcmp(a, "--no-flush")) o->no_flush = 1;
     else if (!strcmp(a, "--eval")) o->eval = 1;
+    else if (!strcmp(a, "--list")) o->list = 1;
     else if (i + 1 >= argc) return usage_error("option '%s' needs a value", shown(a));
     else if (!strncmp(argv[i + 1], "--", 2)) /* "--out --iters 5": the value is missing */
       return usage_error("option '%s' needs a value, got option '%s'", shown(a), shown(argv[i + 1]));
@@ -495,6 +517,8 @@ static int cmd_bench(const cli_options *o) {
   bo.graph = o->graph;
   bo.iters = o->iters;
   bo.cases = o->cases;
+  bo.filter = o->filter;
+  bo.list = o->list;
   bo.no_flush = o->no_flush;
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
@@ -529,6 +553,51 @@ static int cmd_fit(const cli_options *o) {
   return fit_main(o->in, o->depth, o->name ? o->name : "tuned", NULL);
 }
 
+/* `anyattn report ARGS`: python3 -m anyattn.report ARGS (the report parses its
+ * own options), told this CLI ($ANYATTN_CLI), the libanyattn.so beside it or in
+ * the install prefix's lib folder ($ANYATTN_LIBRARY), and in a build tree the
+ * package in the sources (prepended to $PYTHONPATH). $PYTHON names another
+ * interpreter. Returns only when python cannot be started. */
+static int cmd_report(int argc, char **argv) {
+  char exe[4096], path[4200];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    setenv("ANYATTN_CLI", exe, 1);
+    char *slash = strrchr(exe, '/'); /* an absolute path: there is one */
+    if (slash) *slash = '\0';
+    static const char *const beside[] = {"%s/libanyattn.so", "%s/../lib/libanyattn.so", "%s/../lib64/libanyattn.so"};
+    struct stat st;
+    for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+      snprintf(path, sizeof path, beside[i], exe);
+      if (stat(path, &st) == 0) {
+        setenv("ANYATTN_LIBRARY", path, 1);
+        break;
+      }
+    }
+  }
+#ifdef ANYATTN_CLI_PYTHON_DIR
+  struct stat st;
+  if (stat(ANYATTN_CLI_PYTHON_DIR "/anyattn/report/__main__.py", &st) == 0) {
+    const char *old = getenv("PYTHONPATH");
+    snprintf(path, sizeof path, "%s%s%s", ANYATTN_CLI_PYTHON_DIR, old && old[0] ? ":" : "", old ? old : "");
+    setenv("PYTHONPATH", path, 1);
+  }
+#endif
+  const char *python = getenv("PYTHON") && getenv("PYTHON")[0] ? getenv("PYTHON") : "python3";
+  char **args = (char **)calloc((size_t)argc + 4, sizeof *args);
+  if (!args) return CLI_FAILED;
+  args[0] = (char *)python;
+  args[1] = (char *)"-m";
+  args[2] = (char *)"anyattn.report";
+  for (int i = 0; i < argc; i++) args[3 + i] = argv[i];
+  fflush(stdout);
+  execvp(python, args);
+  fprintf(stderr, "anyattn: cannot run '%s' for the report: %s\n", shown(python), strerror(errno));
+  free(args);
+  return CLI_FAILED;
+}
+
 /* `anyattn help [COMMAND]`, `anyattn --help`: to stdout, exit 0. */
 static int cmd_help(int argc, char **argv) {
   if (argc == 0) {
@@ -553,6 +622,7 @@ int main(int argc, char **argv) {
   const cli_command *cmd = command_named(name);
   if (!cmd) return usage_error("unknown command '%s'", shown(argv[1]));
   if (!strcmp(cmd->name, "help")) return cmd_help(argc - 2, argv + 2);
+  if (!strcmp(cmd->name, "report")) return cmd_report(argc - 2, argv + 2);
   current_command = cmd->name;
   if (wants_help(argc - 2, argv + 2)) {
     fputs(cmd->help, stdout);

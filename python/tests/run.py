@@ -2,7 +2,7 @@
 required module is missing, and turns pytest's "no tests collected" (5) into
 a failure so a broken collection never passes silently.
 
-usage: run.py [--needs torch-cuda] PYTEST_ARGS...
+usage: run.py [--needs torch-cuda|MODULE]... PYTEST_ARGS...
 """
 
 import importlib
@@ -15,14 +15,18 @@ def _skip(why):
 
 
 def main(argv):
-    needs_cuda = False
-    if argv[:2] == ["--needs", "torch-cuda"]:
-        needs_cuda, argv = True, argv[2:]
-    for mod in ("numpy", "pytest"):
+    needs_cuda, modules = False, ["numpy", "pytest"]
+    while argv[:1] == ["--needs"] and len(argv) > 1:
+        if argv[1] == "torch-cuda":
+            needs_cuda = True
+        else:
+            modules.append(argv[1])
+        argv = argv[2:]
+    for mod in modules:
         try:
             importlib.import_module(mod)
         except ImportError:
-            _skip("python module '%s' is not installed (python3 -m pip install numpy pytest)" % mod)
+            _skip("python module '%s' is not installed (python3 -m pip install %s)" % (mod, mod))
     if needs_cuda:
         try:
             import torch

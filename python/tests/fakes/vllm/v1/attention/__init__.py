@@ -1,0 +1,1 @@
+"""Fake vllm package path (see tests/fakes/README.md)."""
