@@ -6,52 +6,16 @@
 #include <string.h>
 
 #include "cp.h"
-
-/* fp16 and bf16 to and from fp32, round to nearest even (as the library's out). */
-static float cp_bits_float(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint32_t cp_float_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-static float cp_f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-  if (exp == 0x1F) return cp_bits_float(sign | 0x7F800000u | (man << 13));
-  if (exp != 0) return cp_bits_float(sign | ((exp + 112) << 23) | (man << 13));
-  const float v = (float)man * 5.9604644775390625e-08f; /* subnormal: man x 2^-24 */
-  return sign ? -v : v;
-}
-static uint16_t cp_f32_to_f16(float f) {
-  const uint32_t u = cp_float_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
-  if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* rounds to infinity */
-  if (a < 0x38800000u) {                                  /* subnormal or zero */
-    const float v = cp_bits_float(a) * 16777216.0f;        /* x 2^24: the subnormal's integer */
-    return (uint16_t)(sign | (uint16_t)lrintf(v));
-  }
-  const uint32_t r = a + 0xC8000FFFu + ((a >> 13) & 1u); /* rebias (-112 << 23), round to nearest even */
-  return (uint16_t)(sign | (r >> 13));
-}
-static float cp_bf16_to_f32(uint16_t b) { return cp_bits_float((uint32_t)b << 16); }
-static uint16_t cp_f32_to_bf16(float f) {
-  uint32_t u = cp_float_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
+#include "dtype.h"
 
 static float cp_load(anyattn_dtype dt, const void *p, size_t i) {
   if (dt == ANYATTN_DTYPE_F32) return ((const float *)p)[i];
   const uint16_t h = ((const uint16_t *)p)[i];
-  return dt == ANYATTN_DTYPE_F16 ? cp_f16_to_f32(h) : cp_bf16_to_f32(h);
+  return dt == ANYATTN_DTYPE_F16 ? aa_f16_to_f32(h) : aa_bf16_to_f32(h);
 }
 static void cp_store(anyattn_dtype dt, void *p, size_t i, float v) {
   if (dt == ANYATTN_DTYPE_F32) ((float *)p)[i] = v;
-  else ((uint16_t *)p)[i] = dt == ANYATTN_DTYPE_F16 ? cp_f32_to_f16(v) : cp_f32_to_bf16(v);
+  else ((uint16_t *)p)[i] = dt == ANYATTN_DTYPE_F16 ? aa_f32_to_f16(v) : aa_f32_to_bf16(v);
 }
 
 static anyattn_status cp_host_copy(void *dst, const void *src, size_t bytes, void *stream) {
