@@ -17,6 +17,16 @@ static anyattn_status cp_comm_new(anyattn_cp_comm **comm, int rpn, anyattn_cp_co
   return ANYATTN_STATUS_OK;
 }
 
+/* Hands the communicator out, or frees it when its transport refused it. */
+static anyattn_status cp_comm_finish(anyattn_cp_comm *c, anyattn_status s, anyattn_cp_comm **comm) {
+  if (s != ANYATTN_STATUS_OK) {
+    free(c);
+    return s;
+  }
+  *comm = c;
+  return ANYATTN_STATUS_OK;
+}
+
 anyattn_status anyattn_cp_comm_create_mpi(const void *mpi_comm, int ranks_per_node, anyattn_cp_comm **comm) {
   cp_clear_error();
   anyattn_cp_comm *c = NULL;
@@ -32,12 +42,7 @@ anyattn_status anyattn_cp_comm_create_mpi(const void *mpi_comm, int ranks_per_no
   s = cp_error(ANYATTN_STATUS_BACKEND_UNAVAILABLE,
                "libanyattn_cp was built without MPI (Debian: libopenmpi-dev; configure with -DANYATTN_MPI=ON)");
 #endif
-  if (s != ANYATTN_STATUS_OK) {
-    free(c);
-    return s;
-  }
-  *comm = c;
-  return ANYATTN_STATUS_OK;
+  return cp_comm_finish(c, s, comm);
 }
 
 anyattn_status anyattn_cp_comm_create_nccl(void *nccl_comm, int ranks_per_node, anyattn_cp_comm **comm) {
@@ -56,12 +61,7 @@ anyattn_status anyattn_cp_comm_create_nccl(void *nccl_comm, int ranks_per_node, 
                "libanyattn_cp was built without NCCL (it needs the CUDA backend and nccl.h; configure with "
                "-DANYATTN_NCCL=ON)");
 #endif
-  if (s != ANYATTN_STATUS_OK) {
-    free(c);
-    return s;
-  }
-  *comm = c;
-  return ANYATTN_STATUS_OK;
+  return cp_comm_finish(c, s, comm);
 }
 
 void anyattn_cp_comm_free(anyattn_cp_comm *comm) {
