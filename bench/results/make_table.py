@@ -105,6 +105,8 @@ def load_gpu_dir(d):
     data = {}
     for name in files:
         path = os.path.join(d, name)
+        if name == "report" and os.path.isdir(path):
+            continue  # `anyattn report`'s folder: report_line() links it
         if name.endswith(".meta.json"):
             stem = name[: -len(".meta.json")]
             if not any(f in files for f in (stem + ".json", stem + ".csv")):
@@ -122,6 +124,28 @@ def load_gpu_dir(d):
         else:
             raise DataError(f"{path}: neither .json nor .csv data")
     return data
+
+
+def report_line(gpu_dir, gpu):
+    """The GPU section's line for its `anyattn report` folder (report/: report.md, results.json), if any."""
+    path = os.path.join(gpu_dir, "report", "results.json")
+    if not os.path.isdir(os.path.join(gpu_dir, "report")):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+        env = obj["env"]
+        facts = {k: env[k] for k in ("date", "commit", "device", "command")}
+        status = obj["status"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{path}: not a report's results.json ({e})")
+    if not all(isinstance(v, str) for v in facts.values()):
+        raise DataError(f"{path}: env date, commit, device and command must be strings")
+    if not os.path.isfile(os.path.join(gpu_dir, "report", "report.md")):
+        raise DataError(f"{gpu_dir}/report: results.json without report.md")
+    return [f"The report of record, anyattn beside every peer importable there with plots: "
+            f"[{gpu}/report/report.md]({gpu}/report/report.md) ({status}; {cell(facts['date'])}, commit "
+            f"{cell(facts['commit'])}, {cell(facts['device'])}; `{cell(facts['command'])}`).", ""]
 
 
 def cell(text):
@@ -290,7 +314,7 @@ def render(root):
            "the same run with stream launches. Configs are the plan's choice (`anyattn info` lists them).", ""]
     for gpu in gpus:
         data = load_gpu_dir(os.path.join(root, gpu))
-        out += [f"## {gpu}", "", "| file | date | commit | device | command |", "| --- | --- | --- | --- | --- |"]
+        out += [f"## {gpu}", ""] + report_line(os.path.join(root, gpu), gpu) + ["| file | date | commit | device | command |", "| --- | --- | --- | --- | --- |"]
         stems = sorted(data, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
         for s in stems:
             f = data[s]["facts"]
