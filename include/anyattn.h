@@ -208,7 +208,8 @@ typedef struct {
                                  * past it are padding, e.g. for graph replays, and are
                                  * not written) */
   const int32_t *cu_seqlens_q;  /* [num_seqs + 1], cu[0] = 0, non-decreasing */
-  const int32_t *seq_lens_k;    /* [num_seqs], kv_len per sequence, q_len <= kv_len */
+  const int32_t *seq_lens_k;    /* [num_seqs], kv_len per sequence; q_len <= kv_len
+                                 * unless q_pos is given */
   const int32_t *block_table;   /* [num_seqs, block_table_stride] physical page ids */
   int block_table_stride;       /* >= pages of the longest sequence */
   /* Optional host-side hints (0: unknown), as serving engines know them:
@@ -216,6 +217,15 @@ typedef struct {
    * tiles and KV splits only; validate checks that they are bounds. */
   int max_q_len;
   int max_kv_len;
+  /* [num_seqs] or NULL (the default): where each sequence's queries sit among
+   * its keys. Query i of sequence s is at position p = q_pos[s] + i (NULL:
+   * p = kv_len - q_len + i, the queries are the last q_len keys). Causal
+   * masks, windows and ALiBi all follow p. Any value with
+   * -2^30 <= q_pos[s] and q_pos[s] + q_len <= 2^30: before the first key, past
+   * the last (e.g. a block of queries after a block of earlier keys); with
+   * q_pos, q_len may exceed kv_len. Rows that see no key get out 0, lse -inf.
+   * Same memory as the other arrays. */
+  const int32_t *q_pos;
 } anyattn_batch;
 
 ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);
@@ -252,7 +262,8 @@ ANYATTN_API anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_b
 
 /* Host-side check of host copies of the batch metadata against a plan:
  * cu_seqlens_q monotonic from 0, 0 <= q_len <= kv_len <=
- * max_context, cu_seqlens_q[num_seqs] <= num_tokens, the block table wide
+ * max_context (q_len unbounded by kv_len when q_pos is given; q_pos in
+ * range as anyattn_batch says), cu_seqlens_q[num_seqs] <= num_tokens, the block table wide
  * enough, and every page id that run will read in [0, num_blocks).
  * BAD_METADATA names the first offender. */
 ANYATTN_API anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *host_batch,

@@ -39,6 +39,7 @@ typedef struct {
   int kind;         /* KIND_*: the shape of the batch */
   int small;        /* quick mode: smaller contexts */
   int padded;       /* rows past cu[num_seqs] (padding: run must leave them untouched) */
+  int qpos;         /* batch->q_pos given: queries anywhere among (or beyond) the keys */
 } tl_case;
 
 #define TL_MAX_CASES 512
@@ -102,13 +103,15 @@ static void case_name(tl_case *c, char section, int idx) {
   if (c->extra_cols) name_add(b, n, "_wide%d", c->extra_cols);
   if (c->garbage) name_add(b, n, "_garbage", 0);
   if (c->padded) name_add(b, n, "_padded%d", c->padded);
+  if (c->qpos) name_add(b, n, "_qpos", 0);
   name_add(b, n, "_", 0);
   name_add(b, n, kind_names[c->kind], 0);
 }
 
 static const anyattn_dtype all_dtypes[3] = {ANYATTN_DTYPE_F32, ANYATTN_DTYPE_F16, ANYATTN_DTYPE_BF16};
 
-/* Quick set: twelve presets per dtype that together touch every feature. */
+/* Quick set: twelve presets per dtype that together touch every feature, two
+ * with query positions (q_pos) per dtype, and padding rows. */
 static int build_quick(tl_case *cases) {
   int n = 0;
   for (int di = 0; di < 3; di++) {
@@ -171,6 +174,24 @@ static int build_quick(tl_case *cases) {
       n++;
     }
   }
+  /* Query positions (batch->q_pos): one causal decode-like case with a window,
+   * ALiBi and sinks, one non-causal prefill-like case with both windows, per dtype. */
+  for (int di = 0; di < 3; di++)
+    for (int k = 0; k < 2; k++) {
+      tl_case *c = &cases[n];
+      memset(c, 0, sizeof *c);
+      c->dtype = all_dtypes[di];
+      c->lse = 1, c->shuffle = 1, c->small = 1, c->layout = LAYOUT_NHD0, c->qpos = 1;
+      if (k == 0) {
+        c->head_dim = 128, c->block_size = 16, case_set_group(c, GROUP_G4), c->causal = 1;
+        c->window_left = 24, c->window_right = -1, c->alibi = 1, c->sinks = 1, c->kind = KIND_MIXED;
+      } else {
+        c->head_dim = 64, c->block_size = 5, case_set_group(c, GROUP_G1), c->causal = 0;
+        c->window_left = 12, c->window_right = 7, c->softcap = 5.0f, c->layout = LAYOUT_HND, c->kind = KIND_PREFILL;
+      }
+      case_name(c, 'q', n);
+      n++;
+    }
   /* Padding rows (num_tokens > cu[num_seqs]), as graph replays at padded sizes have. */
   for (int di = 0; di < 3; di++) {
     tl_case *c = &cases[n];
@@ -270,6 +291,34 @@ static int build_full(tl_case *cases) {
       case_name(c, 'h', n++);
     }
   }
+  /* Query positions (batch->q_pos), one feature at a time, then random ones;
+   * a stream of their own so that the cases above keep their features. */
+  uint64_t rq = 0x9905C0DEull;
+  for (int di = 0; di < 3; di++)
+    for (int f = 0; f < 12; f++) {
+      static const int kinds[12] = {KIND_MIXED,   KIND_PREFILL, KIND_DECODE, KIND_CHUNKED, KIND_PREFILL, KIND_LONG,
+                                    KIND_MIXED,   KIND_DECODE,  KIND_SPARSE, KIND_PREFILL, KIND_LONG,    KIND_MIXED};
+      tl_case *c = &cases[n];
+      case_random(c, &rq, all_dtypes[di]);
+      c->qpos = 1, c->kind = kinds[f], c->garbage = f % 4 == 3;
+      c->window_left = c->window_right = -1;
+      c->alibi = c->sinks = 0, c->softcap = 0.0f;
+      switch (f) {
+        case 0: c->causal = 1; break;
+        case 1: c->causal = 0; break;
+        case 2: c->causal = 1, c->window_left = 20; break;
+        case 3: c->causal = 0, c->window_left = 9, c->window_right = 4; break;
+        case 4: c->causal = 1, c->alibi = 1; break;
+        case 5: c->causal = 0, c->alibi = 1, c->window_left = 70; break;
+        case 6: c->causal = 1, c->sinks = 1, c->window_left = 0; break;
+        case 7: c->causal = 0, c->softcap = 10.0f, c->window_right = 0; break;
+        case 8: c->causal = 1, c->sinks = 1, c->alibi = 1; break;
+        case 9: c->causal = 0, c->window_left = 30, c->window_right = 30, c->sinks = 1, c->alibi = 1; break;
+        case 10: c->causal = 1, c->window_left = 300, c->softcap = 5.0f; break;
+        default: c->causal = 0, c->window_left = 3; break;
+      }
+      case_name(c, 'p', n++);
+    }
   for (int k = 0; k < 150; k++) {
     tl_case *c = &cases[n];
     case_random(c, &r, all_dtypes[k % 3]);
@@ -377,7 +426,7 @@ static tl_tol tol_for(anyattn_dtype dt) {
 typedef struct {
   /* host */
   int num_seqs, num_tokens, hq;
-  int32_t cu[TL_MAX_SEQS + 1], ql[TL_MAX_SEQS], kl[TL_MAX_SEQS];
+  int32_t cu[TL_MAX_SEQS + 1], ql[TL_MAX_SEQS], kl[TL_MAX_SEQS], qp[TL_MAX_SEQS];
   int32_t *table;
   int table_stride;
   int64_t num_blocks, ks[3], vs[3], k_elems, v_elems;
@@ -386,7 +435,7 @@ typedef struct {
   float *alibi, *sinks, *lse_init, *lse_back;
   double *ref_out, *ref_lse, *ref_abs, *ref_xmag;
   /* device */
-  void *d_q, *d_k, *d_v, *d_out, *d_lse, *d_ws, *d_cu, *d_kl, *d_table, *d_alibi, *d_sinks;
+  void *d_q, *d_k, *d_v, *d_out, *d_lse, *d_ws, *d_cu, *d_kl, *d_table, *d_alibi, *d_sinks, *d_qp;
 } tl_bufs;
 
 static void bufs_free(anyattn_backend be, tl_bufs *b) {
@@ -395,7 +444,7 @@ static void bufs_free(anyattn_backend be, tl_bufs *b) {
   free(b->lse_init), free(b->lse_back), free(b->ref_out), free(b->ref_lse), free(b->ref_abs);
   free(b->ref_xmag);
   void *dev[] = {b->d_q, b->d_k, b->d_v, b->d_out, b->d_lse, b->d_ws, b->d_cu, b->d_kl, b->d_table,
-                 b->d_alibi, b->d_sinks};
+                 b->d_alibi, b->d_sinks, b->d_qp};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(be, dev[i]);
 }
 
@@ -419,12 +468,32 @@ static int64_t cache_span(const tl_case *c, int64_t nb, const int64_t st[3]) {
 }
 
 /* Builds the host problem data. Returns 0, -1 on allocation failure. */
+/* Query positions for a q_pos case: the default, anywhere around the keys,
+ * before the first key, past the last one, or more queries than keys (keys
+ * shortened), so that causal and window masks leave some rows with no key. */
+static void gen_qpos(uint64_t *r, int n, int *ql, int *kl, int32_t *qp) {
+  for (int s = 0; s < n; s++) {
+    switch (tl_rng_int(r, 0, 5)) {
+      case 0: qp[s] = kl[s] - ql[s]; break;
+      case 1: qp[s] = tl_rng_int(r, -ql[s] - 4, kl[s] + 4); break;
+      case 2: qp[s] = tl_rng_int(r, -ql[s] - 30, -1); break;
+      case 3: qp[s] = tl_rng_int(r, kl[s], kl[s] + 40); break;
+      case 4:
+        if (ql[s] > 1) kl[s] = tl_rng_int(r, 0, ql[s] - 1);
+        qp[s] = tl_rng_int(r, -4, kl[s] + 4);
+        break;
+      default: qp[s] = tl_rng_int(r, 0, kl[s]); break;
+    }
+  }
+}
+
 static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
   const int d = c->head_dim, bs = c->block_size, hkv = c->num_kv_heads;
   b->hq = hkv * c->group;
   b->es = anyattn_dtype_size(c->dtype);
   int ql[TL_MAX_SEQS + 1], kl[TL_MAX_SEQS + 1];
   b->num_seqs = gen_batch(c, r, ql, kl);
+  if (c->qpos) gen_qpos(r, b->num_seqs, ql, kl, b->qp);
   b->cu[0] = 0;
   int max_pages = 0, total_pages = 0;
   for (int s = 0; s < b->num_seqs; s++) {
@@ -550,6 +619,7 @@ static void fill_structs(const tl_case *c, const tl_bufs *b, int on_device, anya
   bt->cu_seqlens_q = on_device ? (const int32_t *)b->d_cu : b->cu;
   bt->seq_lens_k = on_device ? (const int32_t *)b->d_kl : b->kl;
   bt->block_table = on_device ? (const int32_t *)b->d_table : b->table;
+  if (c->qpos) bt->q_pos = on_device ? (const int32_t *)b->d_qp : b->qp;
   anyattn_tensors_init(t);
   t->q = on_device ? b->d_q : b->q;
   t->k_cache = on_device ? b->d_k : b->k;
@@ -740,13 +810,15 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   TL_DEV(b.d_table, sizeof(int32_t) * (size_t)b.num_seqs * b.table_stride);
   TL_DEV(b.d_alibi, sizeof(float) * (size_t)b.hq);
   TL_DEV(b.d_sinks, sizeof(float) * (size_t)b.hq);
+  TL_DEV(b.d_qp, sizeof(int32_t) * (size_t)(b.num_seqs + 1));
   if (dm_to_device(backend, b.d_q, b.q, b.q_elems * b.es) || dm_to_device(backend, b.d_k, b.k, (size_t)b.k_elems * b.es) ||
       dm_to_device(backend, b.d_v, b.v, (size_t)b.v_elems * b.es) ||
       dm_to_device(backend, b.d_cu, b.cu, sizeof(int32_t) * (size_t)(b.num_seqs + 1)) ||
       dm_to_device(backend, b.d_kl, b.kl, sizeof(int32_t) * (size_t)b.num_seqs) ||
       dm_to_device(backend, b.d_table, b.table, sizeof(int32_t) * (size_t)b.num_seqs * b.table_stride) ||
       dm_to_device(backend, b.d_alibi, b.alibi, sizeof(float) * (size_t)b.hq) ||
-      dm_to_device(backend, b.d_sinks, b.sinks, sizeof(float) * (size_t)b.hq)) {
+      dm_to_device(backend, b.d_sinks, b.sinks, sizeof(float) * (size_t)b.hq) ||
+      dm_to_device(backend, b.d_qp, b.qp, sizeof(int32_t) * (size_t)b.num_seqs)) {
     snprintf(why, sizeof why, "copy to device failed");
     goto internal;
   }
@@ -845,6 +917,8 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
            memcmp(meta, b.cu, sizeof(int32_t) * (size_t)(b.num_seqs + 1));
     bad |= dm_to_host(backend, meta, b.d_kl, sizeof(int32_t) * (size_t)b.num_seqs) ||
            memcmp(meta, b.kl, sizeof(int32_t) * (size_t)b.num_seqs);
+    bad |= dm_to_host(backend, meta, b.d_qp, sizeof(int32_t) * (size_t)b.num_seqs) ||
+           memcmp(meta, b.qp, sizeof(int32_t) * (size_t)b.num_seqs);
     if (b.hq <= 64) {
       bad |= dm_to_host(backend, fl, b.d_alibi, sizeof(float) * (size_t)b.hq) ||
              memcmp(fl, b.alibi, sizeof(float) * (size_t)b.hq);

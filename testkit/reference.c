@@ -97,7 +97,8 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
     const int kv_len = b->seq_lens_k[s];
     for (int i = 0; i < q_len; i++) {
       const int tok = t0 + i;
-      const int64_t p = (int64_t)kv_len - q_len + i; /* the query's absolute position */
+      /* the query's absolute position: q_pos[s] + i, else the queries are the last q_len keys */
+      const int64_t p = (b->q_pos ? (int64_t)b->q_pos[s] : (int64_t)kv_len - q_len) + i;
       for (int h = 0; h < hq; h++) {
         const int kvh = h / group;
         const size_t row = (size_t)tok * hq + h;

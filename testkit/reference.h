@@ -16,7 +16,7 @@ extern "C" {
  *   problem:  heads, head_dim, dtype, block_size, causal, windows, scale
  *             (0: 1/sqrt(head_dim)), softcap (0: off). struct_size and config
  *             are not read.
- *   batch:    HOST copies of cu_seqlens_q, seq_lens_k, block_table.
+ *   batch:    HOST copies of cu_seqlens_q, seq_lens_k, block_table, q_pos (or NULL).
  *   tensors:  HOST q, k_cache, v_cache in problem->dtype, num_blocks, the six
  *             cache strides (all zero for one cache: dense NHD), optional
  *             alibi_slopes and sinks. out and lse are not read.

@@ -440,6 +440,25 @@ static void test_run_and_validate(anyattn_context *ctx) {
   EXPECT_VALIDATE((void)0, 3, ANYATTN_STATUS_BAD_METADATA, "block_table[0][0]"); /* page 3 of 3 */
   EXPECT_VALIDATE(b_.block_table_stride = 1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table_stride");
   EXPECT_VALIDATE(b_.num_tokens = 3, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "num_tokens");
+  /* q_pos: any position with every query in [-2^30, 2^30]; q_len may then exceed kv_len. */
+  static const int32_t qp0_[2] = {-5, 40};
+  static const int32_t qp1_[2] = {0, 1};
+  static const int32_t qp2_[2] = {0, 1};
+  static const int32_t qp3_[2] = {-(1 << 30), (1 << 30) - 3};
+  static const int32_t qp4_[2] = {-(1 << 30) - 1, 0};
+  static const int32_t qp5_[2] = {0, (1 << 30) - 2};
+  static const int32_t qp6_[2] = {INT32_MAX, 0};
+  static const int32_t qp7_[2] = {0, INT32_MIN};
+  EXPECT_VALIDATE((b_.q_pos = qp0_), T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE((b_.q_pos = qp1_, kvl_[1] = 2), T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE((b_.q_pos = qp2_, kvl_[1] = 0), T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE((b_.q_pos = qp3_), T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE((b_.q_pos = qp4_), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_pos[0]");
+  EXPECT_VALIDATE((b_.q_pos = qp5_), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_pos[1]");
+  EXPECT_VALIDATE((b_.q_pos = qp6_), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_pos[0]");
+  EXPECT_VALIDATE((b_.q_pos = qp7_), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_pos[1]");
+  /* without q_pos, q_len > kv_len stays an error */
+  EXPECT_VALIDATE((b_.q_pos = NULL, kvl_[1] = 2), T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "q_pos");
   /* Unused entries: the second column of seq 0 (kv 10 < one page) and a q_len 0 sequence's pages. */
   EXPECT_VALIDATE(table_[1] = -7, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
   EXPECT_VALIDATE((cu_[1] = 0, cu_[2] = 3, b_.num_tokens = 3, table_[0] = 99), T_BLOCKS, ANYATTN_STATUS_OK, NULL);

@@ -114,6 +114,7 @@ class Batch(ctypes.Structure):
         ("block_table_stride", ctypes.c_int),
         ("max_q_len", ctypes.c_int),
         ("max_kv_len", ctypes.c_int),
+        ("q_pos", ctypes.c_void_p),  # NULL: queries are the last q_len keys
     ]
 
 

@@ -176,6 +176,8 @@ void anyattn_tensors_init(anyattn_tensors *t) {
 /* Contexts up to 2^29 keys: position + window + 1 and tile counts times
  * segments then stay within the 32-bit arithmetic of the kernels. */
 #define AA_MAX_CONTEXT (1 << 29)
+/* batch->q_pos: query positions within [-2^30, 2^30) (see anyattn_validate). */
+#define AA_QPOS_MAX ((int64_t)1 << 30)
 
 /* *out = a * b * c * d with no overflow and *out <= PTRDIFF_MAX; 0 otherwise.
  * Every factor must be >= 0. */
@@ -399,6 +401,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.num_tokens = batch->num_tokens;
   a.cu_seqlens_q = batch->cu_seqlens_q;
   a.seq_lens_k = batch->seq_lens_k;
+  a.q_pos = batch->q_pos;
   a.block_table = batch->block_table;
   a.block_table_stride = batch->block_table_stride;
   a.q = t->q;
@@ -464,8 +467,18 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
     AA_CHECK(kv_len <= plan->limits.max_context, ANYATTN_STATUS_BAD_METADATA,
              "seq_lens_k[%d] is %d, over the plan's limits.max_context %d", s, kv_len,
              plan->limits.max_context);
-    AA_CHECK(q_len <= kv_len, ANYATTN_STATUS_BAD_METADATA,
-             "sequence %d has q_len %d > seq_lens_k[%d] %d", s, q_len, s, kv_len);
+    if (b->q_pos) {
+      /* every position p = q_pos + i in [-2^30, 2^30): p, p +- a window (< 2^29)
+       * and key - p stay inside int32 on every backend */
+      const int64_t qp = b->q_pos[s];
+      AA_CHECK(qp >= -AA_QPOS_MAX && qp + q_len <= AA_QPOS_MAX, ANYATTN_STATUS_BAD_METADATA,
+               "q_pos[%d] is %lld with q_len %d: the positions q_pos .. q_pos + q_len must lie in "
+               "[-2^30, 2^30]", s, (long long)qp, q_len);
+    } else {
+      AA_CHECK(q_len <= kv_len, ANYATTN_STATUS_BAD_METADATA,
+               "sequence %d has q_len %d > seq_lens_k[%d] %d (allowed only with batch->q_pos)", s, q_len, s,
+               kv_len);
+    }
     AA_CHECK(b->max_q_len == 0 || q_len <= b->max_q_len, ANYATTN_STATUS_BAD_METADATA,
              "sequence %d has q_len %d > batch->max_q_len %d", s, q_len, b->max_q_len);
     AA_CHECK(b->max_kv_len == 0 || kv_len <= b->max_kv_len, ANYATTN_STATUS_BAD_METADATA,

@@ -69,7 +69,7 @@ AA_INLINE aa_cpu_rows aa_rows_of(const aa_cpu_job *job, int s, int t0, int nq, i
   const int kv_len = a->seq_lens_k[s];
   aa_cpu_rows rw;
   rw.tok0 = q0 + t0;
-  rw.qpos0 = kv_len - q_len + t0;
+  rw.qpos0 = (a->q_pos ? a->q_pos[s] : kv_len - q_len) + t0; /* batch q_pos, else the last q_len keys */
   rw.R = nq * group;
   rw.R4 = (int)aa_round_up((size_t)rw.R, 4);
   rw.lo = lo;

@@ -73,6 +73,7 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.lse = a->lse;
   p.cu_seqlens_q = a->cu_seqlens_q;
   p.seq_lens_k = a->seq_lens_k;
+  p.q_pos = a->q_pos;
   p.block_table = a->block_table;
   p.bt_stride = a->block_table_stride;
   p.k_sb = a->k_stride_block;

@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
   if (tok >= cu[p.num_seqs]) return; /* padding rows are never written */
   const int s = upper_search(p.num_seqs, tok, [&](int i) { return cu[i]; });
   const int q_len = cu[s + 1] - cu[s], kv_len = p.seq_lens_k[s];
-  const int pos = kv_len - q_len + (tok - cu[s]);
+  const int pos = (p.q_pos ? p.q_pos[s] : kv_len - q_len) + (tok - cu[s]);
   const int D = head_dim;
 
   const float *q = static_cast<const float *>(p.q) + row * D;

@@ -33,6 +33,7 @@ struct AttnParams {
   float *lse;
   const int32_t *cu_seqlens_q;
   const int32_t *seq_lens_k;
+  const int32_t *q_pos; /* [num_seqs] first query's position, or NULL: kv_len - q_len */
   const int32_t *block_table;
   int64_t bt_stride;
   int64_t k_sb, k_st, k_sh; /* element strides: block, token, head */

@@ -13,6 +13,7 @@ namespace aa {
 /* Where a program's work lies: sequence, its query tokens and lengths. */
 struct Work {
   int seq, q_len, kv_len;
+  int pos0;    /* position of the sequence's first query among its keys (batch q_pos) */
   int q_first; /* first query token of the block, within the sequence */
   int tok0;    /* its global token index */
   int n_tok;   /* valid tokens in the block (>= 1) */
@@ -30,7 +31,8 @@ struct Work {
  * counts the probes at or below the block, which is the index of the last
  * one. One round when num_seqs < THREADS, two up to THREADS^2. In the last
  * round each probe also loads its sequence's lengths, so they arrive with the
- * search. `meta` is 4 ints of shared memory. Every thread must call it. */
+ * search, and its first query's position (q_pos, else kv_len - q_len).
+ * `meta` is 4 ints of shared memory. Every thread must call it. */
 template <int THREADS>
 __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta) {
   const int32_t *cu = p.cu_seqlens_q;
@@ -40,12 +42,13 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
     const int stride = (n + THREADS - 1) / THREADS;
     const int i = lo + tid * stride;
     const bool probe = tid * stride < n;
-    int c0 = 0, c1 = 0, kv = 0;
+    int c0 = 0, c1 = 0, kv = 0, qp = 0;
     if (probe) {
       c0 = cu[i];
       if (stride == 1 && i < p.num_seqs) {
         c1 = cu[i + 1];
         kv = p.seq_lens_k[i];
+        if (p.q_pos) qp = p.q_pos[i];
       }
     }
     const int cnt = block_sync_count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
@@ -55,6 +58,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         meta[0] = c0;
         meta[1] = c1;
         meta[2] = kv;
+        meta[3] = p.q_pos ? qp : kv - (c1 - c0);
       }
       block_sync();
       if (s >= p.num_seqs) return false;
@@ -63,6 +67,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
       w.q_len = meta[1] - meta[0];
       w.q_first = local * bq;
       w.kv_len = meta[2];
+      w.pos0 = meta[3];
       w.tok0 = meta[0] + w.q_first;
       w.n_tok = min(bq, w.q_len - w.q_first);
       return local >= 0 && w.q_first < w.q_len;
@@ -109,7 +114,7 @@ struct Program {
     tid = threadIdx.x;
     warp = tid / AA_WARP_SIZE;
     wm = warp % S::WM, wn = warp / S::WM;
-    pos_base = w.kv_len - w.q_len + w.q_first;
+    pos_base = w.pos0 + w.q_first;
     pos_min = pos_base, pos_max = pos_base + w.n_tok - 1;
     kv_range(p, pos_min, pos_max, w.kv_len, lo, hi);
     n_begin = (lo / S::BN) * S::BN;
