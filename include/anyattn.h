@@ -157,7 +157,8 @@ typedef struct {
   anyattn_dtype dtype;  /* of q, k_cache, v_cache and out alike */
   int block_size;       /* tokens per KV page; CPU: >= 1 */
   int causal;           /* 0 or 1 */
-  int window_left;      /* -1: unbounded; else keys j >= p - window_left */
+  int window_left;      /* -1: unbounded; else keys j >= p - window_left (plan treats
+                         * windows >= limits.max_context + 2^29 as unbounded) */
   int window_right;     /* -1: unbounded; non-causal only: keys j <= p + window_right */
   float scale;          /* 0: 1/sqrt(head_dim); else finite and > 0 */
   float softcap;        /* 0: none; else finite and > 0 */
@@ -221,7 +222,7 @@ typedef struct {
    * its keys. Query i of sequence s is at position p = q_pos[s] + i (NULL:
    * p = kv_len - q_len + i, the queries are the last q_len keys). Causal
    * masks, windows and ALiBi all follow p. Any value with
-   * -2^30 <= q_pos[s] and q_pos[s] + q_len <= 2^30: before the first key, past
+   * -2^29 <= q_pos[s] and q_pos[s] + q_len <= 2^29: before the first key, past
    * the last (e.g. a block of queries after a block of earlier keys); with
    * q_pos, q_len may exceed kv_len. Rows that see no key get out 0, lse -inf.
    * Same memory as the other arrays. */

@@ -295,9 +295,10 @@ static int build_full(tl_case *cases) {
    * a stream of their own so that the cases above keep their features. */
   uint64_t rq = 0x9905C0DEull;
   for (int di = 0; di < 3; di++)
-    for (int f = 0; f < 12; f++) {
-      static const int kinds[12] = {KIND_MIXED,   KIND_PREFILL, KIND_DECODE, KIND_CHUNKED, KIND_PREFILL, KIND_LONG,
-                                    KIND_MIXED,   KIND_DECODE,  KIND_SPARSE, KIND_PREFILL, KIND_LONG,    KIND_MIXED};
+    for (int f = 0; f < 14; f++) {
+      static const int kinds[14] = {KIND_MIXED, KIND_PREFILL, KIND_DECODE, KIND_CHUNKED, KIND_PREFILL,
+                                    KIND_LONG,  KIND_MIXED,   KIND_DECODE, KIND_SPARSE,  KIND_PREFILL,
+                                    KIND_LONG,  KIND_MIXED,   KIND_MIXED,  KIND_DECODE};
       tl_case *c = &cases[n];
       case_random(c, &rq, all_dtypes[di]);
       c->qpos = 1, c->kind = kinds[f], c->garbage = f % 4 == 3;
@@ -315,7 +316,10 @@ static int build_full(tl_case *cases) {
         case 8: c->causal = 1, c->sinks = 1, c->alibi = 1; break;
         case 9: c->causal = 0, c->window_left = 30, c->window_right = 30, c->sinks = 1, c->alibi = 1; break;
         case 10: c->causal = 1, c->window_left = 300, c->softcap = 5.0f; break;
-        default: c->causal = 0, c->window_left = 3; break;
+        case 11: c->causal = 0, c->window_left = 3; break;
+        /* windows wider than the longest context, narrower than some query's distance */
+        case 12: c->causal = 0, c->window_left = 330, c->window_right = 2; break;
+        default: c->causal = 1, c->window_left = 310, c->alibi = 1; break;
       }
       case_name(c, 'p', n++);
     }
@@ -477,7 +481,7 @@ static void gen_qpos(uint64_t *r, int n, int *ql, int *kl, int32_t *qp) {
       case 0: qp[s] = kl[s] - ql[s]; break;
       case 1: qp[s] = tl_rng_int(r, -ql[s] - 4, kl[s] + 4); break;
       case 2: qp[s] = tl_rng_int(r, -ql[s] - 30, -1); break;
-      case 3: qp[s] = tl_rng_int(r, kl[s], kl[s] + 40); break;
+      case 3: qp[s] = tl_rng_int(r, kl[s], 2 * kl[s] + 40); break;
       case 4:
         if (ql[s] > 1) kl[s] = tl_rng_int(r, 0, ql[s] - 1);
         qp[s] = tl_rng_int(r, -4, kl[s] + 4);

@@ -440,13 +440,13 @@ static void test_run_and_validate(anyattn_context *ctx) {
   EXPECT_VALIDATE((void)0, 3, ANYATTN_STATUS_BAD_METADATA, "block_table[0][0]"); /* page 3 of 3 */
   EXPECT_VALIDATE(b_.block_table_stride = 1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table_stride");
   EXPECT_VALIDATE(b_.num_tokens = 3, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "num_tokens");
-  /* q_pos: any position with every query in [-2^30, 2^30]; q_len may then exceed kv_len. */
+  /* q_pos: any position with every query in [-2^29, 2^29]; q_len may then exceed kv_len. */
   static const int32_t qp0_[2] = {-5, 40};
   static const int32_t qp1_[2] = {0, 1};
   static const int32_t qp2_[2] = {0, 1};
-  static const int32_t qp3_[2] = {-(1 << 30), (1 << 30) - 3};
-  static const int32_t qp4_[2] = {-(1 << 30) - 1, 0};
-  static const int32_t qp5_[2] = {0, (1 << 30) - 2};
+  static const int32_t qp3_[2] = {-(1 << 29), (1 << 29) - 3};
+  static const int32_t qp4_[2] = {-(1 << 29) - 1, 0};
+  static const int32_t qp5_[2] = {0, (1 << 29) - 2};
   static const int32_t qp6_[2] = {INT32_MAX, 0};
   static const int32_t qp7_[2] = {0, INT32_MIN};
   EXPECT_VALIDATE((b_.q_pos = qp0_), T_BLOCKS, ANYATTN_STATUS_OK, NULL);

@@ -176,8 +176,8 @@ void anyattn_tensors_init(anyattn_tensors *t) {
 /* Contexts up to 2^29 keys: position + window + 1 and tile counts times
  * segments then stay within the 32-bit arithmetic of the kernels. */
 #define AA_MAX_CONTEXT (1 << 29)
-/* batch->q_pos: query positions within [-2^30, 2^30) (see anyattn_validate). */
-#define AA_QPOS_MAX ((int64_t)1 << 30)
+/* batch->q_pos: query positions within [-2^29, 2^29) (see anyattn_validate). */
+#define AA_QPOS_MAX (1 << 29)
 
 /* *out = a * b * c * d with no overflow and *out <= PTRDIFF_MAX; 0 otherwise.
  * Every factor must be >= 0. */
@@ -268,10 +268,13 @@ anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyattn_problem *
   p->problem = *problem;
   p->limits = *limits;
   p->group = problem->num_q_heads / problem->num_kv_heads;
-  /* A window at least as wide as any context bounds nothing: store it as
-   * unbounded, so no backend adds it to a position. */
-  if (p->problem.window_left >= limits->max_context) p->problem.window_left = -1;
-  if (p->problem.window_right >= limits->max_context) p->problem.window_right = -1;
+  /* A window at least as wide as any key-query distance bounds nothing: store
+   * it as unbounded, so no backend adds it to a position. Keys lie in
+   * [0, max_context) and queries (batch q_pos) in [-2^29, 2^29), so distances
+   * stay under max_context + 2^29; a window kept is below 2^30 and position
+   * +- window stays inside int32. */
+  if (p->problem.window_left >= limits->max_context + AA_QPOS_MAX) p->problem.window_left = -1;
+  if (p->problem.window_right >= limits->max_context + AA_QPOS_MAX) p->problem.window_right = -1;
   p->scale = problem->scale != 0.0f ? problem->scale : (float)(1.0 / sqrt((double)problem->head_dim));
   anyattn_status s = p->ops->plan(p); /* may read p->problem.config */
   p->problem.config = NULL;
@@ -468,12 +471,12 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
              "seq_lens_k[%d] is %d, over the plan's limits.max_context %d", s, kv_len,
              plan->limits.max_context);
     if (b->q_pos) {
-      /* every position p = q_pos + i in [-2^30, 2^30): p, p +- a window (< 2^29)
-       * and key - p stay inside int32 on every backend */
+      /* every position p = q_pos + i in [-2^29, 2^29): p, p +- a window (< 2^30,
+       * see plan_create) and key - p stay inside int32 on every backend */
       const int64_t qp = b->q_pos[s];
       AA_CHECK(qp >= -AA_QPOS_MAX && qp + q_len <= AA_QPOS_MAX, ANYATTN_STATUS_BAD_METADATA,
                "q_pos[%d] is %lld with q_len %d: the positions q_pos .. q_pos + q_len must lie in "
-               "[-2^30, 2^30]", s, (long long)qp, q_len);
+               "[-2^29, 2^29]", s, (long long)qp, q_len);
     } else {
       AA_CHECK(q_len <= kv_len, ANYATTN_STATUS_BAD_METADATA,
                "sequence %d has q_len %d > seq_lens_k[%d] %d (allowed only with batch->q_pos)", s, q_len, s,
