@@ -166,6 +166,7 @@ typedef struct {
   const float *sinks;  /* [num_q_heads] fp32 logits, or NULL */
   void *out;           /* [local_tokens, num_q_heads, head_dim]: written */
   float *lse;          /* [local_tokens, num_q_heads] fp32, or NULL: written */
+  const float *alibi_slopes; /* [num_q_heads] fp32, or NULL: ALiBi on the whole sequence's positions */
 } anyattn_cp_tensors;
 
 ANYATTN_API void anyattn_cp_tensors_init(anyattn_cp_tensors *tensors);

@@ -3,9 +3,11 @@
  * is compared with the double-precision reference (testkit/reference.c) on
  * the whole batch: ring and two-level prefill (the two-level layouts emulate
  * nodes of 1, 2 or more ranks) for causal and non-causal problems, GQA,
- * odd and tiny lengths, sinks, softcap, three dtypes; decode over caches
- * sharded in ranges and in round-robin pages, with chunked prefill on the
- * rank that holds the new keys; then the misuse statuses. Fresh random
+ * odd and tiny lengths, sinks, softcap, sliding windows (left; left and
+ * right when non-causal), ALiBi, three dtypes; decode over caches sharded in
+ * ranges and in round-robin pages, with chunked prefill on the rank that
+ * holds the new keys, and with windows and ALiBi over ranges placed by
+ * batch->q_pos; then the misuse statuses. Fresh random
  * inputs; the seed is printed ($ANYATTN_SEED repeats a run). Exit 0 when
  * every case passes on every rank. */
 #include <math.h>
@@ -33,6 +35,8 @@ typedef struct {
   int lens[6]; /* whole-sequence lengths (prefill); keys per sequence (decode) */
   int q_len;   /* decode: new tokens per sequence */
   int rr;      /* decode: 1 = keys dealt in round-robin pages, 0 = contiguous ranges */
+  int windowed, wl, wr; /* 1: problem windows wl (left) and wr (right), else none */
+  int alibi;    /* ALiBi slopes (decode: with batch->q_pos, over ranges) */
 } cp_case;
 
 /* One verdict for all ranks: PASS only when every rank passed. */
@@ -81,6 +85,7 @@ static anyattn_problem problem_of(const cp_case *c) {
   pr.causal = c->causal;
   pr.softcap = c->softcap;
   pr.block_size = 16;
+  if (c->windowed) pr.window_left = c->wl, pr.window_right = c->wr;
   return pr;
 }
 
@@ -91,7 +96,8 @@ typedef struct {
 } ref_out;
 
 static void reference(const cp_case *c, int n, const int32_t *cu, const int32_t *kv_lens, const int32_t *kv_off,
-                      const void *q, const void *k, const void *v, const float *sinks, ref_out *r) {
+                      const void *q, const void *k, const void *v, const float *sinks, const float *slopes,
+                      ref_out *r) {
   anyattn_problem pr = problem_of(c);
   pr.block_size = 1;
   int maxkv = 1, total_kv = 0;
@@ -114,6 +120,7 @@ static void reference(const cp_case *c, int n, const int32_t *cu, const int32_t 
   t.v_cache = v;
   t.num_blocks = total_kv > 0 ? total_kv : 1;
   t.sinks = sinks;
+  t.alibi_slopes = slopes;
   const size_t rows = (size_t)cu[n] * c->hq;
   r->out = (double *)malloc((rows * c->d + 1) * sizeof(double));
   r->abs = (double *)malloc((rows * c->d + 1) * sizeof(double));
@@ -163,6 +170,12 @@ static int compare_row(const cp_case *c, const void *out, const float *lse, size
   return 0;
 }
 
+/* The ALiBi paper's slopes for hq heads (c->alibi), or NULL. */
+static const float *slopes_of(const cp_case *c, float *buf) {
+  for (int h = 0; h < c->hq; h++) buf[h] = (float)pow(2.0, -8.0 * (h + 1) / c->hq);
+  return c->alibi ? buf : NULL;
+}
+
 /* Fills the whole batch's q, k, v (and sinks) from the seed: the same on every rank. */
 static void fill_inputs(const cp_case *c, int case_id, size_t q_rows, size_t kv_rows, void **q, void **k, void **v,
                         float *sinks) {
@@ -209,7 +222,8 @@ static void run_prefill(anyattn_context *ctx, const cp_case *c, int id) {
   total = cu[n];
   const size_t es = anyattn_dtype_size(c->dtype), qrow = (size_t)c->hq * c->d * es, kvrow = (size_t)c->hkv * c->d * es;
   void *q, *k, *v;
-  float sinks[64];
+  float sinks[64], sbuf[64];
+  const float *slopes = slopes_of(c, sbuf);
   fill_inputs(c, id, (size_t)total, (size_t)total, &q, &k, &v, sinks);
   int32_t *map = (int32_t *)malloc(((size_t)total + 1) * sizeof *map);
   const int rows = local_rows(c->lens, n, cu, map);
@@ -246,6 +260,7 @@ static void run_prefill(anyattn_context *ctx, const cp_case *c, int id) {
     t.q = lq, t.k = lk, t.v = lv, t.out = out;
     t.lse = c->lse ? lse : NULL;
     t.sinks = c->sinks ? sinks : NULL;
+    t.alibi_slopes = slopes;
     st = anyattn_cp_prefill(plan, n, lens, &t, ws, wsz, NULL);
   }
   if (st != ANYATTN_STATUS_OK) {
@@ -253,7 +268,7 @@ static void run_prefill(anyattn_context *ctx, const cp_case *c, int id) {
     snprintf(why, sizeof why, "%s", anyattn_cp_last_error());
   } else {
     ref_out r;
-    reference(c, n, cu, lens, cu, q, k, v, c->sinks ? sinks : NULL, &r);
+    reference(c, n, cu, lens, cu, q, k, v, c->sinks ? sinks : NULL, slopes, &r);
     for (int i = 0; i < rows && !bad; i++) bad = compare_row(c, out, c->lse ? lse : NULL, i, &r, map[i], why, sizeof why);
     ref_free(&r);
   }
@@ -267,25 +282,41 @@ static void run_prefill_cases(anyattn_context *ctx) {
   const int pair = world % 2 == 0 ? 2 : 1; /* two ranks a node where the world divides */
   const cp_case cases[] = {
       {"ring causal bf16 GQA, one odd sequence", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_BF16, 4, 2, 32, 1, 0, 1, 0, 1,
-       {157}, 0, 0},
+       {157}, 0, 0, 0, -1, -1, 0},
       {"ring causal f32 MQA, tiny and empty sequences, sinks", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F32, 2, 1, 16, 1,
-       1, 1, 0, 5, {1, 3, 97, 0, 64}, 0, 0},
+       1, 1, 0, 5, {1, 3, 97, 0, 64}, 0, 0, 0, -1, -1, 0},
       {"ring non-causal f16 MHA, softcap", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F16, 4, 4, 64, 0, 0, 1, 30.0f, 3,
-       {50, 7, 1}, 0, 0},
+       {50, 7, 1}, 0, 0, 0, -1, -1, 0},
       {"ring non-causal f32, sequences of 1-3 tokens", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F32, 2, 1, 8, 0, 0, 1, 0,
-       3, {1, 2, 3}, 0, 0},
+       3, {1, 2, 3}, 0, 0, 0, -1, -1, 0},
       {"two-level causal bf16, default prefetch", ANYATTN_CP_TWO_LEVEL, pair, -1, ANYATTN_DTYPE_BF16, 8, 2, 64, 1, 0,
-       1, 0, 2, {211, 33}, 0, 0},
+       1, 0, 2, {211, 33}, 0, 0, 0, -1, -1, 0},
       {"two-level causal f32, one rank a node", ANYATTN_CP_TWO_LEVEL, 1, -1, ANYATTN_DTYPE_F32, 4, 2, 16, 1, 1, 1, 0, 2,
-       {90, 5}, 0, 0},
+       {90, 5}, 0, 0, 0, -1, -1, 0},
       {"two-level causal f16 GQA, prefetch 100%, sinks", ANYATTN_CP_TWO_LEVEL, pair, 100, ANYATTN_DTYPE_F16, 6, 2, 32,
-       1, 1, 1, 0, 3, {130, 64, 2}, 0, 0},
+       1, 1, 1, 0, 3, {130, 64, 2}, 0, 0, 0, -1, -1, 0},
       {"two-level non-causal f32, prefetch 0%", ANYATTN_CP_TWO_LEVEL, pair, 0, ANYATTN_DTYPE_F32, 2, 2, 16, 0, 0, 1, 0,
-       2, {40, 41}, 0, 0},
+       2, {40, 41}, 0, 0, 0, -1, -1, 0},
       {"two-level causal bf16, prefetch 37%, long", ANYATTN_CP_TWO_LEVEL, pair, 37, ANYATTN_DTYPE_BF16, 4, 1, 32, 1, 0,
-       0, 0, 1, {521}, 0, 0},
+       0, 0, 1, {521}, 0, 0, 0, -1, -1, 0},
       {"two-level causal f32, all ranks one node", ANYATTN_CP_TWO_LEVEL, world, -1, ANYATTN_DTYPE_F32, 2, 1, 16, 1, 0,
-       1, 0, 2, {77, 12}, 0, 0},
+       1, 0, 2, {77, 12}, 0, 0, 0, -1, -1, 0},
+      {"ring causal bf16 GQA, window 37", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_BF16, 4, 2, 32, 1, 0, 1, 0, 2,
+       {157, 40}, 0, 0, 1, 37, -1, 0},
+      {"ring non-causal f32, windows 20 left 9 right", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F32, 2, 1, 16, 0, 0, 1, 0,
+       3, {97, 13, 1}, 0, 0, 1, 20, 9, 0},
+      {"ring non-causal f32, window 0 right only", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F32, 2, 2, 8, 0, 1, 1, 0, 2,
+       {61, 3}, 0, 0, 1, -1, 0, 0},
+      {"ring causal f16 ALiBi, sinks", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_F16, 4, 1, 32, 1, 1, 1, 0, 2, {130, 5},
+       0, 0, 0, -1, -1, 1},
+      {"ring non-causal bf16 ALiBi, windows 50 left 50 right, softcap", ANYATTN_CP_RING, 0, -1, ANYATTN_DTYPE_BF16, 2,
+       2, 64, 0, 0, 1, 20.0f, 1, {177}, 0, 0, 1, 50, 50, 1},
+      {"two-level causal f32 ALiBi, window 25", ANYATTN_CP_TWO_LEVEL, pair, -1, ANYATTN_DTYPE_F32, 4, 2, 16, 1, 1, 1, 0,
+       2, {200, 31}, 0, 0, 1, 25, -1, 1},
+      {"two-level non-causal f16, windows 10 left 3 right, prefetch 50%", ANYATTN_CP_TWO_LEVEL, pair, 50,
+       ANYATTN_DTYPE_F16, 2, 1, 32, 0, 0, 1, 0, 2, {64, 65}, 0, 0, 1, 10, 3, 0},
+      {"two-level causal bf16, window 0 (the diagonal)", ANYATTN_CP_TWO_LEVEL, 1, -1, ANYATTN_DTYPE_BF16, 2, 1, 16, 1, 0,
+       1, 0, 1, {45}, 0, 0, 1, 0, -1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_prefill(ctx, &cases[i], (int)i);
 }
@@ -356,11 +387,22 @@ static void run_decode(anyattn_context *ctx, const cp_case *c, int id) {
   }
   const int rows = cu[n] + pad;
   void *q, *k, *v;
-  float sinks[64];
+  float sinks[64], sbuf[64];
+  const float *slopes = slopes_of(c, sbuf);
   fill_inputs(c, 100 + id, (size_t)rows, (size_t)kv_off[n], &q, &k, &v, sinks);
   shard_cache sc;
   memset(&sc, 0, sizeof sc);
   build_shard(c, kv_off, k, v, &sc);
+  /* Windows and ALiBi: this rank's range [lo, ...) of each sequence's keys
+   * places the queries, at position lens - q_len, by batch->q_pos. */
+  int32_t qpos[6];
+  for (int s = 0; s < n; s++) {
+    const int p = c->lens[s] - c->q_len;
+    int lo = 0;
+    while (lo < p && owner(c, lo, p) != rank) lo++;
+    qpos[s] = p - (lo < p ? lo : p);
+  }
+  const int use_qpos = c->windowed || c->alibi;
   int maxlocal = 1;
   for (int s = 0; s < n; s++) maxlocal = sc.lens[s] > maxlocal ? sc.lens[s] : maxlocal;
   void *out = xalloc((size_t)rows * c->hq * c->d * anyattn_dtype_size(c->dtype));
@@ -390,11 +432,13 @@ static void run_decode(anyattn_context *ctx, const cp_case *c, int id) {
     anyattn_batch_init(&b);
     b.num_seqs = n, b.num_tokens = rows, b.cu_seqlens_q = cu, b.seq_lens_k = sc.lens;
     b.block_table = sc.table, b.block_table_stride = sc.stride;
+    if (use_qpos) b.q_pos = qpos;
     anyattn_tensors t;
     anyattn_tensors_init(&t);
     t.q = q, t.k_cache = sc.k, t.v_cache = sc.v, t.num_blocks = sc.pages, t.out = out;
     t.lse = c->lse ? lse : NULL;
     t.sinks = c->sinks ? sinks : NULL;
+    t.alibi_slopes = slopes;
     st = anyattn_cp_decode(plan, &b, &t, rank == world - 1, ws, wsz, NULL);
   }
   if (st != ANYATTN_STATUS_OK) {
@@ -402,7 +446,7 @@ static void run_decode(anyattn_context *ctx, const cp_case *c, int id) {
     snprintf(why, sizeof why, "%s", anyattn_cp_last_error());
   } else {
     ref_out r;
-    reference(c, n, cu, lens, kv_off, q, k, v, c->sinks ? sinks : NULL, &r);
+    reference(c, n, cu, lens, kv_off, q, k, v, c->sinks ? sinks : NULL, slopes, &r);
     for (int i = 0; i < cu[n] && !bad; i++) bad = compare_row(c, out, c->lse ? lse : NULL, i, &r, i, why, sizeof why);
     for (int i = cu[n] * c->hq * c->d; i < rows * c->hq * c->d && !bad; i++)
       if (!isnan(tl_load(c->dtype, out, i))) bad = 1, snprintf(why, sizeof why, "padding row %d written", i / c->hq / c->d);
@@ -418,13 +462,19 @@ static void run_decode(anyattn_context *ctx, const cp_case *c, int id) {
 static void run_decode_cases(anyattn_context *ctx) {
   const cp_case cases[] = {
       {"decode causal bf16 GQA, ranges, sinks", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_BF16, 8, 2, 64, 1, 1, 1, 0, 3,
-       {100, 37, 64}, 1, 0},
+       {100, 37, 64}, 1, 0, 0, -1, -1, 0},
       {"decode non-causal f16, round-robin pages", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_F16, 4, 1, 32, 0, 0, 1, 0,
-       2, {200, 130}, 1, 1},
+       2, {200, 130}, 1, 1, 0, -1, -1, 0},
       {"chunked prefill f32 (5 new tokens), ranges", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_F32, 4, 2, 16, 1, 0, 1, 0,
-       2, {60, 45}, 5, 0},
+       2, {60, 45}, 5, 0, 0, -1, -1, 0},
       {"chunked prefill bf16 (3 new tokens), round-robin pages, sinks", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_BF16,
-       4, 4, 32, 1, 1, 0, 0, 1, {300}, 3, 1},
+       4, 4, 32, 1, 1, 0, 0, 1, {300}, 3, 1, 0, -1, -1, 0},
+      {"decode causal bf16 GQA, ranges by q_pos, window 40, ALiBi", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_BF16, 8, 2,
+       64, 1, 0, 1, 0, 3, {100, 37, 64}, 1, 0, 1, 40, -1, 1},
+      {"chunked prefill f32 (4 new tokens) non-causal, ranges by q_pos, windows 30 left 2 right", ANYATTN_CP_DECODE, 0,
+       -1, ANYATTN_DTYPE_F32, 4, 2, 16, 0, 1, 1, 0, 2, {90, 50}, 4, 0, 1, 30, 2, 0},
+      {"chunked prefill f16 (6 new tokens), ranges by q_pos, ALiBi, sinks", ANYATTN_CP_DECODE, 0, -1, ANYATTN_DTYPE_F16,
+       4, 1, 32, 1, 1, 1, 0, 1, {200}, 6, 0, 0, -1, -1, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_decode(ctx, &cases[i], (int)i);
 }
@@ -462,15 +512,17 @@ static void misuse_plans(anyattn_context *ctx, anyattn_cp_comm *comm, anyattn_pr
   EXPECT(anyattn_cp_plan_create(ctx, comm, NULL, &lim, &opt, &p), ANYATTN_STATUS_NULL_POINTER, "problem");
   EXPECT(anyattn_cp_plan_create(ctx, comm, &pr, NULL, &opt, &p), ANYATTN_STATUS_NULL_POINTER, "limits");
   EXPECT(anyattn_cp_plan_create(ctx, comm, &pr, &lim, NULL, &p), ANYATTN_STATUS_NULL_POINTER, "options");
-  q.window_left = 8;
-  EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "window_left");
-  q = pr, q.causal = 0, q.window_right = 3;
-  EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "window_right");
-  q = pr, q.window_left = lim.max_context; /* as wide as every sequence: no window */
+  q.window_left = -2;
+  EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_INVALID_OPTION, "window_left");
+  q = pr, q.causal = 0, q.window_left = 8, q.window_right = 3; /* windows: every mode */
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_OK, NULL);
   anyattn_cp_plan_free(p), p = NULL;
   o.mode = ANYATTN_CP_DECODE;
-  EXPECT(plan_with(ctx, comm, q, lim, o, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "window_left");
+  EXPECT(plan_with(ctx, comm, q, lim, o, &p), ANYATTN_STATUS_OK, NULL);
+  anyattn_cp_plan_free(p), p = NULL;
+  l.max_context = (1 << 29) + 1;
+  EXPECT(plan_with(ctx, comm, pr, l, opt, &p), ANYATTN_STATUS_INVALID_SIZE, "max_context");
+  l = lim;
   q = pr, q.struct_size = 8;
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_STRUCT_SIZE, "problem->struct_size");
   l.struct_size = 4;
@@ -532,7 +584,8 @@ static void misuse_prefill(anyattn_cp_plan *plan, anyattn_cp_plan *decode_plan) 
   free(ws);
 }
 
-static void misuse_decode(anyattn_cp_plan *plan, anyattn_cp_plan *prefill_plan) {
+/* plan: a decode plan; wplan: one with a window (needs batch->q_pos). */
+static void misuse_decode(anyattn_cp_plan *plan, anyattn_cp_plan *wplan, anyattn_cp_plan *prefill_plan) {
   const int32_t cu[2] = {0, 1}, kv[1] = {4}, bt[1] = {0};
   static float q[16], cache[16 * 8], out[16], slopes[2];
   const size_t wsz = anyattn_cp_plan_workspace_size(plan);
@@ -550,6 +603,11 @@ static void misuse_decode(anyattn_cp_plan *plan, anyattn_cp_plan *prefill_plan) 
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz - 1, NULL), ANYATTN_STATUS_WORKSPACE_TOO_SMALL, "workspace_size");
   t.alibi_slopes = slopes;
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_UNSUPPORTED_OPTION, "alibi_slopes");
+  static const int32_t qpos[1] = {3};
+  b.q_pos = qpos; /* the queries placed among this rank's keys: ALiBi is defined */
+  EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_OK, NULL);
+  b.q_pos = NULL;
+  EXPECT(anyattn_cp_decode(wplan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_UNSUPPORTED_OPTION, "q_pos");
   t.alibi_slopes = NULL, b.struct_size = 0;
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_STRUCT_SIZE, "batch->struct_size");
   b.struct_size = sizeof b, b.num_tokens = 9;
@@ -593,20 +651,24 @@ static void run_misuse_cases(anyattn_context *ctx) {
   opt.mode = ANYATTN_CP_TWO_LEVEL;
   dopt.mode = ANYATTN_CP_DECODE;
   misuse_plans(ctx, comm, pr, lim, opt);
-  anyattn_cp_plan *plan = NULL, *dplan = NULL;
+  anyattn_cp_plan *plan = NULL, *dplan = NULL, *wplan = NULL;
   EXPECT(plan_with(ctx, comm, pr, lim, opt, &plan), ANYATTN_STATUS_OK, NULL);
   lim.max_seqs = 1, lim.max_tokens = 1, lim.max_context = 16;
   EXPECT(plan_with(ctx, comm, pr, lim, dopt, &dplan), ANYATTN_STATUS_OK, NULL);
+  anyattn_problem wpr = pr;
+  wpr.window_left = 2;
+  EXPECT(plan_with(ctx, comm, wpr, lim, dopt, &wplan), ANYATTN_STATUS_OK, NULL);
   anyattn_cp_plan_info info;
   info.struct_size = 1;
   EXPECT(anyattn_cp_plan_get_info(plan, &info), ANYATTN_STATUS_STRUCT_SIZE, "info->struct_size");
   EXPECT(anyattn_cp_plan_get_info(NULL, &info), ANYATTN_STATUS_NULL_POINTER, "plan");
-  if (plan && dplan) {
+  if (plan && dplan && wplan) {
     misuse_prefill(plan, dplan);
-    misuse_decode(dplan, plan);
+    misuse_decode(dplan, wplan, plan);
   }
   anyattn_cp_plan_free(plan);
   anyattn_cp_plan_free(dplan);
+  anyattn_cp_plan_free(wplan);
   anyattn_cp_plan_free(NULL);
   anyattn_cp_comm_free(comm);
   anyattn_cp_comm_free(NULL);

@@ -228,34 +228,57 @@ static void check_world(const rank_sched *rs, int N, const char *tag) {
 }
 
 /* ---- the steps' calls cover each visible (query, key) pair once ---------------- */
-static void check_cover(int N, int causal, int n, const int32_t *lens, const char *tag) {
+/* Visible under the problem's mask (docs/semantics.md), key k and query q of one sequence. */
+static int mask_sees(cp_mask m, int q, int k) {
+  if (m.causal && k > q) return 0;
+  if (m.wl >= 0 && k < q - m.wl) return 0;
+  if (!m.causal && m.wr >= 0 && k > q + m.wr) return 0;
+  return 1;
+}
+
+/* Each step's entries, with the sub-plan's mask at q_pos, cover every
+ * visible pair once and nothing else; every entry is a query chunk of this
+ * rank against a key chunk of the shard, its page the chunk's page in the
+ * shard's block; the own shard's first call starts every row's merge. */
+static void check_cover(int N, cp_mask mask, int n, const int32_t *lens, const char *tag) {
   static unsigned char cover[MAXS][128][128];
   memset(cover, 0, sizeof cover);
-  int32_t mem[3][6 * MAXS], q_len[2 * MAXS], kv_len[2 * MAXS], seq[2 * MAXS];
-  cp_call calls[2 * MAXS];
+  int32_t mem[2][6 * MAXS];
+  cp_entry ent[4 * MAXS];
+  cp_call calls[4 * MAXS];
   for (int r = 0; r < N; r++) {
     cp_shard mine;
     cp_shard_make(&mine, mem[0], N, r, n, lens);
     for (int s = 0; s < N; s++) {
       cp_shard th;
       cp_shard_make(&th, mem[1], N, s, n, lens);
-      const int nc = cp_step_calls(&mine, &th, r, s, causal, q_len, kv_len, seq, calls);
-      EXPECT(nc >= 0, "%s: rank %d step of shard %d: q_len > kv_len", tag, r, s);
+      const int nc = cp_step_calls(&mine, &th, r, s, N, lens, mask, ent, calls);
+      EXPECT(nc >= 0 && nc <= 4 * n, "%s: rank %d step of shard %d: %d calls", tag, r, s, nc);
       for (int c = 0; c < nc; c++) {
+        EXPECT(calls[c].init == (s == r && c == 0), "%s: rank %d shard %d call %d init %d", tag, r, s, c,
+               calls[c].init);
+        if (calls[c].init) EXPECT(calls[c].row0 == 0 && calls[c].rows == mine.rows, "%s: the first call", tag);
         int row = calls[c].row0;
         for (int e = calls[c].e0; e < calls[c].e0 + calls[c].ne; e++) {
-          const int t = seq[e], back = row >= mine.urow_b[0] && mine.back[t] > 0 && row == mine.urow_b[t];
-          int qs, tmp, ks0, ks1;
-          anyattn_cp_chunk(lens[t], N, back ? 2 * N - 1 - r : r, &qs, &tmp);
-          anyattn_cp_chunk(lens[t], N, s, &ks0, &tmp);
-          anyattn_cp_chunk(lens[t], N, 2 * N - 1 - s, &ks1, &tmp);
-          for (int i = 0; i < q_len[e]; i++)
-            for (int j = 0; j < kv_len[e]; j++) {
-              if (calls[c].causal && j > kv_len[e] - q_len[e] + i) continue;
-              const int key = j < th.front[t] ? ks0 + j : ks1 + (j - th.front[t]);
-              cover[t][qs + i][key]++;
-            }
-          row += q_len[e];
+          const cp_entry *x = &ent[e];
+          const int t = x->seq;
+          int fs, bs, fl, bl, kfs, kbs, kfl, kbl;
+          anyattn_cp_chunk(lens[t], N, r, &fs, &fl);
+          anyattn_cp_chunk(lens[t], N, 2 * N - 1 - r, &bs, &bl);
+          anyattn_cp_chunk(lens[t], N, s, &kfs, &kfl);
+          anyattn_cp_chunk(lens[t], N, 2 * N - 1 - s, &kbs, &kbl);
+          const int qback = x->qstart == bs && row == mine.urow_b[t] && bl > 0;
+          EXPECT(row == (qback ? mine.urow_b[t] : mine.urow_f[t]) && x->q_len == (qback ? bl : fl),
+                 "%s: entry rows", tag);
+          const int kback = x->kstart == kbs && x->page0 != th.page0[t];
+          EXPECT(x->kv_len == (kback ? kbl : kfl) && x->kstart == (kback ? kbs : kfs) &&
+                     x->page0 == th.page0[t] + (kback ? (kfl + CP_PAGE - 1) / CP_PAGE : 0) &&
+                     x->q_pos == x->qstart - x->kstart,
+                 "%s: entry keys", tag);
+          for (int i = 0; i < x->q_len; i++)
+            for (int j = 0; j < x->kv_len; j++)
+              if (mask_sees(mask, x->q_pos + i, j)) cover[t][x->qstart + i][x->kstart + j]++;
+          row += x->q_len;
         }
         EXPECT(row == calls[c].row0 + calls[c].rows, "%s: call rows", tag);
       }
@@ -264,8 +287,8 @@ static void check_cover(int N, int causal, int n, const int32_t *lens, const cha
   for (int t = 0; t < n; t++)
     for (int q = 0; q < lens[t]; q++)
       for (int k = 0; k < lens[t]; k++)
-        EXPECT(cover[t][q][k] == (!causal || k <= q), "%s: sequence %d query %d key %d covered %d times", tag, t, q,
-               k, cover[t][q][k]);
+        EXPECT(cover[t][q][k] == mask_sees(mask, q, k), "%s: sequence %d query %d key %d covered %d times", tag, t,
+               q, k, cover[t][q][k]);
 }
 
 /* ---- the memory figure ----------------------------------------------------------- */
@@ -334,7 +357,14 @@ int main(void) {
         }
         for (int r = 0; r < N; r++) check_rank(&rs[r], n, lens, tag);
         check_world(rs, N, tag);
-        if (mode == 0) check_cover(N, trial % 2, n, lens, tag);
+        if (mode == 0) { /* causal, full, then windows: left (causal), left and right, right only, the diagonal */
+          cp_mask mask = {trial % 2 == 0, -1, -1};
+          if (trial == 2) mask.wl = tl_rng_int(&rng, 0, 40);
+          if (trial == 3) mask.wl = tl_rng_int(&rng, 0, 40), mask.wr = tl_rng_int(&rng, 0, 40);
+          if (trial == 5) mask.wr = tl_rng_int(&rng, 0, 20);
+          if (trial == 4) mask.wl = 0;
+          check_cover(N, mask, n, lens, tag);
+        }
         layouts_checked++;
       }
   printf("%d schedules checked\n", layouts_checked);

@@ -113,7 +113,8 @@ static anyattn_status cp_scratch_alloc(anyattn_cp_plan *p) {
   p->ops = (cp_op *)calloc((size_t)p->max_ops, sizeof *p->ops);
   p->pieces = (cp_piece *)calloc((size_t)p->max_pieces + 1, sizeof *p->pieces);
   p->msgs = (cp_msg *)calloc((size_t)8 * p->max_pieces, sizeof *p->msgs);
-  p->ints = (int32_t *)calloc((size_t)48 * S + 16, sizeof *p->ints);
+  /* exec.c's scratch: three shards (6 S ints each), 4 S entries (7 ints), 4 S calls (5), a call's metadata (8 S + 1) */
+  p->ints = (int32_t *)calloc((size_t)80 * S + 16, sizeof *p->ints);
   CP_CHECK(p->ops && p->pieces && p->msgs && p->ints, ANYATTN_STATUS_OUT_OF_MEMORY, "plan allocation failed");
   return ANYATTN_STATUS_OK;
 }

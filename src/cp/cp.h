@@ -57,7 +57,8 @@ static inline void cp_chunk_of(int len, int world, int c, int *start, int *n) {
 /* The shard of source rank `src` for one batch: per sequence t its front
  * chunk (src) and back chunk (2 world - 1 - src), where they sit in that
  * rank's rows (the caller's layout), and the pages of its block in a K/V
- * buffer (front then back, from a page boundary, blocks back to back). */
+ * buffer (front then back, each from a page boundary, blocks back to back):
+ * the front's pages start at page0, the back's cp_front_pages later. */
 typedef struct {
   int n;
   int32_t *front, *back;     /* [n] tokens */
@@ -65,6 +66,9 @@ typedef struct {
   int32_t *page0, *pages;    /* [n] the block's first logical page and its pages */
   int total_pages, rows;
 } cp_shard;
+
+/* Pages of a front chunk of f tokens: the back chunk starts on the next page. */
+static inline int cp_front_pages(int f) { return (f + CP_PAGE - 1) / CP_PAGE; }
 
 /* A shard's logical page lp lies at buffer page lp < c0 ? b0 + lp : b1 + (lp - c0). */
 typedef struct {
@@ -167,19 +171,36 @@ static inline int64_t cp_view_token(const cp_view *v, int64_t lt) {
   return (lp < v->c0 ? v->b0 + lp : v->b1 + (lp - v->c0)) * CP_PAGE + r;
 }
 
-/* One sub-plan call of a step: rows [row0, row0 + rows) of the local shard,
- * sequences [e0, e0 + ne) of the step's entries. */
+/* The mask of a problem: causal, window_left, window_right (-1: unbounded;
+ * window_right ignored when causal). */
 typedef struct {
-  int causal, row0, rows, e0, ne;
+  int causal, wl, wr;
+} cp_mask;
+
+/* One "sequence" of a sub-plan call: a query chunk of the local shard against
+ * one key chunk of the shard at hand, q_pos placing the queries at their true
+ * distance from the keys (batch->q_pos). page0: the key chunk's first logical
+ * page in the shard's block; seq, qstart, kstart: the sequence and the chunks'
+ * first tokens in it. */
+typedef struct {
+  int32_t q_len, kv_len, q_pos, page0, seq, qstart, kstart;
+} cp_entry;
+
+/* One sub-plan call of a step: rows [row0, row0 + rows) of the local shard,
+ * entries [e0, e0 + ne) of the step; init: the first call on these rows of
+ * the run (its partial starts the merge). */
+typedef struct {
+  int init, row0, rows, e0, ne;
 } cp_call;
-/* The entries of step (rank `rank` attends to shard `src`): per sequence the
- * front rows then per sequence the back rows, each with its kv_len (0: no
- * work) and sequence index; and the calls that cover the rows with work.
- * q_len[i], kv_len[i], seq[i] have 2 n entries. Returns the number of calls
- * (at most 2 n), or -1 if an entry breaks q_len <= kv_len (never, by the
- * layout's sizes: docs/design/context-parallel.md#steps). */
-CP_HIDDEN int cp_step_calls(const cp_shard *mine, const cp_shard *theirs, int rank, int src, int causal,
-                            int32_t *q_len, int32_t *kv_len, int32_t *seq, cp_call *calls);
+/* The entries and calls of a step (rank `rank` attends to shard `src` of a
+ * batch of n sequences of lens over world ranks): a pass over the shard's
+ * front chunks, then one over its back chunks, each taking per sequence the
+ * front rows then per sequence the back rows that see some key of the chunk
+ * under the mask; rows without work end a call. The own shard's front pass
+ * keeps every row (its call starts the merge). ent has room for 4 n entries,
+ * calls for 4 n calls. Returns the number of calls. */
+CP_HIDDEN int cp_step_calls(const cp_shard *mine, const cp_shard *theirs, int rank, int src, int world,
+                            const int32_t *lens, cp_mask mask, cp_entry *ent, cp_call *calls);
 
 /* ---- schedule.c ---------------------------------------------------------------- */
 /* The op list of one prefill run on this rank, in issue order; returns the count. */

@@ -8,22 +8,22 @@
 
 #include "cp.h"
 
-/* The plan's host scratch: three shard areas, a step's entries, one call's metadata. */
+/* The plan's host scratch (CP_SCRATCH_INTS(S) ints, api.c): three shard
+ * areas, a step's entries and calls, one call's metadata. */
 typedef struct {
   int32_t *shard[3];
-  int32_t *q_len, *kv_len, *seq, *meta;
+  cp_entry *ent;
   cp_call *calls;
+  int32_t *meta;
 } cp_scratch;
 
 static cp_scratch cp_scratch_of(const anyattn_cp_plan *p) {
   const int S = p->limits.max_seqs;
   cp_scratch s;
   for (int i = 0; i < 3; i++) s.shard[i] = p->ints + (size_t)i * 6 * S;
-  s.q_len = p->ints + (size_t)18 * S;
-  s.kv_len = s.q_len + 2 * S;
-  s.seq = s.kv_len + 2 * S;
-  s.meta = s.seq + 2 * S;           /* 6 S + 1 */
-  s.calls = (cp_call *)(void *)(s.meta + 6 * S + 2); /* 2 S calls, int-aligned */
+  s.ent = (cp_entry *)(void *)(p->ints + (size_t)18 * S);  /* 4 S entries of int32 fields */
+  s.calls = (cp_call *)(void *)(s.ent + 4 * (size_t)S);    /* 4 S calls */
+  s.meta = (int32_t *)(void *)(s.calls + 4 * (size_t)S);   /* 8 S + 1 */
   return s;
 }
 
@@ -84,24 +84,25 @@ static anyattn_status cp_do_xfer(cp_run *r, int i) {
 }
 
 /* One sub-plan call of a step, then the merge of its rows. */
-static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, const cp_scratch *sc,
-                                 const cp_shard *theirs) {
+static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, const cp_scratch *sc) {
   const anyattn_cp_plan *p = r->plan;
   const cp_sizes *z = &p->z;
   const int ne = c->ne, hq = p->problem.num_q_heads, d = p->problem.head_dim;
   int32_t *host = sc->meta;
   int max_q = 0, max_kv = 0;
   host[0] = 0;
+  /* cu_seqlens_q [ne + 1], seq_lens_k [ne], the key chunks' first pages [ne], q_pos [ne] */
   for (int j = 0; j < ne; j++) {
-    const int e = c->e0 + j;
-    host[j + 1] = host[j] + sc->q_len[e];
-    host[ne + 1 + j] = sc->kv_len[e];
-    host[2 * ne + 1 + j] = theirs->page0[sc->seq[e]];
-    if (sc->q_len[e] > max_q) max_q = sc->q_len[e];
-    if (sc->kv_len[e] > max_kv) max_kv = sc->kv_len[e];
+    const cp_entry *e = &sc->ent[c->e0 + j];
+    host[j + 1] = host[j] + e->q_len;
+    host[ne + 1 + j] = e->kv_len;
+    host[2 * ne + 1 + j] = e->page0;
+    host[3 * ne + 1 + j] = e->q_pos;
+    if (e->q_len > max_q) max_q = e->q_len;
+    if (e->kv_len > max_kv) max_kv = e->kv_len;
   }
   int32_t *meta = (int32_t *)(void *)(r->ws + z->off_meta), *table = (int32_t *)(void *)(r->ws + z->off_table);
-  CP_TRY(p->math->write_ints(meta, host, 3 * ne + 1, r->stream));
+  CP_TRY(p->math->write_ints(meta, host, 4 * ne + 1, r->stream));
   CP_TRY(p->math->fill_table(table, meta + 2 * ne + 1, ne, z->stride, op->view, r->stream));
 
   anyattn_batch b;
@@ -112,6 +113,7 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
   b.seq_lens_k = meta + ne + 1;
   b.block_table = table;
   b.block_table_stride = z->stride;
+  b.q_pos = meta + 3 * ne + 1;
   b.max_q_len = max_q;
   b.max_kv_len = max_kv;
   const size_t qrow = (size_t)hq * (size_t)d * z->es;
@@ -122,15 +124,17 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
   t.k_cache = r->ws + z->off_k;
   t.v_cache = r->ws + z->off_v;
   t.num_blocks = 2 * (int64_t)z->buf_pages + 2 * (int64_t)z->spare_pages;
+  t.alibi_slopes = r->t->alibi_slopes;
   t.out = (char *)r->t->out + (size_t)c->row0 * qrow;
   t.lse = lse_step;
-  const anyattn_status s = anyattn_run(c->causal ? p->causal_plan : p->full_plan, &b, &t, r->ws + z->off_inner,
+  /* q_pos gives every entry its true distance: the problem's own mask serves diagonal, past and future blocks */
+  const anyattn_status s = anyattn_run(p->causal_plan ? p->causal_plan : p->full_plan, &b, &t, r->ws + z->off_inner,
                                        z->inner_bytes, r->stream);
   if (s != ANYATTN_STATUS_OK) return cp_lib_error(s, "local attention of a step");
 
   cp_merge_args m = {c->rows, hq, d, p->problem.dtype, t.out, lse_step,
                      (float *)(void *)(r->ws + z->off_acc) + (size_t)c->row0 * hq * d,
-                     (float *)(void *)(r->ws + z->off_lse_acc) + (size_t)c->row0 * hq, op->step == 0};
+                     (float *)(void *)(r->ws + z->off_lse_acc) + (size_t)c->row0 * hq, c->init};
   return p->math->merge(&m, r->stream);
 }
 
@@ -140,11 +144,9 @@ static anyattn_status cp_do_step(cp_run *r, const cp_op *op) {
   cp_shard mine, theirs;
   cp_shard_make(&mine, sc.shard[0], p->z.world, p->z.rank, r->n, r->lens);
   cp_shard_make(&theirs, sc.shard[1], p->z.world, op->src, r->n, r->lens);
-  const int nc = cp_step_calls(&mine, &theirs, p->z.rank, op->src, p->problem.causal, sc.q_len, sc.kv_len, sc.seq,
-                               sc.calls);
-  CP_CHECK(nc >= 0, ANYATTN_STATUS_INVALID_SIZE, "internal: step %d gives a sequence more queries than keys",
-           op->step);
-  for (int c = 0; c < nc; c++) CP_TRY(cp_do_call(r, op, &sc.calls[c], &sc, &theirs));
+  const cp_mask mask = {p->problem.causal, p->problem.window_left, p->problem.window_right};
+  const int nc = cp_step_calls(&mine, &theirs, p->z.rank, op->src, p->z.world, r->lens, mask, sc.ent, sc.calls);
+  for (int c = 0; c < nc; c++) CP_TRY(cp_do_call(r, op, &sc.calls[c], &sc));
   return ANYATTN_STATUS_OK;
 }
 
@@ -183,7 +185,8 @@ anyattn_status cp_exec_decode(const anyattn_cp_plan *p, const anyattn_batch *b, 
   anyattn_tensors lt = *t;
   lt.sinks = NULL; /* entered once, by the merge */
   lt.lse = (float *)(void *)(ws + z->off_lse_step);
-  const anyattn_plan *local = holds_new_keys && p->causal_plan ? p->causal_plan : p->full_plan;
+  /* q_pos places the queries among this shard's keys (holds_new_keys then has nothing to say) */
+  const anyattn_plan *local = (b->q_pos || holds_new_keys) && p->causal_plan ? p->causal_plan : p->full_plan;
   anyattn_status s = anyattn_run(local, b, &lt, ws + z->off_inner, z->inner_bytes, stream);
   if (s != ANYATTN_STATUS_OK) return cp_lib_error(s, "local attention");
   if (b->num_tokens == 0) return ANYATTN_STATUS_OK;

@@ -25,7 +25,7 @@ void cp_shard_make(cp_shard *sh, int32_t *mem, int world, int src, int n, const 
     rf += sh->front[t];
     rb += sh->back[t];
     sh->page0[t] = page;
-    sh->pages[t] = (sh->front[t] + sh->back[t] + CP_PAGE - 1) / CP_PAGE;
+    sh->pages[t] = cp_front_pages(sh->front[t]) + (sh->back[t] + CP_PAGE - 1) / CP_PAGE;
     page += sh->pages[t];
   }
   sh->total_pages = page;
@@ -37,7 +37,7 @@ int cp_shard_pages(int world, int src, int n, const int32_t *lens) {
   for (int t = 0; t < n; t++) {
     cp_chunk_of(lens[t], world, src, &start, &f);
     cp_chunk_of(lens[t], world, 2 * world - 1 - src, &start, &b);
-    pages += (f + b + CP_PAGE - 1) / CP_PAGE;
+    pages += cp_front_pages(f) + (b + CP_PAGE - 1) / CP_PAGE;
   }
   return pages;
 }
@@ -100,52 +100,62 @@ int cp_pieces(const cp_shard *sh, const cp_route *rt, cp_piece *out, int max) {
     for (int t = 0; t < sh->n; t++) {
       const int64_t a = (int64_t)sh->page0[t] * CP_PAGE;
       cp_emit_clipped(&s, a, sh->front[t], sh->urow_f[t], lo, hi);
-      cp_emit_clipped(&s, a + sh->front[t], sh->back[t], sh->urow_b[t], lo, hi);
+      cp_emit_clipped(&s, a + (int64_t)cp_front_pages(sh->front[t]) * CP_PAGE, sh->back[t], sh->urow_b[t], lo, hi);
     }
   }
   return s.n;
 }
 
-/* Keys of shard `src` that the rows of one entry see in this step (0: none),
- * by the chunk order of docs/design/context-parallel.md#steps. */
-static int cp_entry_kv(const cp_shard *theirs, int rank, int src, int causal, int t, int back) {
-  const int f = theirs->front[t], b = theirs->back[t];
-  if (src == rank) return causal && !back ? f : f + b; /* own shard: diagonal chunks causal */
-  if (!causal) return f + b;
-  if (src < rank) return f; /* their front precedes both of mine; their back follows both */
-  return back ? f + b : 0;  /* both of theirs precede my back; both follow my front */
+/* Whether some query of positions [qs, qs + q) sees some key of [ks, ks + k)
+ * under the mask: the distances key - query of the block, [ks - (qs + q - 1),
+ * ks + k - 1 - qs], meet the mask's [-window_left, 0 (causal) or window_right]. */
+static int cp_block_visible(int64_t qs, int64_t q, int64_t ks, int64_t k, cp_mask m) {
+  const int64_t dlo = ks - (qs + q - 1), dhi = ks + k - 1 - qs;
+  const int64_t lo = m.wl >= 0 ? -(int64_t)m.wl : INT64_MIN;
+  const int64_t hi = m.causal ? 0 : m.wr >= 0 ? (int64_t)m.wr : INT64_MAX;
+  return q > 0 && k > 0 && dlo <= hi && dhi >= lo;
 }
 
-int cp_step_calls(const cp_shard *mine, const cp_shard *theirs, int rank, int src, int causal, int32_t *q_len,
-                  int32_t *kv_len, int32_t *seq, cp_call *calls) {
-  const int n = mine->n, call_causal = causal && src == rank;
-  int ne = 0, nc = 0, open = 0;
-  for (int i = 0; i < 2 * n; i++) {
-    const int t = i < n ? i : i - n, back = i >= n;
-    const int q = back ? mine->back[t] : mine->front[t];
-    const int row = back ? mine->urow_b[t] : mine->urow_f[t];
-    if (q == 0) continue; /* no rows: neither work nor a gap */
-    const int kv = cp_entry_kv(theirs, rank, src, causal, t, back);
-    if (kv == 0) { /* rows without work end a call */
-      open = 0;
-      continue;
+int cp_step_calls(const cp_shard *mine, const cp_shard *theirs, int rank, int src, int world, const int32_t *lens,
+                  cp_mask mask, cp_entry *ent, cp_call *calls) {
+  const int n = mine->n;
+  int ne = 0, nc = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const int kc = pass ? 2 * world - 1 - src : src, first = src == rank && pass == 0;
+    int open = 0;
+    for (int i = 0; i < 2 * n; i++) {
+      const int t = i < n ? i : i - n, back = i >= n;
+      const int q = back ? mine->back[t] : mine->front[t];
+      const int row = back ? mine->urow_b[t] : mine->urow_f[t];
+      if (q == 0) continue; /* no rows: neither work nor a gap */
+      int qs, ks, kv, tmp;
+      cp_chunk_of(lens[t], world, back ? 2 * world - 1 - rank : rank, &qs, &tmp);
+      cp_chunk_of(lens[t], world, kc, &ks, &kv);
+      /* the own front pass keeps rows without work: its call starts every row's merge */
+      if (!first && !cp_block_visible(qs, q, ks, kv, mask)) {
+        open = 0; /* rows without work end a call */
+        continue;
+      }
+      if (!open || calls[nc - 1].row0 + calls[nc - 1].rows != row) {
+        calls[nc].init = first;
+        calls[nc].row0 = row;
+        calls[nc].rows = 0;
+        calls[nc].e0 = ne;
+        calls[nc].ne = 0;
+        nc++;
+        open = 1;
+      }
+      calls[nc - 1].rows += q;
+      calls[nc - 1].ne++;
+      cp_entry *e = &ent[ne++];
+      e->q_len = q;
+      e->kv_len = kv;
+      e->q_pos = qs - ks;
+      e->page0 = theirs->page0[t] + (pass ? cp_front_pages(theirs->front[t]) : 0);
+      e->seq = t;
+      e->qstart = qs;
+      e->kstart = ks;
     }
-    if (q > kv) return -1;
-    if (!open || calls[nc - 1].row0 + calls[nc - 1].rows != row) {
-      calls[nc].causal = call_causal;
-      calls[nc].row0 = row;
-      calls[nc].rows = 0;
-      calls[nc].e0 = ne;
-      calls[nc].ne = 0;
-      nc++;
-      open = 1;
-    }
-    calls[nc - 1].rows += q;
-    calls[nc - 1].ne++;
-    q_len[ne] = q;
-    kv_len[ne] = kv;
-    seq[ne] = t;
-    ne++;
   }
   return nc;
 }

@@ -42,15 +42,11 @@ anyattn_status cp_check_problem(anyattn_context *ctx, const anyattn_problem *pr,
   CP_CHECK(decode || lim->max_seqs <= CP_MAX_SEQS, ANYATTN_STATUS_INVALID_SIZE,
            "limits->max_seqs is %d, context-parallel prefill takes at most %d sequences per run", lim->max_seqs,
            CP_MAX_SEQS);
-  /* A window as wide as every sequence bounds nothing (as in anyattn_plan_create);
-   * a narrower one would need a different mask offset in every step. */
-  const int wl = pr->window_left, wr = pr->causal ? -1 : pr->window_right;
-  CP_CHECK(wl < 0 || (!decode && wl >= lim->max_context), ANYATTN_STATUS_UNSUPPORTED_OPTION,
-           "problem->window_left is %d: context parallelism computes no sliding window%s (set -1)", wl,
-           decode ? "" : " narrower than limits->max_context");
-  CP_CHECK(wr < 0 || (!decode && wr >= lim->max_context), ANYATTN_STATUS_UNSUPPORTED_OPTION,
-           "problem->window_right is %d: context parallelism computes no sliding window%s (set -1)", wr,
-           decode ? "" : " narrower than limits->max_context");
+  CP_CHECK(decode || lim->max_context <= (1 << 29), ANYATTN_STATUS_INVALID_SIZE,
+           "limits->max_context is %d, at most 2^29", lim->max_context);
+  /* Windows need no check here: every step's call places its queries at their
+   * true distance from the keys (batch->q_pos), so the sub-plans mask as one
+   * device would; anyattn_plan_create checks their values. */
   return ANYATTN_STATUS_OK;
 }
 
@@ -76,14 +72,15 @@ static int cp_place(size_t *off, size_t bytes, size_t *at) {
 static anyattn_status cp_size_prefill(cp_sizes *z, const anyattn_problem *pr, const anyattn_limits *lim,
                                       const anyattn_cp_options *opt) {
   const int64_t N = z->world, S = lim->max_seqs, T = lim->max_tokens, C = lim->max_context;
-  const int64_t blk = 2 * ((C + 2 * N - 1) / (2 * N)); /* tokens of the longest sequence block */
+  const int64_t chunk = (C + 2 * N - 1) / (2 * N), blk = 2 * chunk; /* tokens of the longest chunk, block */
   int64_t rows = S * blk, by_tokens = (T + N - 1) / N + 2 * S;
   if (by_tokens < rows) rows = by_tokens;
   if (T < rows) rows = T;
   z->rows_max = (int)rows; /* <= T <= INT32_MAX */
-  z->stride = (int)((blk + CP_PAGE - 1) / CP_PAGE);
-  int64_t pages = (rows + CP_PAGE - 1) / CP_PAGE + S;
-  if (S * z->stride < pages) pages = S * z->stride;
+  /* a call's entry reads one chunk; a sequence's block is two chunks, each from a page boundary */
+  z->stride = (int)((chunk + CP_PAGE - 1) / CP_PAGE);
+  int64_t pages = (rows + CP_PAGE - 1) / CP_PAGE + 2 * S;
+  if (2 * S * z->stride < pages) pages = 2 * S * z->stride;
   z->buf_pages = (int)pages;
   z->max_inner = (int)(2 * S);
   const size_t hq = (size_t)pr->num_q_heads, d = (size_t)pr->head_dim;
@@ -91,7 +88,7 @@ static anyattn_status cp_size_prefill(cp_sizes *z, const anyattn_problem *pr, co
   CP_SIZE(cp_bytes4((size_t)z->buf_pages, z->page_bytes, 1, 1, &pool));
   CP_SIZE(cp_bytes4((size_t)rows, hq, d, 4, &acc));
   CP_SIZE(cp_bytes4((size_t)rows, hq, 4, 1, &lse));
-  meta = (size_t)(6 * S + 1) * 4;
+  meta = (size_t)(8 * S + 1) * 4; /* a call's cu_seqlens_q, seq_lens_k, first pages, q_pos for 2 S entries */
   CP_SIZE(cp_bytes4((size_t)(2 * S), (size_t)z->stride, 4, 1, &table));
   /* TWO_LEVEL spares: the share given, or the most that keeps the extra
    * within 5% of RING's (two spares, each for K and V). */
@@ -162,7 +159,6 @@ anyattn_status cp_subplans(anyattn_context *ctx, const anyattn_problem *pr, cons
   *causal = *full = NULL;
   anyattn_problem p = *pr;
   anyattn_limits l = *lim;
-  p.window_left = p.window_right = -1; /* checked: none narrower than any sequence */
   if (opt->mode != ANYATTN_CP_DECODE) {
     cp_sizes z;
     CP_TRY(cp_size(&z, pr, lim, opt, world, 0, 0, 0));

@@ -53,8 +53,8 @@ static anyattn_status cp_check_tensors(const anyattn_cp_plan *p, const anyattn_c
   const size_t es = p->z.es;
   CP_CHECK(cp_aligned(t->q, es) && cp_aligned(t->k, es) && cp_aligned(t->v, es) && cp_aligned(t->out, es),
            ANYATTN_STATUS_BAD_STRIDE, "tensors->q, k, v and out must be aligned to %zu bytes", es);
-  CP_CHECK(cp_aligned(t->lse, 4) && cp_aligned(t->sinks, 4), ANYATTN_STATUS_BAD_STRIDE,
-           "tensors->lse and sinks must be 4-byte aligned");
+  CP_CHECK(cp_aligned(t->lse, 4) && cp_aligned(t->sinks, 4) && cp_aligned(t->alibi_slopes, 4),
+           ANYATTN_STATUS_BAD_STRIDE, "tensors->lse, sinks and alibi_slopes must be 4-byte aligned");
   return ANYATTN_STATUS_OK;
 }
 
@@ -99,9 +99,17 @@ anyattn_status anyattn_cp_decode(const anyattn_cp_plan *plan, const anyattn_batc
   CP_CHECK(tensors->struct_size == sizeof *tensors, ANYATTN_STATUS_STRUCT_SIZE,
            "tensors->struct_size is %zu, this library expects %zu (use anyattn_tensors_init)", tensors->struct_size,
            sizeof *tensors);
-  CP_CHECK(tensors->alibi_slopes == NULL, ANYATTN_STATUS_UNSUPPORTED_OPTION,
-           "tensors->alibi_slopes is set: ALiBi needs each key's position in the whole sequence, which a shard "
-           "does not carry (set NULL)");
+  /* ALiBi and windows need each key's distance to the queries: batch->q_pos gives it */
+  CP_CHECK(tensors->alibi_slopes == NULL || batch->q_pos != NULL, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "tensors->alibi_slopes is set without batch->q_pos: ALiBi needs the queries' position among this "
+           "rank's keys (set batch->q_pos)");
+  const anyattn_problem *pr = &plan->problem;
+  CP_CHECK(batch->q_pos != NULL || (pr->window_left < 0 && (pr->causal || pr->window_right < 0)),
+           ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem has a sliding window and batch->q_pos is NULL: a window needs the queries' position among "
+           "this rank's keys (set batch->q_pos)");
+  CP_CHECK(tensors->alibi_slopes == NULL || cp_aligned(tensors->alibi_slopes, 4), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->alibi_slopes is not 4-byte aligned");
   CP_CHECK(tensors->sinks == NULL || cp_aligned(tensors->sinks, 4), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->sinks is not 4-byte aligned");
   CP_CHECK(batch->num_tokens <= plan->limits.max_tokens, ANYATTN_STATUS_LIMIT_EXCEEDED,
