@@ -5,8 +5,8 @@
  * final rounding, events across the communication streams, NCCL's split
  * communicators and the decode all-gather; once captured in a CUDA graph.
  * Outputs are checked on sampled rows against the double-precision reference
- * and on every row against the library's own single-device run. Exit 77 when
- * there is no CUDA device. Seed printed. */
+ * and on every row against the library's own single-device run; with sliding
+ * windows and ALiBi too. Exit 77 when there is no CUDA device. Seed printed. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <nccl.h>
@@ -30,6 +30,8 @@ typedef struct {
   int hq, hkv, d, causal, sinks, graph;
   int n, lens[3];
   int q_len; /* decode: new tokens per sequence (0: prefill) */
+  int windowed, wl, wr; /* 1: problem windows wl (left) and wr (right), else none */
+  int alibi;            /* ALiBi slopes (decode: with batch->q_pos) */
 } gcase;
 
 static void *up(const void *host, size_t bytes) {
@@ -49,14 +51,15 @@ static anyattn_problem problem_of(const gcase *c) {
   anyattn_problem_init(&pr);
   pr.num_q_heads = c->hq, pr.num_kv_heads = c->hkv, pr.head_dim = c->d, pr.dtype = c->dtype;
   pr.causal = c->causal, pr.block_size = 16;
+  if (c->windowed) pr.window_left = c->wl, pr.window_right = c->wr;
   return pr;
 }
 
 /* The whole batch as one device computes it: dense keys (block size 16,
  * sequence s from page kv_off[s] / 16), q rows the last q_len of each. */
 static int single_device(anyattn_context *ctx, const gcase *c, const int32_t *cu, const int32_t *kv, const int32_t *pg0,
-                         int pages, const void *dq, const void *dk, const void *dv, const float *dsinks, void *dout,
-                         float *dlse) {
+                         int pages, const void *dq, const void *dk, const void *dv, const float *dsinks,
+                         const float *dslopes, void *dout, float *dlse) {
   anyattn_problem pr = problem_of(c);
   anyattn_limits lim;
   anyattn_limits_init(&lim);
@@ -79,6 +82,7 @@ static int single_device(anyattn_context *ctx, const gcase *c, const int32_t *cu
     anyattn_tensors t;
     anyattn_tensors_init(&t);
     t.q = dq, t.k_cache = dk, t.v_cache = dv, t.num_blocks = pages, t.sinks = dsinks, t.out = dout, t.lse = dlse;
+    t.alibi_slopes = dslopes;
     rc = anyattn_run(plan, &b, &t, ws, anyattn_plan_workspace_size(plan), NULL) != ANYATTN_STATUS_OK || dm_sync(GPU);
   }
   if (rc) printf("  single-device run: %s\n", anyattn_last_error());
@@ -91,8 +95,8 @@ static int single_device(anyattn_context *ctx, const gcase *c, const int32_t *cu
 /* Sampled rows against the double-precision reference, every row against the
  * single-device run (relative L2 within the conformance suite's bound). */
 static int compare(const gcase *c, const int32_t *cu, const int32_t *kv, const int32_t *pg0, int pages, const void *q,
-                   const void *k, const void *v, const float *sinks, const void *got, const float *got_lse,
-                   const void *one, char *why, size_t why_size) {
+                   const void *k, const void *v, const float *sinks, const float *slopes, const void *got,
+                   const float *got_lse, const void *one, char *why, size_t why_size) {
   const int rows = cu[c->n], hq = c->hq, d = c->d;
   const double atol = c->dtype == ANYATTN_DTYPE_F32 ? 1e-5 : c->dtype == ANYATTN_DTYPE_F16 ? 2e-4 : 1e-3;
   const double rtol = c->dtype == ANYATTN_DTYPE_F32 ? 1e-5 : c->dtype == ANYATTN_DTYPE_F16 ? 2.5e-3 : 1.6e-2;
@@ -112,18 +116,20 @@ static int compare(const gcase *c, const int32_t *cu, const int32_t *kv, const i
     int s = 0;
     while (cu[s + 1] <= row) s++;
     const int p = kv[s] - (cu[s + 1] - cu[s]) + (row - cu[s]); /* the row's position */
-    const int32_t one_cu[2] = {0, 1}, one_kv[1] = {c->causal ? p + 1 : kv[s]};
+    const int32_t one_cu[2] = {0, 1}, one_kv[1] = {kv[s]}, one_pos[1] = {p};
     int32_t *bt = (int32_t *)malloc(sizeof(int32_t) * ((kv[s] + 15) / 16 + 1));
     for (int j = 0; j <= kv[s] / 16; j++) bt[j] = pg0[s] + j < pages ? pg0[s] + j : 0;
     anyattn_batch b;
     anyattn_batch_init(&b);
     b.num_seqs = 1, b.num_tokens = 1, b.cu_seqlens_q = one_cu, b.seq_lens_k = one_kv, b.block_table = bt;
     b.block_table_stride = kv[s] / 16 + 1;
+    b.q_pos = one_pos; /* the row at its position among all the sequence's keys */
     anyattn_tensors t;
     anyattn_tensors_init(&t);
     const size_t es = anyattn_dtype_size(c->dtype);
     t.q = (const char *)q + (size_t)row * hq * d * es, t.k_cache = k, t.v_cache = v, t.num_blocks = pages;
     t.sinks = sinks;
+    t.alibi_slopes = slopes;
     double ro[64 * 256], rl[64], ra[64 * 256], rx[64];
     tl_reference(&pr, &b, &t, ro, rl, ra, rx);
     free(bt);
@@ -149,7 +155,7 @@ typedef struct {
   int32_t cu[4], kv[4], pg0[4];
   int rows, pages, pad;
   void *q, *k, *v;
-  float sinks[64];
+  float sinks[64], slopes[64];
 } gbatch;
 
 static void make_batch(const gcase *c, int id, gbatch *g) {
@@ -170,12 +176,13 @@ static void make_batch(const gcase *c, int id, gbatch *g) {
   tl_fill_normal(c->dtype, g->k, kn, 1.0f, &rng);
   tl_fill_normal(c->dtype, g->v, kn, 1.0f, &rng);
   for (int h = 0; h < c->hq; h++) g->sinks[h] = (float)tl_rng_normal(&rng);
+  for (int h = 0; h < c->hq; h++) g->slopes[h] = (float)pow(2.0, -8.0 * (h + 1) / c->hq); /* ALiBi's */
 }
 
 /* Prefill through the plan: the zigzag rows of one rank (front chunks, then
  * back chunks), gathered here and scattered back into sequence order. */
 static anyattn_status cp_prefill_run(const gcase *c, const anyattn_cp_plan *plan, const gbatch *g, const float *dsinks,
-                                     void *out_natural, float *lse_natural) {
+                                     const float *dslopes, void *out_natural, float *lse_natural) {
   const size_t es = anyattn_dtype_size(c->dtype), qrow = (size_t)c->hq * c->d * es, kvrow = (size_t)c->hkv * c->d * es;
   int32_t *map = (int32_t *)malloc(((size_t)g->rows + 1) * sizeof *map);
   int rows = 0, start, len;
@@ -198,7 +205,7 @@ static anyattn_status cp_prefill_run(const gcase *c, const anyattn_cp_plan *plan
   dm_fill_bytes(GPU, dout, 0xff, rows * qrow + 1); /* NaN in every dtype */
   anyattn_cp_tensors t;
   anyattn_cp_tensors_init(&t);
-  t.q = dq, t.k = dk, t.v = dv, t.out = dout, t.lse = (float *)dlse, t.sinks = dsinks;
+  t.q = dq, t.k = dk, t.v = dv, t.out = dout, t.lse = (float *)dlse, t.sinks = dsinks, t.alibi_slopes = dslopes;
   const int32_t *lens = (const int32_t *)c->lens;
   anyattn_status st;
   if (c->graph) {
@@ -224,9 +231,11 @@ static anyattn_status cp_prefill_run(const gcase *c, const anyattn_cp_plan *plan
   return st;
 }
 
-/* Decode through the plan: this one rank holds every key, the new ones last. */
+/* Decode through the plan: this one rank holds every key, the new ones last
+ * (placed by batch->q_pos when the case has windows or ALiBi). */
 static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan, const gbatch *g, const void *dq,
-                                    const void *dk, const void *dv, const float *dsinks, void *hout, float *hlse) {
+                                    const void *dk, const void *dv, const float *dsinks, const float *dslopes, void *hout,
+                                    float *hlse) {
   const size_t es = anyattn_dtype_size(c->dtype), qrow = (size_t)c->hq * c->d * es;
   int longest = 1;
   for (int s = 0; s < c->n; s++) longest = c->lens[s] > longest ? c->lens[s] : longest;
@@ -234,7 +243,9 @@ static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan,
   int32_t *bt = (int32_t *)calloc((size_t)c->n * maxp, sizeof *bt);
   for (int s = 0; s < c->n; s++)
     for (int p = 0; p < (c->lens[s] + 15) / 16; p++) bt[s * maxp + p] = g->pg0[s] + p;
-  void *dcu = up(g->cu, 16), *dkv = up(g->kv, 16), *dbt = up(bt, (size_t)c->n * maxp * 4);
+  int32_t qpos[4] = {0, 0, 0, 0};
+  for (int s = 0; s < c->n; s++) qpos[s] = c->lens[s] - c->q_len;
+  void *dcu = up(g->cu, 16), *dkv = up(g->kv, 16), *dbt = up(bt, (size_t)c->n * maxp * 4), *dqp = up(qpos, 16);
   void *dout = dm_alloc(GPU, rows * qrow), *dlse = dm_alloc(GPU, (size_t)rows * c->hq * 4);
   dm_fill_bytes(GPU, dout, 0xff, rows * qrow);
   const size_t wsz = anyattn_cp_plan_workspace_size(plan);
@@ -243,10 +254,12 @@ static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan,
   anyattn_batch_init(&b);
   b.num_seqs = c->n, b.num_tokens = rows, b.cu_seqlens_q = (const int32_t *)dcu, b.seq_lens_k = (const int32_t *)dkv;
   b.block_table = (const int32_t *)dbt, b.block_table_stride = maxp, b.max_q_len = c->q_len;
+  if (c->windowed || c->alibi) b.q_pos = (const int32_t *)dqp;
   anyattn_tensors t;
   anyattn_tensors_init(&t);
   t.q = dq, t.k_cache = dk, t.v_cache = dv, t.num_blocks = g->pages, t.sinks = dsinks, t.out = dout;
   t.lse = (float *)dlse;
+  t.alibi_slopes = dslopes;
   anyattn_status st = anyattn_cp_decode(plan, &b, &t, 1, ws, wsz, NULL);
   if (dm_sync(GPU)) st = ANYATTN_STATUS_DEVICE_ERROR;
   char *o = (char *)down(dout, rows * qrow);
@@ -255,7 +268,8 @@ static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan,
   memcpy(hlse, l, (size_t)g->rows * c->hq * 4);
   for (size_t i = (size_t)g->rows * c->hq * c->d; i < (size_t)rows * c->hq * c->d && st == ANYATTN_STATUS_OK; i++)
     if (!isnan(tl_load(c->dtype, o, i))) st = ANYATTN_STATUS_DEVICE_ERROR, printf("  padding row written\n");
-  dm_free(GPU, dcu), dm_free(GPU, dkv), dm_free(GPU, dbt), dm_free(GPU, dout), dm_free(GPU, dlse), dm_free(GPU, ws);
+  dm_free(GPU, dcu), dm_free(GPU, dkv), dm_free(GPU, dbt), dm_free(GPU, dqp), dm_free(GPU, dout), dm_free(GPU, dlse);
+  dm_free(GPU, ws);
   free(bt), free(o), free(l);
   return st;
 }
@@ -267,10 +281,11 @@ static void run_case(anyattn_context *ctx, anyattn_cp_comm *comm, const gcase *c
   const size_t kbytes = (size_t)(g.pages + 1) * 16 * c->hkv * c->d * es;
   void *dq = up(g.q, qbytes), *dk = up(g.k, kbytes), *dv = up(g.v, kbytes);
   float *dsinks = c->sinks ? (float *)up(g.sinks, sizeof g.sinks) : NULL;
+  float *dslopes = c->alibi ? (float *)up(g.slopes, sizeof g.slopes) : NULL;
   void *one = dm_alloc(GPU, qbytes), *got = malloc(qbytes);
   float *lse = (float *)malloc(((size_t)g.rows + 1) * c->hq * 4);
   char why[256] = "";
-  int bad = single_device(ctx, c, g.cu, g.kv, g.pg0, g.pages, dq, dk, dv, dsinks, one, NULL);
+  int bad = single_device(ctx, c, g.cu, g.kv, g.pg0, g.pages, dq, dk, dv, dsinks, dslopes, one, NULL);
   anyattn_problem pr = problem_of(c);
   anyattn_limits lim;
   anyattn_limits_init(&lim);
@@ -281,11 +296,13 @@ static void run_case(anyattn_context *ctx, anyattn_cp_comm *comm, const gcase *c
   anyattn_cp_plan *plan = NULL;
   anyattn_status st = bad ? ANYATTN_STATUS_DEVICE_ERROR : anyattn_cp_plan_create(ctx, comm, &pr, &lim, &opt, &plan);
   if (st == ANYATTN_STATUS_OK)
-    st = c->q_len ? cp_decode_run(c, plan, &g, dq, dk, dv, dsinks, got, lse) : cp_prefill_run(c, plan, &g, dsinks, got, lse);
+    st = c->q_len ? cp_decode_run(c, plan, &g, dq, dk, dv, dsinks, dslopes, got, lse)
+                  : cp_prefill_run(c, plan, &g, dsinks, dslopes, got, lse);
   if (!bad && st != ANYATTN_STATUS_OK) bad = 1, snprintf(why, sizeof why, "%s", anyattn_cp_last_error());
   if (!bad) {
     void *hone = down(one, (size_t)g.rows * c->hq * c->d * es);
-    bad = compare(c, g.cu, g.kv, g.pg0, g.pages, g.q, g.k, g.v, c->sinks ? g.sinks : NULL, got, lse, hone, why, sizeof why);
+    bad = compare(c, g.cu, g.kv, g.pg0, g.pages, g.q, g.k, g.v, c->sinks ? g.sinks : NULL, c->alibi ? g.slopes : NULL,
+                  got, lse, hone, why, sizeof why);
     free(hone);
   }
   printf("%s %s%s%s\n", bad ? "FAIL" : "PASS", c->name, why[0] ? ": " : "", why);
@@ -293,7 +310,7 @@ static void run_case(anyattn_context *ctx, anyattn_cp_comm *comm, const gcase *c
   fflush(stdout);
   failures += bad;
   anyattn_cp_plan_free(plan);
-  dm_free(GPU, dq), dm_free(GPU, dk), dm_free(GPU, dv), dm_free(GPU, dsinks), dm_free(GPU, one);
+  dm_free(GPU, dq), dm_free(GPU, dk), dm_free(GPU, dv), dm_free(GPU, dsinks), dm_free(GPU, dslopes), dm_free(GPU, one);
   free(got), free(lse), free(g.q), free(g.k), free(g.v);
 }
 
@@ -323,16 +340,25 @@ int main(void) {
   }
   static const gcase cases[] = {
       {"ring causal bf16, Llama-3-8B heads, 3000 + 17 + 1 tokens", ANYATTN_CP_RING, ANYATTN_DTYPE_BF16, 32, 8, 128, 1,
-       0, 0, 3, {3000, 17, 1}, 0},
+       0, 0, 3, {3000, 17, 1}, 0, 0, -1, -1, 0},
       {"two-level causal f16 GQA, head dim 64, sinks", ANYATTN_CP_TWO_LEVEL, ANYATTN_DTYPE_F16, 8, 2, 64, 1, 1, 0, 2,
-       {999, 64}, 0},
-      {"ring non-causal f32, head dim 64", ANYATTN_CP_RING, ANYATTN_DTYPE_F32, 4, 4, 64, 0, 0, 0, 2, {300, 5}, 0},
+       {999, 64}, 0, 0, -1, -1, 0},
+      {"ring non-causal f32, head dim 64", ANYATTN_CP_RING, ANYATTN_DTYPE_F32, 4, 4, 64, 0, 0, 0, 2, {300, 5}, 0, 0, -1,
+       -1, 0},
       {"ring causal bf16, captured in a CUDA graph", ANYATTN_CP_RING, ANYATTN_DTYPE_BF16, 16, 4, 128, 1, 1, 1, 1,
-       {1024}, 0},
+       {1024}, 0, 0, -1, -1, 0},
       {"decode bf16, Llama-3-8B heads, 3 sequences, sinks", ANYATTN_CP_DECODE, ANYATTN_DTYPE_BF16, 32, 8, 128, 1, 1, 0,
-       3, {4096, 100, 33}, 1},
+       3, {4096, 100, 33}, 1, 0, -1, -1, 0},
       {"chunked prefill bf16, 4 new tokens on the rank that holds them", ANYATTN_CP_DECODE, ANYATTN_DTYPE_BF16, 32, 8,
-       128, 1, 0, 0, 2, {500, 77}, 4},
+       128, 1, 0, 0, 2, {500, 77}, 4, 0, -1, -1, 0},
+      {"ring causal bf16 GQA, window 100, ALiBi", ANYATTN_CP_RING, ANYATTN_DTYPE_BF16, 8, 2, 128, 1, 0, 0, 2,
+       {1000, 77}, 0, 1, 100, -1, 1},
+      {"two-level non-causal f16, windows 64 left 16 right, sinks", ANYATTN_CP_TWO_LEVEL, ANYATTN_DTYPE_F16, 4, 4, 64, 0,
+       1, 0, 1, {513}, 0, 1, 64, 16, 0},
+      {"decode bf16 GQA, window 200, ALiBi, placed by q_pos", ANYATTN_CP_DECODE, ANYATTN_DTYPE_BF16, 32, 8, 128, 1, 0,
+       0, 2, {3000, 150}, 1, 1, 200, -1, 1},
+      {"chunked prefill f16, 5 new tokens, ALiBi, placed by q_pos", ANYATTN_CP_DECODE, ANYATTN_DTYPE_F16, 8, 2, 64, 1,
+       1, 0, 1, {700}, 5, 0, -1, -1, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, comm, &cases[i], (int)i);
   anyattn_cp_comm_free(comm);
