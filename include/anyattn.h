@@ -95,7 +95,8 @@ typedef enum {
   ANYATTN_STATUS_UNSUPPORTED_CONFIG = 18,   /* forced config unknown or invalid for the problem */
   ANYATTN_STATUS_COMM_ERROR = 19,           /* the communicator (MPI, NCCL) reported an error (anyattn_cp.h) */
   ANYATTN_STATUS_UNSUPPORTED_OPTION = 20    /* a valid problem option the call cannot compute, e.g. a
-                                             * sliding window or ALiBi under context parallelism */
+                                             * sliding window or ALiBi in context-parallel decode
+                                             * without batch->q_pos */
 } anyattn_status;
 
 /* Constant name of a status ("ANYATTN_STATUS_..."), or "unknown status". */

@@ -99,13 +99,13 @@ typedef struct anyattn_cp_plan_s anyattn_cp_plan;
 /* Plans context-parallel attention for `problem` on ctx's backend (CPU with
  * an MPI communicator, CUDA with an NCCL one on the context's device;
  * WRONG_CONTEXT otherwise).
- *   problem: as anyattn_plan_create takes it. Windows narrower than the
- *            limits' max_context and ALiBi cannot be expressed per step:
- *            UNSUPPORTED_OPTION (docs/design/context-parallel.md#limits).
- *            Prefill ignores block_size (the shards are dense).
+ *   problem: as anyattn_plan_create takes it, sliding windows included:
+ *            each step places its queries at their true distance from the
+ *            keys at hand (batch->q_pos of its local calls). Prefill ignores
+ *            block_size (the shards are dense).
  *   limits:  prefill: the whole batch as one device would see it: max_seqs
  *            sequences (at most 256), max_tokens tokens over all of them,
- *            max_context the longest sequence. Decode: this rank's local
+ *            max_context the longest sequence (at most 2^29). Decode: this rank's local
  *            batch, as anyattn_limits always means (max_context: the most
  *            keys a sequence has on this rank).
  * MPI: collective, and every rank must pass equal arguments (INVALID_OPTION
@@ -166,7 +166,8 @@ typedef struct {
   const float *sinks;  /* [num_q_heads] fp32 logits, or NULL */
   void *out;           /* [local_tokens, num_q_heads, head_dim]: written */
   float *lse;          /* [local_tokens, num_q_heads] fp32, or NULL: written */
-  const float *alibi_slopes; /* [num_q_heads] fp32, or NULL: ALiBi on the whole sequence's positions */
+  const float *alibi_slopes; /* [num_q_heads] fp32, or NULL: ALiBi on the whole sequence's positions
+                              * (the same slopes on every rank) */
 } anyattn_cp_tensors;
 
 ANYATTN_API void anyattn_cp_tensors_init(anyattn_cp_tensors *tensors);
@@ -189,11 +190,16 @@ ANYATTN_API anyattn_status anyattn_cp_prefill(const anyattn_cp_plan *plan, int n
 
 /* batch and tensors as anyattn_run takes them, over this rank's shard of the
  * cache: the same num_seqs, num_tokens and cu_seqlens_q on every rank (q is
- * the same on every rank); seq_lens_k, block_table and the caches are this
- * rank's. Every rank's shard of a sequence holds at least its q_len keys (as
- * anyattn_run requires; e.g. at least one key per rank for decode). The keys
- * may be any subset of the sequence's positions: attention is order-free
- * without ALiBi and windows, which the plan refuses.
+ * the same on every rank); seq_lens_k, block_table, q_pos and the caches are
+ * this rank's.
+ * With batch->q_pos: each rank's shard of a sequence is a run of consecutive
+ * positions of it (any length, 0 included) and q_pos[s] is the first query's
+ * position minus the shard's first key's; the problem's mask, windows and
+ * ALiBi then see true distances and holds_new_keys is ignored.
+ * Without: windows and ALiBi are refused (UNSUPPORTED_OPTION, naming
+ * q_pos); every rank's shard of a sequence holds at least its q_len keys (as
+ * anyattn_run requires; e.g. at least one key per rank for decode), any
+ * subset of the sequence's positions (attention is order-free then).
  * holds_new_keys: 1 on the rank whose shard ends, for every sequence of the
  * batch, with the queries' own keys (the rank that appended them); its local
  * attention is causal as anyattn_run defines it. 0: every key of this rank's
