@@ -39,7 +39,9 @@ static int checker_valid(const plan_params *pp, const anyattn_batch *b, int64_t 
     const int64_t q_len = (int64_t)b->cu_seqlens_q[s + 1] - b->cu_seqlens_q[s];
     const int64_t kv_len = b->seq_lens_k[s];
     if (q_len < 0) return 0;
-    if (kv_len < 0 || kv_len > pp->max_context || q_len > kv_len) return 0;
+    if (kv_len < 0 || kv_len > pp->max_context) return 0;
+    if (!b->q_pos && q_len > kv_len) return 0; /* with q_pos: any q_len, positions in [-2^29, 2^29] */
+    if (b->q_pos && (b->q_pos[s] < -(1 << 29) || (int64_t)b->q_pos[s] + q_len > (1 << 29))) return 0;
     const int64_t pages = (kv_len + pp->block_size - 1) / pp->block_size;
     if (pages > b->block_table_stride) return 0;
     if (q_len == 0) continue;
@@ -97,6 +99,18 @@ static int fuzz_validate_once(anyattn_context *ctx, uint64_t *r, long it) {
     }
   }
   if (tl_rng_int(r, 0, 3) == 0 && stride < MAX_STRIDE) stride += tl_rng_int(r, 1, MAX_STRIDE - stride);
+  /* query positions (batch->q_pos) for a third of the batches: around the keys, or near and past the bounds */
+  const int with_qpos = tl_rng_int(r, 0, 2) == 0;
+  int32_t qp[MAX_SEQS + 1];
+  for (int s = 0; s < MAX_SEQS + 1; s++) {
+    static const int32_t edge[] = {-(1 << 29) - 1, -(1 << 29), (1 << 29) - 1, (1 << 29), INT32_MIN, INT32_MAX};
+    qp[s] = tl_rng_int(r, 0, 7) == 0 ? edge[tl_rng_int(r, 0, 5)] : tl_rng_int(r, -60, kv[s] + 60);
+    if (with_qpos && tl_rng_int(r, 0, 3) == 0) { /* more queries than keys: valid with q_pos */
+      const int extra = tl_rng_int(r, 1, 5);
+      if (cu[MAX_SEQS + 1] + extra <= pp.max_tokens)
+        for (int t = s + 1; t < MAX_SEQS + 2; t++) cu[t] += extra;
+    }
+  }
   int64_t num_blocks = tl_rng_int(r, 1, 40);
   for (int i = 0; i < (MAX_SEQS + 1) * MAX_STRIDE; i++) table[i] = tl_rng_int(r, 0, (int)num_blocks - 1);
   anyattn_batch b;
@@ -130,12 +144,15 @@ static int fuzz_validate_once(anyattn_context *ctx, uint64_t *r, long it) {
   int32_t *cu_h = (int32_t *)malloc(sizeof(int32_t) * (size_t)(ns + 1));
   int32_t *kv_h = (int32_t *)malloc(sizeof(int32_t) * (size_t)(ns + 1));
   int32_t *tb_h = (int32_t *)malloc(sizeof(int32_t) * (size_t)(ns * st + 1));
-  if (!cu_h || !kv_h || !tb_h) {
+  int32_t *qp_h = (int32_t *)malloc(sizeof(int32_t) * (size_t)(ns + 1));
+  if (!cu_h || !kv_h || !tb_h || !qp_h) {
     printf("FAIL: out of memory\n");
     exit(1);
   }
   memcpy(cu_h, cu, sizeof(int32_t) * (size_t)(ns + 1));
   memcpy(kv_h, kv, sizeof(int32_t) * (size_t)ns);
+  memcpy(qp_h, qp, sizeof(int32_t) * (size_t)ns);
+  if (with_qpos) b.q_pos = qp_h;
   for (int s = 0; s < ns; s++)
     for (int j = 0; j < st; j++) tb_h[s * st + j] = table[s * MAX_STRIDE + (j < MAX_STRIDE ? j : 0)];
   b.cu_seqlens_q = null_which == 0 ? NULL : cu_h;
@@ -158,6 +175,7 @@ static int fuzz_validate_once(anyattn_context *ctx, uint64_t *r, long it) {
     failures++;
   }
   free(cu_h);
+  free(qp_h);
   free(kv_h);
   free(tb_h);
   anyattn_plan_free(plan);
