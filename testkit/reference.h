@@ -29,9 +29,9 @@ extern "C" {
  *          error in out (it bounds |out| and does not cancel).
  *   xmag   [num_tokens * num_q_heads] or NULL: max |x_j| over visible keys
  *          (and |sink|), the scale of fp32 rounding error in the logits.
- * Unlike run(), the reference does not require q_len <= kv_len: a query whose
- * position p is negative simply sees no key, which is how tests reach the
- * empty-row rule. Returns 0, or -1 (with a message on stderr) when the
+ * Unlike run() without q_pos, the reference does not require q_len <=
+ * kv_len: a query whose position p is negative simply sees no key, which is
+ * how tests reach the empty-row rule. Returns 0, or -1 (with a message on stderr) when the
  * metadata would make it read outside the caches. */
 int tl_reference(const anyattn_problem *problem, const anyattn_batch *batch,
                  const anyattn_tensors *tensors, double *out, double *lse, double *absout,
