@@ -51,6 +51,10 @@ anyattn_status cp_check_problem(anyattn_context *ctx, const anyattn_problem *pr,
   CP_CHECK(wr < 0 || (!decode && wr >= lim->max_context), ANYATTN_STATUS_UNSUPPORTED_OPTION,
            "problem->window_right is %d: context parallelism computes no sliding window%s (set -1)", wr,
            decode ? "" : " narrower than limits->max_context");
+  /* The ring and the all-gather move K/V pages sized by problem->dtype. */
+  CP_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem->kv_dtype is %s: context parallelism takes caches of the problem's dtype only (set AS_Q)",
+           anyattn_kv_dtype_name(pr->kv_dtype));
   return ANYATTN_STATUS_OK;
 }
 
