@@ -171,9 +171,6 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F32 || pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16,
            ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the CPU backend",
            (int)pr->dtype);
-  AA_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
-           "problem->kv_dtype %s: the CPU backend does not read fp8 caches in this build",
-           anyattn_kv_dtype_name(pr->kv_dtype));
   AA_CHECK(pr->block_size >= 1, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "problem->block_size is %d, must be >= 1",
            pr->block_size);
 
@@ -207,6 +204,8 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.a = a;
   job.L = aa_cpu_layout_of(plan);
   job.es = anyattn_dtype_size(plan->problem.dtype);
+  job.kv = plan->problem.kv_dtype;
+  job.kes = anyattn_kv_dtype_size(job.kv, plan->problem.dtype);
   job.d = plan->problem.head_dim;
   job.group = plan->group;
   job.nqh = plan->problem.num_q_heads;
@@ -247,8 +246,8 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
 }
 
 /* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
- * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0, so
- * decode items take the fused path. */
+ * first item of sequence s. dec16: bf16/fp16 caches with head_dim % 32 == 0,
+ * so decode items take the fused path. */
 AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
                                int dec16) {
   const anyattn_args *a = job->a;
@@ -265,6 +264,12 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     const int g0 = (int)local * job->hpi;
     if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
     else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+#if defined(ANYATTN_CPU_MM16)
+    /* fp8 caches where the 16-bit products are on (the scratch then has the
+     * 16-bit path's tiles): one kv head at a time through them */
+    else if (job->mm16)
+      for (int hb = 0; hb < job->hpi; hb++) aa_cpu_item16(job, ws, s, g0 + hb, 0, q_len);
+#endif
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
@@ -301,7 +306,8 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt < 1) nt = 1;
 
   const anyattn_dtype dt = plan->problem.dtype;
-  const int dec16 = (dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16) && job.d % 32 == 0;
+  const int dec16 = (dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16) && job.d % 32 == 0 &&
+                    job.kv == ANYATTN_KV_AS_Q;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);
