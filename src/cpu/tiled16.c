@@ -53,9 +53,10 @@ AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, uint16_t *dst, int term
 }
 
 /* 2^t on 16 lanes: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial
- * (relative error about 2e-7), scaled by 2^n with vscalefps. */
+ * (relative error about 2e-7), scaled by 2^n with vscalefps. NaN in, NaN
+ * out, as expf does on the fp32 path. */
 AA_INLINE __m512 aa16_exp2(__m512 t) {
-  t = _mm512_max_ps(t, _mm512_set1_ps(-126.0f));
+  t = _mm512_max_ps(_mm512_set1_ps(-126.0f), t); /* vmaxps returns its second operand for NaN: a NaN score stays NaN */
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, n);
   __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
