@@ -170,5 +170,7 @@ AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, i
  * multiple of 32. */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
+/* The same over fp8 caches (job->kv), q and out bf16 or fp16. */
+AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 
 #endif /* AA_CPU_H */
