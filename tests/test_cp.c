@@ -466,6 +466,8 @@ static void misuse_plans(anyattn_context *ctx, anyattn_cp_comm *comm, anyattn_pr
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "window_left");
   q = pr, q.causal = 0, q.window_right = 3;
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "window_right");
+  q = pr, q.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "kv_dtype");
   q = pr, q.window_left = lim.max_context; /* as wide as every sequence: no window */
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_OK, NULL);
   anyattn_cp_plan_free(p), p = NULL;
