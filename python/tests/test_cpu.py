@@ -133,6 +133,10 @@ def test_problem_defaults_land_on_the_right_fields():
     anyattn.lib().anyattn_problem_init(ctypes.byref(p))
     assert (p.dtype, p.block_size, p.window_left, p.window_right) == (anyattn.DType.BF16, 16, -1, -1)
     assert (p.num_q_heads, p.causal, p.scale, p.softcap, p.config) == (0, 0, 0.0, 0.0, None)
+    assert p.kv_dtype == anyattn.KVDType.AS_Q
+    t = anyattn.Tensors()
+    anyattn.lib().anyattn_tensors_init(ctypes.byref(t))
+    assert (t.k_descale, t.v_descale, t.descale_layout) == (None, None, anyattn.DescaleLayout.PER_TENSOR)
 
 
 def test_library_basics():
