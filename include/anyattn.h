@@ -146,16 +146,40 @@ typedef enum {
 
 ANYATTN_API size_t anyattn_dtype_size(anyattn_dtype dtype); /* 0 for unknown */
 
+/* Storage format of the KV cache (docs/semantics.md, "fp8 caches"). The fp8
+ * formats hold codes that run converts exactly to the 16-bit problem dtype;
+ * tensors->k_descale and v_descale scale the scores and the output. Values
+ * are fixed and append-only. */
+typedef enum {
+  ANYATTN_KV_AS_Q = 0,          /* the caches hold the problem's dtype */
+  ANYATTN_KV_FP8_E4M3 = 1,      /* OCP FP8 E4M3 ("e4m3fn"): bias 7, no infinities, 0x7f/0xff NaN, max 448 */
+  ANYATTN_KV_FP8_E4M3FNUZ = 2   /* FP8 E4M3 FNUZ (AMD MI300): bias 8, 0x80 the only NaN, no -0, max 240 */
+} anyattn_kv_dtype;
+
+/* Bytes per cache element for a problem of dtype `dtype` with caches of
+ * kv_dtype: 1 for the fp8 formats, anyattn_dtype_size(dtype) for AS_Q; 0 for
+ * an unknown value. */
+ANYATTN_API size_t anyattn_kv_dtype_size(anyattn_kv_dtype kv_dtype, anyattn_dtype dtype);
+/* Constant name ("as_q", "fp8_e4m3", "fp8_e4m3fnuz"), or "unknown". */
+ANYATTN_API const char *anyattn_kv_dtype_name(anyattn_kv_dtype kv_dtype);
+
+/* How tensors->k_descale and v_descale are laid out. Values are fixed and
+ * append-only. */
+typedef enum {
+  ANYATTN_DESCALE_PER_TENSOR = 0,   /* k_descale[0], v_descale[0] */
+  ANYATTN_DESCALE_PER_SEQ_HEAD = 1  /* [num_seqs, num_kv_heads]: index seq * num_kv_heads + kv_head */
+} anyattn_descale_layout;
+
 /* What is fixed for a layer. Set struct_size = sizeof(anyattn_problem); zero
  * the struct first (anyattn_problem_init does both, with defaults). Plan
  * refuses (INVALID_SIZE) a cache page, block_size x num_kv_heads x head_dim
- * elements, over PTRDIFF_MAX bytes. */
+ * elements of the cache's type, over PTRDIFF_MAX bytes. */
 typedef struct {
   size_t struct_size;
   int num_q_heads;      /* 1..65536, multiple of num_kv_heads */
   int num_kv_heads;     /* 1..65536 */
   int head_dim;         /* 1..65536; CPU: any of 1..512; GPU: 64, 96, 128, 256 */
-  anyattn_dtype dtype;  /* of q, k_cache, v_cache and out alike */
+  anyattn_dtype dtype;  /* of q and out, and of the caches unless kv_dtype says otherwise */
   int block_size;       /* tokens per KV page; CPU: >= 1 */
   int causal;           /* 0 or 1 */
   int window_left;      /* -1: unbounded; else keys j >= p - window_left (plan treats
@@ -168,6 +192,10 @@ typedef struct {
                          * for decode-like batches (mean q_len <= 8; -k1 never splits) where
                          * the workspace holds S x num_tokens partial rows, else one segment;
                          * forcing changes what runs, not the plan's limits or workspace */
+  anyattn_kv_dtype kv_dtype; /* storage of k_cache and v_cache: ANYATTN_KV_AS_Q (init) or an fp8
+                              * format, which needs dtype BF16 or F16 (else UNSUPPORTED_OPTION);
+                              * an unknown value is INVALID_OPTION. A backend that does not read
+                              * fp8 caches refuses them in plan with UNSUPPORTED_OPTION */
 } anyattn_problem;
 
 ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);
@@ -232,14 +260,16 @@ typedef struct {
 
 ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);
 
-/* Tensors. Element strides are in elements of the problem's dtype. */
+/* Tensors. Cache strides are in elements of the cache's type (bytes for the
+ * fp8 kv_dtypes), all other sizes in elements of the problem's dtype. */
 typedef struct {
   size_t struct_size;
   const void *q;       /* [num_tokens, num_q_heads, head_dim], dense */
   const void *k_cache; /* logical [num_blocks, block_size, num_kv_heads, head_dim] */
   const void *v_cache; /* same logical shape as k_cache */
   int64_t num_blocks;  /* physical pages in each cache; the cache must span at most
-                        * PTRDIFF_MAX bytes (else INVALID_SIZE, or BAD_STRIDE) */
+                        * PTRDIFF_MAX bytes (else INVALID_SIZE, or BAD_STRIDE), counted in
+                        * elements of the cache's type */
   /* Strides of the first three dims of each cache (head_dim is contiguous).
    * All zero: dense NHD layout. HND: stride_token = head_dim,
    * stride_head = block_size * head_dim. */
@@ -248,7 +278,16 @@ typedef struct {
   const float *alibi_slopes; /* [num_q_heads] fp32 or NULL */
   const float *sinks;        /* [num_q_heads] fp32 logits or NULL */
   void *out;                 /* [num_tokens, num_q_heads, head_dim], dense */
-  float *lse;                /* [num_tokens, num_q_heads] fp32 or NULL */
+  float *lse;                /* [num_tokens, num_q_heads] fp32 or NULL; never includes v_descale */
+  /* Dequantisation factors of fp8 caches (problem->kv_dtype not AS_Q), fp32
+   * in the backend's memory (device memory for GPU backends), read by each
+   * run (graph replays see the values of the moment); NULL means 1.0. The
+   * scores are scale * k_descale * dot(q, k_code), the output v_descale *
+   * sum(p_j v_code_j) / denom. Either non-NULL with kv_dtype AS_Q is
+   * INVALID_OPTION; an unknown descale_layout is INVALID_OPTION. */
+  const float *k_descale;
+  const float *v_descale;
+  anyattn_descale_layout descale_layout; /* init: ANYATTN_DESCALE_PER_TENSOR */
 } anyattn_tensors;
 
 ANYATTN_API void anyattn_tensors_init(anyattn_tensors *tensors);

@@ -40,9 +40,11 @@ typedef struct {
   int small;        /* quick mode: smaller contexts */
   int padded;       /* rows past cu[num_seqs] (padding: run must leave them untouched) */
   int qpos;         /* batch->q_pos given: queries anywhere among (or beyond) the keys */
+  anyattn_kv_dtype kv; /* the caches' storage: AS_Q, or fp8 codes */
+  int descale;      /* fp8: 0 no descales (NULL), 1 per tensor, 2 per (sequence, kv head) */
 } tl_case;
 
-#define TL_MAX_CASES 512
+#define TL_MAX_CASES 640
 #define TL_MAX_SEQS 16
 
 static void case_set_group(tl_case *c, int g) {
@@ -90,6 +92,12 @@ static void case_name(tl_case *c, char section, int idx) {
   const size_t n = sizeof c->name;
   snprintf(b, n, "%c%03d_%s_d%d_bs%d_h%dk%d_%s", section, idx, tl_dtype_name(c->dtype), c->head_dim,
            c->block_size, c->num_kv_heads * c->group, c->num_kv_heads, c->causal ? "causal" : "full");
+  if (c->kv != ANYATTN_KV_AS_Q) {
+    name_add(b, n, "_", 0);
+    name_add(b, n, tl_kv_name(c->kv), 0);
+    static const char *const ds[3] = {"_nodescale", "_dsT", "_dsSH"};
+    name_add(b, n, ds[c->descale], 0);
+  }
   if (c->window_left >= 0) name_add(b, n, "_wl%d", c->window_left);
   if (c->window_right >= 0) name_add(b, n, c->causal ? "_wr%d(ignored)" : "_wr%d", c->window_right);
   if (c->softcap > 0.0f) name_add(b, n, "_cap%d", (int)c->softcap);
@@ -109,6 +117,69 @@ static void case_name(tl_case *c, char section, int idx) {
 }
 
 static const anyattn_dtype all_dtypes[3] = {ANYATTN_DTYPE_F32, ANYATTN_DTYPE_F16, ANYATTN_DTYPE_BF16};
+
+/* fp8 caches in the quick set: both formats under bf16 and fp16, each preset
+ * crossing several features (decode, prefill, mixed; GQA; windows, softcap,
+ * sinks, ALiBi; page sizes; odd and small head dims; both descale layouts). */
+static int build_fp8_quick(tl_case *cases, int first) {
+  static const anyattn_kv_dtype kvs[2] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
+  int n = 0;
+  for (int fi = 0; fi < 2; fi++) {
+    for (int k = 0; k < 5; k++) {
+      tl_case *c = &cases[n];
+      memset(c, 0, sizeof *c);
+      c->kv = kvs[fi];
+      c->dtype = (k + fi) % 2 ? ANYATTN_DTYPE_F16 : ANYATTN_DTYPE_BF16;
+      c->window_left = c->window_right = -1;
+      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      switch (k) {
+        case 0:
+          c->head_dim = 128, c->block_size = 16, case_set_group(c, GROUP_G4), c->descale = 2;
+          c->sinks = 1, c->alibi = 1, c->kind = KIND_DECODE;
+          break;
+        case 1:
+          c->head_dim = 64, c->block_size = 32, case_set_group(c, GROUP_G8), c->descale = 1;
+          c->window_left = 40, c->softcap = 5.0f, c->layout = LAYOUT_HND, c->kind = KIND_PREFILL;
+          break;
+        case 2:
+          c->head_dim = 37, c->block_size = 5, case_set_group(c, GROUP_G3), c->descale = 2, c->causal = 0;
+          c->window_left = 20, c->window_right = 7, c->layout = LAYOUT_PAD, c->kind = KIND_MIXED;
+          break;
+        case 3:
+          c->head_dim = 256, c->block_size = 1, case_set_group(c, GROUP_MQA), c->descale = fi ? 0 : 2;
+          c->garbage = 1, c->kind = KIND_CHUNKED;
+          break;
+        default:
+          c->head_dim = 96, c->block_size = 64, case_set_group(c, GROUP_G1), c->descale = 1, c->scale = 0.125f;
+          c->sinks = 1, c->layout = LAYOUT_MIXED, c->kind = KIND_LONG;
+          break;
+      }
+      case_name(c, 'q', first + n);
+      n++;
+    }
+  }
+  return n;
+}
+
+/* fp8 caches in the full set (section k): random features, both formats and
+ * 16-bit dtypes, every descale layout, with a few head dims the CPU takes. */
+static int build_fp8_full(tl_case *cases, int first, uint64_t *r) {
+  static const anyattn_kv_dtype kvs[2] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
+  static const int odd_dims[] = {1, 13, 40, 72, 200};
+  int n = 0;
+  for (int k = 0; k < 40; k++) {
+    tl_case *c = &cases[n];
+    case_random(c, r, k % 4 < 2 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16);
+    c->kv = kvs[k % 2];
+    c->descale = (k / 4) % 3;
+    if (k % 8 == 7) c->head_dim = odd_dims[(k / 8) % 5];
+    if (k % 10 == 3) c->kind = KIND_DECODE;
+    if (k % 10 == 6) c->kind = KIND_PREFILL;
+    case_name(c, 'k', first + n);
+    n++;
+  }
+  return n;
+}
 
 /* Quick set: twelve presets per dtype that together touch every feature, two
  * with query positions (q_pos) per dtype, and padding rows. */
@@ -206,6 +277,7 @@ static int build_quick(tl_case *cases) {
     case_name(c, 'q', n);
     n++;
   }
+  n += build_fp8_quick(cases + n, n);
   return n;
 }
 
@@ -330,6 +402,7 @@ static int build_full(tl_case *cases) {
     if (c->sinks && tl_rng_int(&r, 0, 3) == 0) c->sink_bias = 5.0f;
     case_name(c, 'g', n++);
   }
+  n += build_fp8_full(cases + n, n, &r);
   return n;
 }
 
@@ -434,12 +507,13 @@ typedef struct {
   int32_t *table;
   int table_stride;
   int64_t num_blocks, ks[3], vs[3], k_elems, v_elems;
-  size_t es, q_elems, out_elems, lse_elems;
+  size_t es, kes, q_elems, out_elems, lse_elems; /* kes: bytes per cache element */
   void *q, *k, *v, *out_init, *out_back, *q_back, *k_back, *v_back;
   float *alibi, *sinks, *lse_init, *lse_back;
+  float kds[TL_MAX_SEQS * 4], vds[TL_MAX_SEQS * 4]; /* descales, [num_seqs, num_kv_heads] (<= 4 kv heads) */
   double *ref_out, *ref_lse, *ref_abs, *ref_xmag;
   /* device */
-  void *d_q, *d_k, *d_v, *d_out, *d_lse, *d_ws, *d_cu, *d_kl, *d_table, *d_alibi, *d_sinks, *d_qp;
+  void *d_q, *d_k, *d_v, *d_out, *d_lse, *d_ws, *d_cu, *d_kl, *d_table, *d_alibi, *d_sinks, *d_qp, *d_kds, *d_vds;
 } tl_bufs;
 
 static void bufs_free(anyattn_backend be, tl_bufs *b) {
@@ -448,7 +522,7 @@ static void bufs_free(anyattn_backend be, tl_bufs *b) {
   free(b->lse_init), free(b->lse_back), free(b->ref_out), free(b->ref_lse), free(b->ref_abs);
   free(b->ref_xmag);
   void *dev[] = {b->d_q, b->d_k, b->d_v, b->d_out, b->d_lse, b->d_ws, b->d_cu, b->d_kl, b->d_table,
-                 b->d_alibi, b->d_sinks, b->d_qp};
+                 b->d_alibi, b->d_sinks, b->d_qp, b->d_kds, b->d_vds};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(be, dev[i]);
 }
 
@@ -460,9 +534,11 @@ static void layout_strides(const tl_case *c, int which_v, int64_t s[3]) {
     case LAYOUT_NHD0: s[0] = s[1] = s[2] = 0; break;
     case LAYOUT_NHD: s[0] = bs * h * d, s[1] = h * d, s[2] = d; break;
     case LAYOUT_HND: s[0] = h * bs * d, s[1] = d, s[2] = bs * d; break;
-    default: /* padded NHD; pads of 8 elements keep rows 16-byte aligned */
-      s[2] = d + 8, s[1] = h * (d + 8) + 8, s[0] = bs * s[1] + 16;
+    default: { /* padded NHD; pads of 8 elements (16 for fp8) keep rows 16-byte aligned */
+      const int64_t pad = c->kv != ANYATTN_KV_AS_Q ? 16 : 8;
+      s[2] = d + pad, s[1] = h * (d + pad) + pad, s[0] = bs * s[1] + 2 * pad;
       break;
+    }
   }
 }
 
@@ -495,6 +571,7 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
   const int d = c->head_dim, bs = c->block_size, hkv = c->num_kv_heads;
   b->hq = hkv * c->group;
   b->es = anyattn_dtype_size(c->dtype);
+  b->kes = anyattn_kv_dtype_size(c->kv, c->dtype);
   int ql[TL_MAX_SEQS + 1], kl[TL_MAX_SEQS + 1];
   b->num_seqs = gen_batch(c, r, ql, kl);
   if (c->qpos) gen_qpos(r, b->num_seqs, ql, kl, b->qp);
@@ -554,13 +631,13 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
   b->lse_elems = (size_t)b->num_tokens * b->hq + (size_t)b->hq;
 
   b->q = malloc(b->q_elems * b->es);
-  b->k = malloc((size_t)b->k_elems * b->es);
-  b->v = malloc((size_t)b->v_elems * b->es);
+  b->k = malloc((size_t)b->k_elems * b->kes);
+  b->v = malloc((size_t)b->v_elems * b->kes);
   b->out_init = malloc(b->out_elems * b->es);
   b->out_back = malloc(b->out_elems * b->es);
   b->q_back = malloc(b->q_elems * b->es + 1);
-  b->k_back = malloc((size_t)b->k_elems * b->es);
-  b->v_back = malloc((size_t)b->v_elems * b->es);
+  b->k_back = malloc((size_t)b->k_elems * b->kes);
+  b->v_back = malloc((size_t)b->v_elems * b->kes);
   b->alibi = (float *)malloc(sizeof(float) * (size_t)b->hq);
   b->sinks = (float *)malloc(sizeof(float) * (size_t)b->hq);
   b->lse_init = (float *)malloc(sizeof(float) * b->lse_elems);
@@ -577,14 +654,33 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
 
   /* Larger q when softcapping, so the cap actually bends the logits. */
   tl_fill_normal(c->dtype, b->q, b->q_elems, c->softcap > 0.0f ? 3.0f : 1.0f, r);
+  const int fp8 = c->kv != ANYATTN_KV_AS_Q;
+  if (fp8) {
+    /* Codes of magnitude up to 4 (a few up to the format's max), descales that
+     * bring typical values to about 0.1 .. 1: as a quantised cache holds them. */
+    tl_fill_fp8(c->kv, (uint8_t *)b->k, (size_t)b->k_elems, r);
+    tl_fill_fp8(c->kv, (uint8_t *)b->v, (size_t)b->v_elems, r);
+    if (c->garbage) { /* NaN codes wherever run must not read */
+      memset(b->k, tl_fp8_nan(c->kv), (size_t)b->k_elems);
+      memset(b->v, tl_fp8_nan(c->kv), (size_t)b->v_elems);
+    }
+    for (int i = 0; i < b->num_seqs * hkv; i++) {
+      b->kds[i] = (float)(0.02 + 0.6 * tl_rng_uniform(r));
+      b->vds[i] = (float)(0.02 + 2.0 * tl_rng_uniform(r));
+    }
+  }
   if (!c->garbage) {
-    tl_fill_normal(c->dtype, b->k, (size_t)b->k_elems, 1.0f, r);
-    tl_fill_normal(c->dtype, b->v, (size_t)b->v_elems, 1.0f, r);
+    if (!fp8) {
+      tl_fill_normal(c->dtype, b->k, (size_t)b->k_elems, 1.0f, r);
+      tl_fill_normal(c->dtype, b->v, (size_t)b->v_elems, 1.0f, r);
+    }
   } else {
     /* Everything NaN (stride padding, slots past kv_len, spare pages), then
      * the rows run may read get values: a masked key must not leak in. */
-    tl_fill_nan(c->dtype, b->k, (size_t)b->k_elems);
-    tl_fill_nan(c->dtype, b->v, (size_t)b->v_elems);
+    if (!fp8) {
+      tl_fill_nan(c->dtype, b->k, (size_t)b->k_elems);
+      tl_fill_nan(c->dtype, b->v, (size_t)b->v_elems);
+    }
     for (int s = 0; s < b->num_seqs; s++) {
       if (ql[s] == 0) continue;
       for (int j = 0; j < kl[s]; j++) {
@@ -592,9 +688,14 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
         for (int h = 0; h < hkv; h++) {
           const int64_t ko = page * kres[0] + (j % bs) * kres[1] + h * kres[2];
           const int64_t vo = page * vres[0] + (j % bs) * vres[1] + h * vres[2];
-          for (int e = 0; e < d; e++) {
-            tl_store(c->dtype, b->k, (size_t)(ko + e), (float)tl_rng_normal(r));
-            tl_store(c->dtype, b->v, (size_t)(vo + e), (float)tl_rng_normal(r));
+          if (fp8) {
+            tl_fill_fp8(c->kv, (uint8_t *)b->k + ko, (size_t)d, r);
+            tl_fill_fp8(c->kv, (uint8_t *)b->v + vo, (size_t)d, r);
+          } else {
+            for (int e = 0; e < d; e++) {
+              tl_store(c->dtype, b->k, (size_t)(ko + e), (float)tl_rng_normal(r));
+              tl_store(c->dtype, b->v, (size_t)(vo + e), (float)tl_rng_normal(r));
+            }
           }
         }
       }
@@ -618,6 +719,7 @@ static void fill_structs(const tl_case *c, const tl_bufs *b, int on_device, anya
   pr->dtype = c->dtype, pr->block_size = c->block_size, pr->causal = c->causal;
   pr->window_left = c->window_left, pr->window_right = c->window_right;
   pr->scale = c->scale, pr->softcap = c->softcap;
+  pr->kv_dtype = c->kv;
   anyattn_batch_init(bt);
   bt->num_seqs = b->num_seqs, bt->num_tokens = b->num_tokens, bt->block_table_stride = b->table_stride;
   bt->cu_seqlens_q = on_device ? (const int32_t *)b->d_cu : b->cu;
@@ -635,6 +737,11 @@ static void fill_structs(const tl_case *c, const tl_bufs *b, int on_device, anya
   if (c->sinks) t->sinks = on_device ? (const float *)b->d_sinks : b->sinks;
   t->out = on_device ? b->d_out : NULL;
   t->lse = (on_device && c->lse) ? (float *)b->d_lse : NULL;
+  if (c->descale) {
+    t->descale_layout = c->descale == 2 ? ANYATTN_DESCALE_PER_SEQ_HEAD : ANYATTN_DESCALE_PER_TENSOR;
+    t->k_descale = on_device ? (const float *)b->d_kds : b->kds;
+    t->v_descale = on_device ? (const float *)b->d_vds : b->vds;
+  }
 }
 
 static double now_s(void) {
@@ -780,8 +887,10 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
 
   anyattn_status s = anyattn_plan_create(ctx, &pr, &lim, &plan);
   if (s != ANYATTN_STATUS_OK) {
+    /* fp8 caches: a GPU build whose kernels do not read them refuses the plan */
     const int unsupported = s == ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM || s == ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE ||
-                            s == ANYATTN_STATUS_UNSUPPORTED_DTYPE;
+                            s == ANYATTN_STATUS_UNSUPPORTED_DTYPE ||
+                            (s == ANYATTN_STATUS_UNSUPPORTED_OPTION && c->kv != ANYATTN_KV_AS_Q);
     if (unsupported && gpu) {
       fprintf(out, "SKIP %s (unsupported by backend: %s)\n", c->name, anyattn_last_error());
       bufs_free(backend, &b);
@@ -804,8 +913,10 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   const size_t rows = (size_t)b.num_tokens * b.hq;
   const size_t ws_size = anyattn_plan_workspace_size(plan);
   TL_DEV(b.d_q, b.q_elems * b.es);
-  TL_DEV(b.d_k, (size_t)b.k_elems * b.es);
-  TL_DEV(b.d_v, (size_t)b.v_elems * b.es);
+  TL_DEV(b.d_k, (size_t)b.k_elems * b.kes);
+  TL_DEV(b.d_v, (size_t)b.v_elems * b.kes);
+  TL_DEV(b.d_kds, sizeof b.kds);
+  TL_DEV(b.d_vds, sizeof b.vds);
   TL_DEV(b.d_out, b.out_elems * b.es);
   TL_DEV(b.d_lse, b.lse_elems * sizeof(float));
   TL_DEV(b.d_ws, ws_size);
@@ -815,8 +926,9 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   TL_DEV(b.d_alibi, sizeof(float) * (size_t)b.hq);
   TL_DEV(b.d_sinks, sizeof(float) * (size_t)b.hq);
   TL_DEV(b.d_qp, sizeof(int32_t) * (size_t)(b.num_seqs + 1));
-  if (dm_to_device(backend, b.d_q, b.q, b.q_elems * b.es) || dm_to_device(backend, b.d_k, b.k, (size_t)b.k_elems * b.es) ||
-      dm_to_device(backend, b.d_v, b.v, (size_t)b.v_elems * b.es) ||
+  if (dm_to_device(backend, b.d_q, b.q, b.q_elems * b.es) || dm_to_device(backend, b.d_k, b.k, (size_t)b.k_elems * b.kes) ||
+      dm_to_device(backend, b.d_v, b.v, (size_t)b.v_elems * b.kes) ||
+      dm_to_device(backend, b.d_kds, b.kds, sizeof b.kds) || dm_to_device(backend, b.d_vds, b.vds, sizeof b.vds) ||
       dm_to_device(backend, b.d_cu, b.cu, sizeof(int32_t) * (size_t)(b.num_seqs + 1)) ||
       dm_to_device(backend, b.d_kl, b.kl, sizeof(int32_t) * (size_t)b.num_seqs) ||
       dm_to_device(backend, b.d_table, b.table, sizeof(int32_t) * (size_t)b.num_seqs * b.table_stride) ||
@@ -900,8 +1012,8 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   free(first_out);
 
   /* Inputs must come back untouched. */
-  if (dm_to_host(backend, b.q_back, b.d_q, b.q_elems * b.es) || dm_to_host(backend, b.k_back, b.d_k, (size_t)b.k_elems * b.es) ||
-      dm_to_host(backend, b.v_back, b.d_v, (size_t)b.v_elems * b.es)) {
+  if (dm_to_host(backend, b.q_back, b.d_q, b.q_elems * b.es) || dm_to_host(backend, b.k_back, b.d_k, (size_t)b.k_elems * b.kes) ||
+      dm_to_host(backend, b.v_back, b.d_v, (size_t)b.v_elems * b.kes)) {
     snprintf(why, sizeof why, "copy to host failed");
     goto internal;
   }
@@ -909,7 +1021,7 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     snprintf(why, sizeof why, "run modified q");
     goto fail;
   }
-  if (memcmp(b.k_back, b.k, (size_t)b.k_elems * b.es) != 0 || memcmp(b.v_back, b.v, (size_t)b.v_elems * b.es) != 0) {
+  if (memcmp(b.k_back, b.k, (size_t)b.k_elems * b.kes) != 0 || memcmp(b.v_back, b.v, (size_t)b.v_elems * b.kes) != 0) {
     snprintf(why, sizeof why, "run modified k_cache or v_cache");
     goto fail;
   }

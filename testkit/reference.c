@@ -1,5 +1,6 @@
 /* reference.c: the double-precision reference, written line by line from
- * docs/semantics.md ("Scores, masks, softmax"). Loops over sequence, query,
+ * docs/semantics.md ("Scores, masks, softmax"; fp8 caches dequantised
+ * exactly: K = k_descale * code, V = v_descale * code). Loops over sequence, query,
  * head; gathers every key's logit, masks, takes the max, sums. Slow on
  * purpose: nothing here is allowed to be clever. */
 #include "reference.h"
@@ -65,11 +66,19 @@ static int ref_check_metadata(const anyattn_problem *pr, const anyattn_batch *b,
   return 0;
 }
 
+/* The descale of sequence s, kv head kvh (NULL: 1). */
+static double ref_descale(const anyattn_tensors *t, const float *p, int s, int kvh, int num_kv_heads) {
+  if (!p) return 1.0;
+  return t->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD ? (double)p[(int64_t)s * num_kv_heads + kvh]
+                                                           : (double)p[0];
+}
+
 int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyattn_tensors *t,
                  double *out, double *lse, double *absout, double *xmag) {
   const int hq = pr->num_q_heads, d = pr->head_dim;
   const int group = pr->num_q_heads / pr->num_kv_heads;
   const anyattn_dtype dt = pr->dtype;
+  const anyattn_kv_dtype kv = pr->kv_dtype;
   const double scale = pr->scale != 0.0f ? (double)pr->scale : 1.0 / sqrt((double)d);
   const double softcap = pr->softcap;
   int64_t ks[3], vs[3];
@@ -101,6 +110,8 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
       const int64_t p = (b->q_pos ? (int64_t)b->q_pos[s] : (int64_t)kv_len - q_len) + i;
       for (int h = 0; h < hq; h++) {
         const int kvh = h / group;
+        const double kd = kv == ANYATTN_KV_AS_Q ? 1.0 : ref_descale(t, t->k_descale, s, kvh, pr->num_kv_heads);
+        const double vd = kv == ANYATTN_KV_AS_Q ? 1.0 : ref_descale(t, t->v_descale, s, kvh, pr->num_kv_heads);
         const size_t row = (size_t)tok * hq + h;
         double *o = out + row * d;
         double *ao = absout ? absout + row * d : NULL;
@@ -114,7 +125,7 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
           if (!vis[j]) continue;
           const int64_t kr = ref_row(b, s, j, pr->block_size, ks, kvh);
           double dot = 0.0;
-          for (int c = 0; c < d; c++) dot += qrow[c] * (double)tl_load(dt, t->k_cache, kr + c);
+          for (int c = 0; c < d; c++) dot += qrow[c] * (kd * tl_cache_load(kv, dt, t->k_cache, (size_t)(kr + c)));
           double xj = scale * dot;
           if (softcap > 0.0) xj = softcap * tanh(xj / softcap);
           if (t->alibi_slopes) xj += (double)t->alibi_slopes[h] * (double)(j - p);
@@ -149,7 +160,7 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
           const double w = exp(x[j] - m) / denom;
           const int64_t vr = ref_row(b, s, j, pr->block_size, vs, kvh);
           for (int c = 0; c < d; c++) {
-            const double v = tl_load(dt, t->v_cache, vr + c);
+            const double v = vd * tl_cache_load(kv, dt, t->v_cache, (size_t)(vr + c));
             o[c] += w * v;
             if (ao) ao[c] += w * fabs(v);
           }

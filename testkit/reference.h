@@ -17,8 +17,10 @@ extern "C" {
  *             (0: 1/sqrt(head_dim)), softcap (0: off). struct_size and config
  *             are not read.
  *   batch:    HOST copies of cu_seqlens_q, seq_lens_k, block_table, q_pos (or NULL).
- *   tensors:  HOST q, k_cache, v_cache in problem->dtype, num_blocks, the six
- *             cache strides (all zero for one cache: dense NHD), optional
+ *   tensors:  HOST q, k_cache, v_cache in problem->dtype (the caches: fp8
+ *             codes when problem->kv_dtype says so, with the HOST k_descale,
+ *             v_descale and descale_layout), num_blocks, the six cache
+ *             strides (all zero for one cache: dense NHD), optional
  *             alibi_slopes and sinks. out and lse are not read.
  * Outputs (host, caller-owned, rows = batch->num_tokens):
  *   out    [num_tokens * num_q_heads * head_dim]

@@ -131,3 +131,43 @@ const char *tl_dtype_name(anyattn_dtype dtype) {
   }
   return "?";
 }
+
+/* ---- fp8 caches ------------------------------------------------------------ */
+double tl_fp8_value(anyattn_kv_dtype kv, uint8_t c) {
+  const int fnuz = kv == ANYATTN_KV_FP8_E4M3FNUZ, bias = fnuz ? 8 : 7;
+  if (fnuz ? c == 0x80 : (c & 0x7f) == 0x7f) return NAN;
+  const int e = (c >> 3) & 15, m = c & 7;
+  const double v = e == 0 ? ldexp(m / 8.0, 1 - bias) : ldexp(1.0 + m / 8.0, e - bias);
+  return (c & 0x80) ? -v : v;
+}
+
+double tl_cache_load(anyattn_kv_dtype kv, anyattn_dtype dtype, const void *buf, size_t i) {
+  if (kv == ANYATTN_KV_AS_Q) return (double)tl_load(dtype, buf, i);
+  return tl_fp8_value(kv, ((const uint8_t *)buf)[i]);
+}
+
+void tl_fill_fp8(anyattn_kv_dtype kv, uint8_t *buf, size_t n, uint64_t *rng) {
+  const int bias = kv == ANYATTN_KV_FP8_E4M3FNUZ ? 8 : 7;
+  for (size_t i = 0; i < n; i++) {
+    const int pick = tl_rng_int(rng, 0, 99);
+    int e;
+    if (pick < 2) e = 0;                         /* zero and subnormals */
+    else if (pick < 3) e = 15;                   /* the largest binade (x descale still moderate) */
+    else e = tl_rng_int(rng, bias - 5, bias + 1); /* 2^-5 .. 4 */
+    int m = tl_rng_int(rng, 0, 7);
+    if (e == 15 && m == 7 && bias == 7) m = 6;   /* 0x7f is NaN in e4m3fn */
+    int sign = tl_rng_int(rng, 0, 1);
+    if (bias == 8 && e == 0 && m == 0) sign = 0; /* 0x80 is NaN in fnuz */
+    buf[i] = (uint8_t)((sign << 7) | (e << 3) | m);
+  }
+}
+
+uint8_t tl_fp8_nan(anyattn_kv_dtype kv) { return kv == ANYATTN_KV_FP8_E4M3FNUZ ? 0x80 : 0x7f; }
+
+const char *tl_kv_name(anyattn_kv_dtype kv) {
+  switch (kv) {
+    case ANYATTN_KV_FP8_E4M3: return "fp8_e4m3";
+    case ANYATTN_KV_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+    default: return "";
+  }
+}

@@ -35,6 +35,20 @@ void tl_fill_normal(anyattn_dtype dtype, void *buf, size_t n, float sigma, uint6
 void tl_fill_nan(anyattn_dtype dtype, void *buf, size_t n);
 const char *tl_dtype_name(anyattn_dtype dtype);
 
+/* fp8 caches (problem->kv_dtype), written from the format definitions in
+ * docs/semantics.md independently of the library's conversion. */
+/* The exact value of an fp8 code of kv (FP8_E4M3 or FP8_E4M3FNUZ); NaN codes give NaN. */
+double tl_fp8_value(anyattn_kv_dtype kv, uint8_t code);
+/* Element i of a cache: tl_load of dtype for AS_Q, else the value of the fp8 code. */
+double tl_cache_load(anyattn_kv_dtype kv, anyattn_dtype dtype, const void *buf, size_t i);
+/* n random non-NaN codes of kv: magnitudes mostly within [2^-5, 4), with
+ * zeros, subnormals and the format's largest values mixed in. */
+void tl_fill_fp8(anyattn_kv_dtype kv, uint8_t *buf, size_t n, uint64_t *rng);
+/* A NaN code of kv (poison for unread cache slots). */
+uint8_t tl_fp8_nan(anyattn_kv_dtype kv);
+/* "fp8_e4m3" / "fp8_e4m3fnuz" / "" for AS_Q: the conformance names' part. */
+const char *tl_kv_name(anyattn_kv_dtype kv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -82,6 +82,9 @@ expect_usage_error bench --cases 1x
 expect_usage_error bench --cases 0x512
 expect_usage_error bench --cases 1x512,,p2x64
 expect_usage_error bench --max-context 0
+expect_error "unknown --kv-dtype 'fp4'" bench --kv-dtype fp4
+expect_error "--kv-dtype fp8_e4m3 needs --dtype bf16 or f16" bench --backend cpu --kv-dtype fp8 --dtype f32
+expect_error "--kv-dtype: the cp-prefill workload" bench --backend cpu --workload cp-prefill --kv-dtype fp8_e4m3fnuz
 expect_usage_error fit --eval
 expect_usage_error tune --out x.csv --cells 9:5
 expect_usage_error tune --out x.csv --cells 5

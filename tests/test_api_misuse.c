@@ -493,6 +493,83 @@ static void test_wide_windows(anyattn_context *ctx) {
   }
 }
 
+/* fp8 caches: the kv_dtype rules in plan, the descale rules in run, and
+ * sizes and alignment counted in cache elements of one byte. */
+static void test_fp8(anyattn_context *ctx) {
+  EXPECT_TRUE(anyattn_kv_dtype_size(ANYATTN_KV_AS_Q, ANYATTN_DTYPE_F32) == 4 &&
+              anyattn_kv_dtype_size(ANYATTN_KV_FP8_E4M3, ANYATTN_DTYPE_BF16) == 1 &&
+              anyattn_kv_dtype_size(ANYATTN_KV_FP8_E4M3FNUZ, ANYATTN_DTYPE_F16) == 1 &&
+              anyattn_kv_dtype_size((anyattn_kv_dtype)3, ANYATTN_DTYPE_F16) == 0);
+  EXPECT_TRUE(strcmp(anyattn_kv_dtype_name(ANYATTN_KV_FP8_E4M3), "fp8_e4m3") == 0 &&
+              strcmp(anyattn_kv_dtype_name(ANYATTN_KV_FP8_E4M3FNUZ), "fp8_e4m3fnuz") == 0 &&
+              strcmp(anyattn_kv_dtype_name(ANYATTN_KV_AS_Q), "as_q") == 0 &&
+              strcmp(anyattn_kv_dtype_name((anyattn_kv_dtype)7), "unknown") == 0);
+  {
+    anyattn_problem p;
+    anyattn_tensors t;
+    anyattn_problem_init(&p);
+    anyattn_tensors_init(&t);
+    EXPECT_TRUE(p.kv_dtype == ANYATTN_KV_AS_Q && t.k_descale == NULL && t.v_descale == NULL &&
+                t.descale_layout == ANYATTN_DESCALE_PER_TENSOR);
+  }
+  EXPECT_PLAN(p_.kv_dtype = ANYATTN_KV_FP8_E4M3, ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN((p_.kv_dtype = ANYATTN_KV_FP8_E4M3FNUZ, p_.dtype = ANYATTN_DTYPE_BF16), ANYATTN_STATUS_OK, NULL);
+  EXPECT_PLAN(p_.kv_dtype = (anyattn_kv_dtype)3, ANYATTN_STATUS_INVALID_OPTION, "problem->kv_dtype");
+  EXPECT_PLAN(p_.kv_dtype = (anyattn_kv_dtype)-1, ANYATTN_STATUS_INVALID_OPTION, "problem->kv_dtype");
+  EXPECT_PLAN((p_.kv_dtype = ANYATTN_KV_FP8_E4M3, p_.dtype = ANYATTN_DTYPE_F32), ANYATTN_STATUS_UNSUPPORTED_OPTION,
+              "problem->kv_dtype");
+  /* A page of 2^62 elements: too many bytes at 2 per element, addressable at 1
+   * (the CPU then refuses the head dim; core's bound was passed). */
+  EXPECT_PLAN((p_.block_size = 1 << 30, p_.num_q_heads = p_.num_kv_heads = 65536, p_.head_dim = 65536),
+              ANYATTN_STATUS_INVALID_SIZE, "block_size");
+  EXPECT_PLAN((p_.block_size = 1 << 30, p_.num_q_heads = p_.num_kv_heads = 65536, p_.head_dim = 65536,
+               p_.kv_dtype = ANYATTN_KV_FP8_E4M3),
+              ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim");
+
+  anyattn_problem p;
+  anyattn_limits l;
+  good_problem(&p);
+  good_limits(&l);
+  anyattn_plan *plan = NULL, *plan16 = NULL;
+  EXPECT(anyattn_plan_create(ctx, &p, &l, &plan16), ANYATTN_STATUS_OK, NULL);
+  p.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  EXPECT(anyattn_plan_create(ctx, &p, &l, &plan), ANYATTN_STATUS_OK, NULL);
+  if (!plan || !plan16) {
+    anyattn_plan_free(plan);
+    anyattn_plan_free(plan16);
+    return;
+  }
+  g_ws = anyattn_plan_workspace_size(plan) > anyattn_plan_workspace_size(plan16) ? anyattn_plan_workspace_size(plan)
+                                                                                 : anyattn_plan_workspace_size(plan16);
+  for (size_t i = 0; i < sizeof k_buf / 2; i++) k_buf[i] = v_buf[i] = 0x3838; /* fp8 codes 0x38: 1.0 */
+  static float ds[8] __attribute__((aligned(16))) = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+  EXPECT_RUN((void)0, ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN((t_.k_descale = ds, t_.v_descale = ds), ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN((t_.k_descale = ds, t_.v_descale = ds, t_.descale_layout = ANYATTN_DESCALE_PER_SEQ_HEAD),
+             ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN(t_.descale_layout = (anyattn_descale_layout)2, ANYATTN_STATUS_INVALID_OPTION, "tensors->descale_layout");
+  EXPECT_RUN(t_.descale_layout = (anyattn_descale_layout)-1, ANYATTN_STATUS_INVALID_OPTION, "tensors->descale_layout");
+  EXPECT_RUN(t_.k_descale = (const float *)((const char *)ds + 2), ANYATTN_STATUS_BAD_STRIDE, "k_descale");
+  EXPECT_RUN(t_.v_descale = (const float *)((const char *)ds + 1), ANYATTN_STATUS_BAD_STRIDE, "v_descale");
+  /* One-byte elements: any cache address, strides and bounds in bytes. */
+  EXPECT_RUN((t_.k_cache = (const char *)k_buf + 1, t_.v_cache = (const char *)v_buf + 3), ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN(t_.q = (const char *)q_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "tensors->q");
+  const int64_t page8 = (int64_t)T_BS * T_HKV * T_D;
+  EXPECT_RUN(t_.num_blocks = PTRDIFF_MAX / page8 + 1, ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  EXPECT_RUN(t_.num_blocks = PTRDIFF_MAX / page8, ANYATTN_STATUS_OK, NULL); /* twice the 16-bit bound */
+  EXPECT_RUN((t_.k_stride_block = INT64_MAX / 3, t_.k_stride_token = 128, t_.k_stride_head = 64),
+             ANYATTN_STATUS_BAD_STRIDE, "tensors->k strides");
+  EXPECT_RUN((t_.k_stride_block = 2048, t_.k_stride_token = 128, t_.k_stride_head = 32), ANYATTN_STATUS_BAD_STRIDE,
+             "tensors->k");
+  EXPECT_RUN((t_.v_stride_block = 2048, t_.v_stride_token = 64, t_.v_stride_head = 1024), ANYATTN_STATUS_OK, NULL);
+  /* Descales with 16-bit caches are refused, not ignored. */
+  EXPECT_RUN((pl_ = plan16, t_.k_descale = ds), ANYATTN_STATUS_INVALID_OPTION, "tensors->k_descale");
+  EXPECT_RUN((pl_ = plan16, t_.v_descale = ds), ANYATTN_STATUS_INVALID_OPTION, "tensors->v_descale");
+  EXPECT_RUN((pl_ = plan16, t_.num_blocks = PTRDIFF_MAX / page8), ANYATTN_STATUS_INVALID_SIZE, "num_blocks");
+  anyattn_plan_free(plan);
+  anyattn_plan_free(plan16);
+}
+
 int main(void) {
   test_version_and_names();
   test_backends_and_contexts();
@@ -504,6 +581,7 @@ int main(void) {
   test_plan(ctx);
   test_run_and_validate(ctx);
   test_wide_windows(ctx);
+  test_fp8(ctx);
   anyattn_context_free(ctx);
   printf("test_api_misuse: %d checks, %d failures\n", checks, failures);
   printf("not provokable here: DEVICE_ERROR (needs a GPU fault), OUT_OF_MEMORY (host malloc failure), "

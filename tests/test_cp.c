@@ -514,6 +514,8 @@ static void misuse_plans(anyattn_context *ctx, anyattn_cp_comm *comm, anyattn_pr
   EXPECT(anyattn_cp_plan_create(ctx, comm, &pr, &lim, NULL, &p), ANYATTN_STATUS_NULL_POINTER, "options");
   q.window_left = -2;
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_INVALID_OPTION, "window_left");
+  q = pr, q.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_UNSUPPORTED_OPTION, "kv_dtype");
   q = pr, q.causal = 0, q.window_left = 8, q.window_right = 3; /* windows: every mode */
   EXPECT(plan_with(ctx, comm, q, lim, opt, &p), ANYATTN_STATUS_OK, NULL);
   anyattn_cp_plan_free(p), p = NULL;

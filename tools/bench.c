@@ -174,6 +174,7 @@ static void bench_problem(anyattn_problem *pr, const bench_options *o) {
   pr->num_kv_heads = BENCH_HKV;
   pr->head_dim = BENCH_D;
   pr->dtype = o->dtype;
+  pr->kv_dtype = o->kv_dtype;
   pr->block_size = BENCH_BS;
   pr->causal = 1;
   pr->config = o->config;
@@ -203,6 +204,34 @@ static int fill_random(anyattn_backend be, void *dst, size_t bytes, const void *
   return 0;
 }
 
+/* What K and V are tiled with (element i of a cache is element i % *elems):
+ * the 16-bit chunk itself, or for fp8 caches a chunk of random non-NaN codes
+ * (random 16-bit bytes would hold NaN codes), made once per format. */
+enum { BENCH_FP8_CHUNK = (1 << 20) + 37 };
+static const void *kv_chunk(const bench_options *o, const void *chunk, size_t chunk_bytes, size_t *elems) {
+  static uint8_t *codes[3];
+  if (o->kv_dtype == ANYATTN_KV_AS_Q) {
+    *elems = chunk_bytes / anyattn_dtype_size(o->dtype);
+    return chunk;
+  }
+  const int f = (int)o->kv_dtype;
+  if (!codes[f] && (codes[f] = (uint8_t *)malloc(BENCH_FP8_CHUNK))) {
+    uint64_t rng = 0xF8F8u + (uint64_t)f;
+    tl_fill_fp8(o->kv_dtype, codes[f], BENCH_FP8_CHUNK, &rng);
+  }
+  *elems = BENCH_FP8_CHUNK;
+  return codes[f];
+}
+
+/* The per-tensor descales bench passes with fp8 caches (1 for 16-bit ones). */
+static const float bench_k_descale = 0.5f, bench_v_descale = 2.0f;
+
+/* Element i of K or V as the library reads it (dequantised for fp8). */
+static double kv_value(const bench_options *o, const void *kvc, size_t i, int is_v) {
+  if (o->kv_dtype == ANYATTN_KV_AS_Q) return tl_load(o->dtype, kvc, i);
+  return (is_v ? bench_v_descale : bench_k_descale) * tl_fp8_value(o->kv_dtype, ((const uint8_t *)kvc)[i]);
+}
+
 /* Recomputes a few output rows in double from the tiled inputs (element i
  * of every input buffer is chunk element i % chunk_elems) and compares: a
  * benchmark of a wrong kernel is worthless, whatever config it forced.
@@ -212,6 +241,8 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
   const anyattn_dtype dt = opt->dtype;
   const size_t es = anyattn_dtype_size(dt);
   const int num_tokens = cu[c->num_seqs];
+  size_t kv_elems;
+  const void *kvc = kv_chunk(opt, chunk, chunk_elems * es, &kv_elems);
   const double tol = dt == ANYATTN_DTYPE_F32 ? 1e-4 : dt == ANYATTN_DTYPE_F16 ? 5e-3 : 3e-2;
   const double scale = 1.0 / sqrt((double)BENCH_D);
   uint64_t rng = 0xC0FFEEu + (uint64_t)num_tokens;
@@ -231,7 +262,7 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
       const size_t qrow = ((size_t)t * BENCH_HQ + h) * BENCH_D;
       double dot = 0;
       for (int d = 0; d < BENCH_D; d++)
-        dot += (double)tl_load(dt, chunk, (qrow + d) % chunk_elems) * tl_load(dt, chunk, (krow + d) % chunk_elems);
+        dot += (double)tl_load(dt, chunk, (qrow + d) % chunk_elems) * kv_value(opt, kvc, (krow + d) % kv_elems, 0);
       p[j] = scale * dot;
       m = fmax(m, p[j]);
     }
@@ -239,7 +270,7 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
       const size_t vrow = (((size_t)bt[(size_t)s * max_pages + j / BENCH_BS] * BENCH_BS + j % BENCH_BS) * BENCH_HKV + kvh) * BENCH_D;
       const double w = exp(p[j] - m);
       l += w;
-      for (int d = 0; d < BENCH_D; d++) o[d] += w * tl_load(dt, chunk, (vrow + d) % chunk_elems);
+      for (int d = 0; d < BENCH_D; d++) o[d] += w * kv_value(opt, kvc, (vrow + d) % kv_elems, 1);
     }
     if (dm_to_host(opt->backend, row, (const char *)d_out + ((size_t)t * BENCH_HQ + h) * BENCH_D * es, BENCH_D * es)) {
       ok = 0;
@@ -262,7 +293,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
                     size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r) {
   const anyattn_backend be = opt->backend;
   const int gpu = be != ANYATTN_BACKEND_CPU;
-  const size_t es = anyattn_dtype_size(opt->dtype);
+  const size_t es = anyattn_dtype_size(opt->dtype), kes = anyattn_kv_dtype_size(opt->kv_dtype, opt->dtype);
   int num_tokens = 0, max_kv = 1, max_pages = 1;
   int64_t total_pages = 0;
   r->kv_bytes = 0;
@@ -274,7 +305,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     if (c->kv_lens[s] > max_kv) max_kv = c->kv_lens[s];
     if (pages > max_pages) max_pages = pages;
     total_pages += pages;
-    r->kv_bytes += 2.0 * c->kv_lens[s] * BENCH_HKV * BENCH_D * (double)es;
+    r->kv_bytes += 2.0 * c->kv_lens[s] * BENCH_HKV * BENCH_D * (double)kes;
     for (int i = 0; i < c->q_lens[s]; i++) {
       int p = c->kv_lens[s] - c->q_lens[s] + i;
       r->flops += 4.0 * BENCH_HQ * BENCH_D * (double)(p + 1); /* causal */
@@ -314,10 +345,13 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   int rc = 1;
   anyattn_plan *plan = NULL;
   void *d_cu = NULL, *d_kvl = NULL, *d_bt = NULL, *q = NULL, *k = NULL, *v = NULL, *out = NULL, *ws = NULL;
+  void *d_ds = NULL;
   dm_timer *timer = NULL;
   dm_graph *graph = NULL;
   double *times = NULL;
-  const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * es;
+  const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * kes;
+  size_t kv_elems;
+  const void *kvc = kv_chunk(opt, chunk, chunk_bytes, &kv_elems);
   const size_t q_bytes = (size_t)num_tokens * BENCH_HQ * BENCH_D * es;
 
   anyattn_status st = anyattn_plan_create(ctx, &pr, &lim, &plan);
@@ -335,16 +369,21 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   k = dm_alloc(be, cache_bytes);
   v = dm_alloc(be, cache_bytes);
   ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
-  if (!d_cu || !d_kvl || !d_bt || !q || !out || !k || !v || (ws_bytes && !ws)) {
+  d_ds = dm_alloc(be, 2 * sizeof(float));
+  if (!d_cu || !d_kvl || !d_bt || !q || !out || !k || !v || (ws_bytes && !ws) || !d_ds || !kvc) {
     fprintf(stderr, "bench: %s: allocation failed\n", c->name);
     goto done;
   }
   if (dm_to_device(be, d_cu, cu, ((size_t)c->num_seqs + 1) * 4) ||
       dm_to_device(be, d_kvl, kvl, (size_t)c->num_seqs * 4) ||
       dm_to_device(be, d_bt, bt, (size_t)c->num_seqs * max_pages * 4) ||
-      fill_random(be, q, q_bytes, chunk, chunk_bytes) || fill_random(be, k, cache_bytes, chunk, chunk_bytes) ||
-      fill_random(be, v, cache_bytes, chunk, chunk_bytes) || dm_fill_bytes(be, out, 0xff, q_bytes))
+      fill_random(be, q, q_bytes, chunk, chunk_bytes) || fill_random(be, k, cache_bytes, kvc, kv_elems * kes) ||
+      fill_random(be, v, cache_bytes, kvc, kv_elems * kes) || dm_fill_bytes(be, out, 0xff, q_bytes))
     goto done;
+  {
+    const float ds[2] = {bench_k_descale, bench_v_descale};
+    if (dm_to_device(be, d_ds, ds, sizeof ds)) goto done;
+  }
 
   {
     /* The metadata is checked once on the host, as a caller should. */
@@ -379,6 +418,10 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   t.v_cache = v;
   t.num_blocks = total_pages;
   t.out = out;
+  if (opt->kv_dtype != ANYATTN_KV_AS_Q) { /* per-tensor descales, as serving engines pass them */
+    t.k_descale = (const float *)d_ds;
+    t.v_descale = (const float *)d_ds + 1;
+  }
 
   int iters = opt->iters > 0 ? opt->iters : (gpu ? 30 : 5);
   times = (double *)malloc((size_t)iters * sizeof(double));
@@ -438,6 +481,7 @@ done:
   dm_free(be, k);
   dm_free(be, v);
   dm_free(be, ws);
+  dm_free(be, d_ds);
   anyattn_plan_free(plan);
   free(cu);
   free(kvl);
@@ -465,7 +509,7 @@ typedef struct {
 static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes,
                    e2e_result *res) {
   const anyattn_backend be = o->backend;
-  const size_t es = anyattn_dtype_size(o->dtype);
+  const size_t es = anyattn_dtype_size(o->dtype), kes = anyattn_kv_dtype_size(o->kv_dtype, o->dtype);
   const int max_ctx = E2E_PROMPT + E2E_STEPS;
   const int pages = (max_ctx + BENCH_BS - 1) / BENCH_BS;
   const size_t layer_elems = (size_t)pages * BENCH_BS * BENCH_HKV * BENCH_D;
@@ -490,8 +534,10 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
     goto done;
   }
   size_t ws_bytes = anyattn_plan_workspace_size(plan);
-  k = dm_alloc(be, layer_elems * es * E2E_LAYERS);
-  v = dm_alloc(be, layer_elems * es * E2E_LAYERS);
+  size_t kv_elems;
+  const void *kvc = kv_chunk(o, chunk, chunk_bytes, &kv_elems);
+  k = dm_alloc(be, layer_elems * kes * E2E_LAYERS);
+  v = dm_alloc(be, layer_elems * kes * E2E_LAYERS);
   q = dm_alloc(be, q_bytes);
   out = dm_alloc(be, q_bytes * E2E_LAYERS);
   ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
@@ -499,9 +545,9 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   d_kv = dm_alloc(be, sizeof(int32_t));
   d_bt = dm_alloc(be, (size_t)pages * sizeof(int32_t));
   timer = dm_timer_create(be);
-  if (!k || !v || !q || !out || (ws_bytes && !ws) || !d_cu || !d_kv || !d_bt || !timer) goto done;
-  if (fill_random(be, k, layer_elems * es * E2E_LAYERS, chunk, chunk_bytes) ||
-      fill_random(be, v, layer_elems * es * E2E_LAYERS, chunk, chunk_bytes) ||
+  if (!k || !v || !q || !out || (ws_bytes && !ws) || !d_cu || !d_kv || !d_bt || !timer || !kvc) goto done;
+  if (fill_random(be, k, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
+      fill_random(be, v, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
       fill_random(be, q, q_bytes, chunk, chunk_bytes) ||
       dm_to_device(be, d_bt, bt, (size_t)pages * sizeof(int32_t)))
     goto done;
@@ -524,8 +570,8 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   b.num_tokens = E2E_PROMPT;
   double prefill_ms = 0;
   for (int l = 0; l < E2E_LAYERS; l++) {
-    t.k_cache = (const char *)k + (size_t)l * layer_elems * es;
-    t.v_cache = (const char *)v + (size_t)l * layer_elems * es;
+    t.k_cache = (const char *)k + (size_t)l * layer_elems * kes;
+    t.v_cache = (const char *)v + (size_t)l * layer_elems * kes;
     t.out = (char *)out + (size_t)l * q_bytes;
     if (dm_timer_start(timer)) goto done;
     if (anyattn_run(plan, &b, &t, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
@@ -546,8 +592,8 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   if (!graph) goto done;
   anyattn_status st = ANYATTN_STATUS_OK;
   for (int l = 0; l < E2E_LAYERS && st == ANYATTN_STATUS_OK; l++) {
-    t.k_cache = (const char *)k + (size_t)l * layer_elems * es;
-    t.v_cache = (const char *)v + (size_t)l * layer_elems * es;
+    t.k_cache = (const char *)k + (size_t)l * layer_elems * kes;
+    t.v_cache = (const char *)v + (size_t)l * layer_elems * kes;
     t.out = (char *)out + (size_t)l * q_bytes;
     st = anyattn_run(plan, &b, &t, ws, ws_bytes, stream);
   }
@@ -563,7 +609,7 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
     double ms = dm_timer_stop(timer);
     if (ms < 0) goto done;
     decode_ms += ms;
-    kv_bytes += 2.0 * kvlen * BENCH_HKV * BENCH_D * (double)es * E2E_LAYERS;
+    kv_bytes += 2.0 * kvlen * BENCH_HKV * BENCH_D * (double)kes * E2E_LAYERS;
   }
   {
     uint16_t h[64];
@@ -681,6 +727,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->config) str_append(buf, n, " --config %s", o->config);
   if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
   if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
+  if (o->kv_dtype != ANYATTN_KV_AS_Q) str_append(buf, n, " --kv-dtype %s", anyattn_kv_dtype_name(o->kv_dtype));
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);
   if (o->json_path) {
@@ -715,6 +762,8 @@ static void json_header(json_out *j, const bench_options *req, const bench_optio
   json_string(j, cmd);
   json_printf(j, ", \"graph\": %d, \"dtype\": ", o->graph);
   json_string(j, tl_dtype_name(o->dtype));
+  json_printf(j, ", \"kv_dtype\": ");
+  json_string(j, o->kv_dtype == ANYATTN_KV_AS_Q ? tl_dtype_name(o->dtype) : anyattn_kv_dtype_name(o->kv_dtype));
   json_printf(j, ", \"bandwidth_gbs\": %.3f, \"peak_gflops\": %.3f, ", bw_gbs, peak_gflops);
 }
 
@@ -854,8 +903,9 @@ int bench_main(const bench_options *opt) {
   printf("anyattn %s bench: workload %s, backend %s, device %s, %s, %s%s\n", anyattn_version_string(),
          o.cases ? o.cases : o.workload, anyattn_backend_name(o.backend), dev, date,
          o.graph ? "graph replay" : "stream launches", o.no_flush ? ", no L2 flush" : "");
-  printf("shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, shuffled pages, causal\n", BENCH_HQ,
-         BENCH_HKV, BENCH_D, tl_dtype_name(o.dtype), BENCH_BS);
+  printf("shape: %d q heads, %d kv heads, head dim %d, %s%s%s, block size %d, shuffled pages, causal\n", BENCH_HQ,
+         BENCH_HKV, BENCH_D, tl_dtype_name(o.dtype), o.kv_dtype != ANYATTN_KV_AS_Q ? ", K/V caches " : "",
+         o.kv_dtype != ANYATTN_KV_AS_Q ? anyattn_kv_dtype_name(o.kv_dtype) : "", BENCH_BS);
   printf("ceilings (this run): bandwidth %.1f GB/s (%s), compute %.1f GFLOP/s (%s)\n", bw_gbs, bw_what,
          peak_gflops, peak_what);
   printf("%-26s %12s %10s %6s %10s %6s  %s\n", "case", "us", "KV GB/s", "%bw", "GFLOP/s", "%peak", "plan");

@@ -18,6 +18,7 @@ typedef struct {
   int no_flush;          /* 1: no L2 flush between timed calls (back-to-back, warm metadata) */
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;
+  anyattn_kv_dtype kv_dtype; /* the caches' storage: AS_Q (0), or fp8 (1 byte per K/V element) */
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
 } bench_options;
@@ -47,7 +48,7 @@ void bench_free_cases(case_list *l);
 
 typedef struct {
   double us;        /* median microseconds per call */
-  double kv_bytes;  /* K and V bytes of the keys each sequence holds */
+  double kv_bytes;  /* K and V bytes of the keys each sequence holds (1 per element for fp8) */
   double flops;     /* 4 * Hq * D per visible (query, key) pair */
   int verified;     /* sampled output rows vs a double-precision recomputation: 1 ok, 0 wrong */
   int pruned;       /* 1: the second warm-up call passed opt->cutoff_us; us is its time */

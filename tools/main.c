@@ -29,7 +29,7 @@ static const char *usage_text =
     "                                         conformance suite vs the double-precision reference\n"
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
-    "        [--cases BxC,pBxL,...] [--filter TEXT] [--list] [--no-flush] [--max-context N]\n"
+    "        [--kv-dtype fp8|fp8_e4m3fnuz] [--cases BxC,pBxL,...] [--filter TEXT] [--list] [--no-flush] [--max-context N]\n"
     "        [--ranks-per-node N]\n"
     "                                         time a workload against the measured ceilings\n"
     "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
@@ -73,8 +73,8 @@ static const cli_command commands[] = {
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
-     "--backend --device --workload --json --graph --config --iters --dtype --cases --filter --list --no-flush "
-     "--max-context --ranks-per-node",
+     "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --cases --filter --list "
+     "--no-flush --max-context --ranks-per-node",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -91,6 +91,10 @@ static const cli_command commands[] = {
      "  --list              print the cases (one JSON line each, with every sequence's\n"
      "                      query and key counts) and time nothing\n"
      "  --dtype T           bf16 (default), f16, f32\n"
+     "  --kv-dtype T        the K/V caches' storage: as-q (default: --dtype), fp8 (OCP e4m3fn,\n"
+     "                      also fp8_e4m3) or fp8_e4m3fnuz (AMD MI300), with per-tensor\n"
+     "                      descales; needs --dtype bf16 or f16; K/V GB/s count 1 byte per\n"
+     "                      element; not for the cp-* workloads\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
@@ -265,6 +269,7 @@ typedef struct {
   double intra_gbs, inter_gbs;
   unsigned long long seed;
   anyattn_dtype dtype;
+  anyattn_kv_dtype kv_dtype;
 } cli_options;
 
 /* 1 when --help or -h stands where an option may (not as another option's value). */
@@ -375,6 +380,11 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
     else if (!strcmp(v, "f32")) o->dtype = ANYATTN_DTYPE_F32;
     else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", shown(v));
+  } else if (!strcmp(a, "--kv-dtype")) {
+    if (!strcmp(v, "as-q")) o->kv_dtype = ANYATTN_KV_AS_Q;
+    else if (!strcmp(v, "fp8") || !strcmp(v, "fp8_e4m3")) o->kv_dtype = ANYATTN_KV_FP8_E4M3;
+    else if (!strcmp(v, "fp8_e4m3fnuz")) o->kv_dtype = ANYATTN_KV_FP8_E4M3FNUZ;
+    else return usage_error("unknown --kv-dtype '%s' (as-q, fp8, fp8_e4m3, fp8_e4m3fnuz)", shown(v));
   } else {
     return usage_error("unknown option '%s'", shown(a));
   }
@@ -507,6 +517,11 @@ static int cmd_bench(const cli_options *o) {
   if (b == ANYATTN_BACKEND_CPU && o->graph) return usage_error("--graph needs a GPU backend (this one is cpu)");
   if (b == ANYATTN_BACKEND_CPU && !strcmp(o->workload, "e2e-llama8b"))
     return usage_error("workload e2e-llama8b needs a GPU backend (409,600 calls)");
+  if (o->kv_dtype != ANYATTN_KV_AS_Q && o->dtype == ANYATTN_DTYPE_F32)
+    return usage_error("--kv-dtype %s needs --dtype bf16 or f16 (fp8 caches widen to the 16-bit type)",
+                       anyattn_kv_dtype_name(o->kv_dtype));
+  if (o->kv_dtype != ANYATTN_KV_AS_Q && !strncmp(o->workload, "cp-", 3))
+    return usage_error("--kv-dtype: the %s workload takes caches of --dtype only", o->workload);
   bench_options bo;
   memset(&bo, 0, sizeof bo);
   bo.backend = o->backend;
@@ -522,6 +537,7 @@ static int cmd_bench(const cli_options *o) {
   bo.no_flush = o->no_flush;
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
+  bo.kv_dtype = o->kv_dtype;
   bo.ranks_per_node = o->ranks_per_node;
   return bench_main(&bo);
 }

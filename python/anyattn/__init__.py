@@ -13,15 +13,15 @@ system loader path. Calls are safe from several threads (see unified_attention).
 
 import ctypes
 
-from ._lib import (AnyattnError, Backend, Batch, ConfigInfo, DType, Limits, Problem, Status,
-                   Tensors, check, last_error, lib, library_path)
+from ._lib import (AnyattnError, Backend, Batch, ConfigInfo, DescaleLayout, DType, KVDType, Limits,
+                   Problem, Status, Tensors, check, last_error, lib, library_path)
 from .attention import clear_plan_cache, plan_cache_info, round_limit, unified_attention
 
 __all__ = [
     "unified_attention", "clear_plan_cache", "plan_cache_info", "round_limit", "AnyattnError",
-    "Status", "Backend", "DType", "Problem", "Limits", "Batch", "Tensors", "ConfigInfo", "lib",
-    "library_path", "last_error", "check", "version", "backend_compiled", "device_count",
-    "device_name", "configs",
+    "Status", "Backend", "DType", "KVDType", "DescaleLayout", "Problem", "Limits", "Batch",
+    "Tensors", "ConfigInfo", "lib", "library_path", "last_error", "check", "version",
+    "backend_compiled", "device_count", "device_name", "configs",
 ]
 
 __version__ = "0.1.0"

@@ -55,6 +55,17 @@ class DType(enum.IntEnum):
     BF16 = 2
 
 
+class KVDType(enum.IntEnum):
+    AS_Q = 0
+    FP8_E4M3 = 1
+    FP8_E4M3FNUZ = 2
+
+
+class DescaleLayout(enum.IntEnum):
+    PER_TENSOR = 0
+    PER_SEQ_HEAD = 1
+
+
 class AnyattnError(RuntimeError):
     """A non-OK status from libanyattn. `.status` is a Status (or the raw int
     for a code this binding does not know), `.message` the library's text."""
@@ -91,6 +102,7 @@ class Problem(ctypes.Structure):
         ("scale", ctypes.c_float),
         ("softcap", ctypes.c_float),
         ("config", ctypes.c_char_p),
+        ("kv_dtype", ctypes.c_int),
     ]
 
 
@@ -135,6 +147,9 @@ class Tensors(ctypes.Structure):
         ("sinks", ctypes.c_void_p),
         ("out", ctypes.c_void_p),
         ("lse", ctypes.c_void_p),
+        ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
+        ("descale_layout", ctypes.c_int),
     ]
 
 

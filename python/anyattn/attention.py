@@ -18,12 +18,22 @@ import threading
 
 from . import _lib
 from ._arrays import FLOAT_DTYPES, info
-from ._lib import (AnyattnError, Backend, Batch, DType, Limits, Problem, Status, Tensors, check,
-                   new_struct)
+from ._lib import (AnyattnError, Backend, Batch, DescaleLayout, DType, KVDType, Limits, Problem,
+                   Status, Tensors, check, new_struct)
 
 __all__ = ["unified_attention", "clear_plan_cache", "plan_cache_info", "round_limit"]
 
 _DTYPES = {"float32": DType.F32, "float16": DType.F16, "bfloat16": DType.BF16}
+# fp8 caches: torch / ml_dtypes dtypes, and the kv_cache_dtype names (vLLM's
+# spelling) that say what a uint8 cache holds. "fp8" is OCP e4m3fn, as on
+# NVIDIA; MI300 caches are e4m3fnuz ("fp8_e4m3fnuz", or the torch dtype).
+_FP8_DTYPES = {"float8_e4m3fn": KVDType.FP8_E4M3, "float8_e4m3fnuz": KVDType.FP8_E4M3FNUZ}
+_KV_CACHE_DTYPES = {"auto": None, "fp8": KVDType.FP8_E4M3, "fp8_e4m3": KVDType.FP8_E4M3,
+                    "fp8_e4m3fn": KVDType.FP8_E4M3, "fp8_e4m3fnuz": KVDType.FP8_E4M3FNUZ}
+# Keywords of vLLM's Triton unified_attention that configure its own split
+# (thresholds and scratch buffers): anyattn chooses its own, so they are ignored.
+_VLLM_SCRATCH = ("seq_threshold_3D", "num_par_softmax_segments", "softmax_segm_output",
+                 "softmax_segm_max", "softmax_segm_expsum")
 _INT_MAX = 2**31 - 1
 
 
@@ -135,11 +145,12 @@ def _get_plan(backend, device, problem_fields, limits_fields, config, names):
                     "capture, so the plan exists"
                     % (problem_fields[:3] + (problem_fields[4],) + limits_fields))
         L = _lib.lib()
-        (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap) = problem_fields
+        (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap, kv_dtype) = problem_fields
         problem = new_struct(Problem, num_q_heads=hq, num_kv_heads=hkv, head_dim=d, dtype=dtype,
                              block_size=bs, causal=causal, window_left=wl, window_right=wr,
                              scale=scale, softcap=softcap,
-                             config=config.encode() if config is not None else None)
+                             config=config.encode() if config is not None else None,
+                             kv_dtype=kv_dtype)
         limits = new_struct(Limits, max_seqs=limits_fields[0], max_tokens=limits_fields[1],
                             max_context=limits_fields[2])
         ctx = _context(backend, device)
@@ -213,6 +224,7 @@ _PY_NAMES = [
     (r"problem->window_left", "window_size left"),
     (r"problem->window_right", "window_size right"),
     (r"problem->scale", "softmax_scale"),
+    (r"problem->kv_dtype", "the caches' fp8 format (kv_cache_dtype)"),
     (r"problem->", ""),
 ]
 _PY_NAMES = [(re.compile(a), b) for a, b in _PY_NAMES]
@@ -293,6 +305,65 @@ def _vector(name, obj, length, dtype, device):
     return a
 
 
+def _kv_dtype(ka, va, qa, kv_cache_dtype):
+    """The caches' storage (KVDType) from their dtype and kv_cache_dtype."""
+    if kv_cache_dtype is None:
+        kv_cache_dtype = "auto"
+    _need(isinstance(kv_cache_dtype, str), TypeError, "kv_cache_dtype must be a str, got %s",
+          type(kv_cache_dtype).__name__)
+    if kv_cache_dtype not in _KV_CACHE_DTYPES:
+        raise NotImplementedError(
+            "kv_cache_dtype %r is not supported by anyattn (use one of %s)"
+            % (kv_cache_dtype, ", ".join(repr(n) for n in _KV_CACHE_DTYPES)))
+    named = _KV_CACHE_DTYPES[kv_cache_dtype]
+    if ka.dtype in _DTYPES:  # 16-bit or fp32 caches: the dtype of q
+        _need(ka.dtype == qa.dtype, TypeError, "k: dtype %s differs from q's %s", ka.dtype,
+              qa.dtype)
+    _need(va.dtype == ka.dtype, TypeError, "v: dtype %s differs from k's %s", va.dtype, ka.dtype)
+    if ka.dtype in _FP8_DTYPES:
+        kv = _FP8_DTYPES[ka.dtype]
+        _need(named is None or named == kv, ValueError,
+              "kv_cache_dtype %r contradicts the caches' dtype %s", kv_cache_dtype, ka.dtype)
+    elif ka.dtype == "uint8":
+        _need(named is not None, TypeError,
+              "k: uint8 caches need kv_cache_dtype='fp8' (e4m3fn) or 'fp8_e4m3fnuz' to say what "
+              "their bytes hold")
+        kv = named
+    elif ka.dtype.startswith("float8") or ka.dtype.startswith("float4"):
+        raise NotImplementedError("k: %s caches are not supported by anyattn (fp8 caches: "
+                                  "float8_e4m3fn or float8_e4m3fnuz)" % ka.dtype)
+    else:
+        _need(ka.dtype in _DTYPES, TypeError, "k: dtype %s is not a cache dtype (q's dtype, "
+              "float8_e4m3fn, float8_e4m3fnuz, or uint8 with kv_cache_dtype)", ka.dtype)
+        _need(named is None, ValueError, "kv_cache_dtype is %r but k holds %s, not fp8 codes",
+              kv_cache_dtype, ka.dtype)
+        return KVDType.AS_Q
+    _need(qa.dtype in ("float16", "bfloat16"), TypeError,
+          "q: dtype %s with fp8 caches; fp8 caches need q in float16 or bfloat16", qa.dtype)
+    return kv
+
+
+def _descale(name, obj, qa, num_seqs, num_kv_heads):
+    """(address, DescaleLayout) of a k or v descale: one element (any shape,
+    e.g. vLLM's scalar expanded to [num_seqs, num_kv_heads] with stride 0) is
+    per tensor; a contiguous [num_seqs, num_kv_heads] is per (sequence, head).
+    Read from device memory by the library during the call: no host sync."""
+    a = info(name, obj)
+    _need(a.kind == qa.kind, TypeError, "%s is a %s array but q is a %s array", name, a.kind,
+          qa.kind)
+    _need(a.device == qa.device, ValueError, "%s is on %s:%d, q is on %s:%d", name, *a.device,
+          *qa.device)
+    _need(a.dtype == "float32", TypeError, "%s: dtype must be float32, got %s", name, a.dtype)
+    _need(0 not in a.shape, ValueError, "%s is empty (shape %s)", name, list(a.shape))
+    if all(n == 1 or st == 0 for n, st in zip(a.shape, a.strides)):
+        return a.ptr, DescaleLayout.PER_TENSOR
+    _need(a.shape == (num_seqs, num_kv_heads) and a.is_contiguous(), ValueError,
+          "%s: shape %s, strides %s: expected one element (per tensor) or a contiguous "
+          "[num_seqs=%d, num_kv_heads=%d] (per sequence and kv head)", name, list(a.shape),
+          list(a.strides), num_seqs, num_kv_heads)
+    return a.ptr, DescaleLayout.PER_SEQ_HEAD
+
+
 def _cache_strides(a, head_dim):
     # A dim of size 1 may carry any stride (torch gives 0-size views odd ones);
     # head_dim keeps such a stride positive and row-aligned for the library.
@@ -324,7 +395,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                       softmax_scale, causal, window_size, block_table, softcap,
                       q_descale=None, k_descale=None, v_descale=None, alibi_slopes=None,
                       output_scale=None, qq_bias=None, sinks=None, lse=None, *,
-                      validate=None, config=None):
+                      validate=None, config=None, kv_cache_dtype=None, **kwargs):
     """Paged attention over a ragged batch, vLLM's argument names and shapes.
 
     q            [num_tokens, num_q_heads, head_dim], contiguous
@@ -348,7 +419,21 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
 
     torch CUDA tensors run on torch.cuda.current_stream(); NumPy arrays and
     torch CPU tensors run on the CPU backend and return when done. dtypes:
-    float16, bfloat16, float32 (all of q, k, v, out alike). Returns out.
+    float16, bfloat16, float32 (all of q, k, v, out alike), or fp8 caches
+    under float16/bfloat16 q and out. Returns out.
+
+    fp8 caches: k, v as torch float8_e4m3fn / float8_e4m3fnuz (NumPy: the
+    ml_dtypes dtypes of those names), or uint8 views with kv_cache_dtype=
+    "fp8" / "fp8_e4m3" (e4m3fn) or "fp8_e4m3fnuz". k_descale, v_descale:
+    float32, one element (per tensor; vLLM's stride-0 expand to [num_seqs,
+    num_kv_heads] counts as one) or contiguous [num_seqs, num_kv_heads];
+    read by the library during the call (no host sync); None is 1.0. With
+    16-bit caches the descales are dropped, as vLLM's kernel ignores them
+    there. q_descale (fp8 q), output_scale (fp8 out), qq_bias and any other
+    keyword of vLLM's kernels anyattn does not compute raise
+    NotImplementedError naming it; vLLM's split thresholds and scratch
+    buffers (seq_threshold_3D, softmax_segm_*, ...) are ignored, and an
+    unknown keyword passed as None is ignored too.
 
     Threads and streams: calls from several threads at once are safe. They
     share plans; each thread (CPU) or stream (GPU) gets its own workspace at
@@ -360,11 +445,18 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     (same rounded limits) on the same stream allocate nothing and do not
     synchronise.
     """
-    for name, val in (("q_descale", q_descale), ("k_descale", k_descale),
-                      ("v_descale", v_descale), ("output_scale", output_scale)):
-        if val is not None:
-            raise NotImplementedError("%s: fp8 inputs/outputs (descale factors) are not supported "
-                                      "by anyattn yet; pass None" % name)
+    for name, val in kwargs.items():
+        if name in _VLLM_SCRATCH or val is None:
+            continue
+        raise NotImplementedError("%s: anyattn does not support this argument of vLLM's "
+                                  "unified_attention (got %s); pass None or leave it out"
+                                  % (name, type(val).__name__))
+    if q_descale is not None:
+        raise NotImplementedError("q_descale: fp8 queries are not supported by anyattn (q stays "
+                                  "16-bit; fp8 caches take k_descale and v_descale); pass None")
+    if output_scale is not None:
+        raise NotImplementedError("output_scale: fp8 outputs are not supported by anyattn; "
+                                  "pass None")
     if qq_bias is not None:
         raise NotImplementedError("qq_bias is not supported by anyattn; pass None")
 
@@ -385,9 +477,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
               *device)
     ka, va, oa = arrays["k"], arrays["v"], arrays["out"]
     cua, ska, bta = arrays["cu_seqlens_q"], arrays["seqused_k"], arrays["block_table"]
-    for a in (ka, va, oa):
-        _need(a.dtype == qa.dtype, TypeError, "%s: dtype %s differs from q's %s", a.name, a.dtype,
-              qa.dtype)
+    _need(oa.dtype == qa.dtype, TypeError, "out: dtype %s differs from q's %s", oa.dtype, qa.dtype)
+    kv = _kv_dtype(ka, va, qa, kv_cache_dtype)
     for a in (cua, ska, bta):
         _need(a.dtype == "int32", TypeError, "%s: dtype must be int32, got %s", a.name, a.dtype)
 
@@ -453,6 +544,18 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
         if a is not None:
             _need(a.kind == qa.kind, TypeError, "%s is a %s array but q is a %s array", a.name,
                   a.kind, qa.kind)
+    kds = vds = None  # (address, layout); dropped for 16-bit caches, as vLLM's kernel does
+    if kv != KVDType.AS_Q:
+        kds = _descale("k_descale", k_descale, qa, num_seqs, num_kv_heads) \
+            if k_descale is not None else None
+        vds = _descale("v_descale", v_descale, qa, num_seqs, num_kv_heads) \
+            if v_descale is not None else None
+        if kds is not None and vds is not None and kds[1] != vds[1]:
+            what = {DescaleLayout.PER_TENSOR: "per tensor",
+                    DescaleLayout.PER_SEQ_HEAD: "per (sequence, kv head)"}
+            raise ValueError("k_descale is %s but v_descale is %s: give both per tensor or both "
+                             "per [num_seqs, num_kv_heads]" % (what[kds[1]], what[vds[1]]))
+    layout = (kds or vds or (None, DescaleLayout.PER_TENSOR))[1]
 
     # -- scalars
     max_seqlen_q = _as_int("max_seqlen_q", max_seqlen_q)
@@ -486,7 +589,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     # problems share a key.
     f32 = lambda x: ctypes.c_float(x).value  # noqa: E731
     problem_fields = (num_q_heads, num_kv_heads, head_dim, int(_DTYPES[qa.dtype]), block_size,
-                      int(causal), wl, wr, f32(scale), f32(cap))
+                      int(causal), wl, wr, f32(scale), f32(cap), int(kv))
     limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k))
     names = {"max_seqlen_k": max_seqlen_k, "max_seqlen_q": max_seqlen_q}
     plan = _get_plan(backend, device[1], problem_fields, limits_fields, config, names)
@@ -496,7 +599,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                   table_stride, max_seqlen_q, max_seqlen_k)
     tensors = Tensors(ctypes.sizeof(Tensors), qa.ptr, ka.ptr, va.ptr, num_blocks, ks[0], ks[1],
                       ks[2], vs[0], vs[1], vs[2], slopes.ptr if slopes else None,
-                      sinka.ptr if sinka else None, oa.ptr, lsea.ptr if lsea else None)
+                      sinka.ptr if sinka else None, oa.ptr, lsea.ptr if lsea else None,
+                      kds[0] if kds else None, vds[0] if vds else None, int(layout))
 
     if validate is None:
         validate = backend == Backend.CPU

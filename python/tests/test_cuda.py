@@ -229,8 +229,8 @@ def test_cuda_argument_errors(gen):
     with pytest.raises(ValueError, match="q must be contiguous"):
         qt = case["q"].transpose(0, 1).contiguous().transpose(0, 1)
         unified_attention(**dict(case, q=qt))
-    with pytest.raises(NotImplementedError, match="fp8"):
-        unified_attention(**dict(case, k_descale=torch.ones(1, device="cuda")))
+    with pytest.raises(NotImplementedError, match="q_descale"):
+        unified_attention(**dict(case, q_descale=torch.ones(1, device="cuda")))
 
 
 # ---- CUDA graphs ----------------------------------------------------------------------
@@ -273,6 +273,73 @@ def test_cuda_graph_capture_and_replay_with_new_inputs(gen, dtype):
         g.replay()
         torch.cuda.synchronize()
         check_against_reference(case, lse)
+
+
+# ---- fp8 caches ------------------------------------------------------------------------
+def _fp8_dtype():
+    """The fp8 format of this GPU's caches: e4m3fnuz on ROCm (MI300), e4m3fn on CUDA."""
+    return torch.float8_e4m3fnuz if getattr(torch.version, "hip", None) else torch.float8_e4m3fn
+
+
+def _fp8_case(gen, dtype, per_seq_head, **kw):
+    """make_case with the caches quantised by torch (codes exact), descales
+    per tensor (vLLM's stride-0 expand) or per (sequence, kv head); returns
+    the case and the dequantised caches for the reference."""
+    case = make_case(gen, "cuda", dtype=dtype, **kw)
+    f8 = _fp8_dtype()
+    kc, vc = (case[n].float().mul(2.0).to(f8) for n in ("k", "v"))
+    num_seqs, hkv = len(case["seqused_k"]), case["k"].shape[2]
+    if per_seq_head:
+        kd = (torch.rand(num_seqs, hkv, generator=gen) * 0.5 + 0.05).cuda()
+        vd = (torch.rand(num_seqs, hkv, generator=gen) * 2.0 + 0.05).cuda()
+    else:
+        kd = torch.tensor([0.3], device="cuda").expand(num_seqs, hkv)
+        vd = torch.tensor([1.7], device="cuda").expand(num_seqs, hkv)
+    kq, vq = kc.double(), vc.double()
+    table, bs = case["block_table"].cpu(), case["k"].shape[1]
+    for s, kv_len in enumerate(case["seqused_k"].tolist()):
+        pages = table[s, :-(-kv_len // bs)].long().cuda()
+        kq[pages] *= kd[s].double()[None, :, None]
+        vq[pages] *= vd[s].double()[None, :, None]
+    case.update(k=kc, v=vc, k_descale=kd, v_descale=vd)
+    return case, kq, vq
+
+
+def _fp8_run_or_skip(case):
+    try:
+        unified_attention(**case)
+    except AnyattnError as e:
+        if e.status == Status.UNSUPPORTED_OPTION:
+            pytest.skip("this build's GPU backend refuses fp8 caches: %s" % e)
+        raise
+    torch.cuda.synchronize()
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("per_seq_head", [False, True])
+def test_cuda_fp8_caches(gen, dtype, per_seq_head):
+    case, kq, vq = _fp8_case(gen, dtype, per_seq_head, hq=8, hkv=2)
+    _fp8_run_or_skip(case)
+    check_against_reference(dict(case, k=kq, v=vq))
+
+
+@needs_cuda
+def test_cuda_fp8_graph_replays_read_new_descales(gen):
+    case, kq, vq = _fp8_case(gen, torch.bfloat16, True, q_lens=(1, 9, 1), kv_lens=(200, 9, 40))
+    _fp8_run_or_skip(case)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        unified_attention(**case)
+    kd, vd = case["k_descale"], case["v_descale"]
+    for scale_k, scale_v in ((2.0, 0.5), (0.25, 3.0)):
+        kd.mul_(scale_k)  # in place: the graph reads the same memory
+        vd.mul_(scale_v)
+        kq, vq = kq * scale_k, vq * scale_v
+        case["out"].fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check_against_reference(dict(case, k=kq, v=vq))
 
 
 @needs_cuda

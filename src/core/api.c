@@ -26,6 +26,24 @@ size_t anyattn_dtype_size(anyattn_dtype dtype) {
   return 0;
 }
 
+size_t anyattn_kv_dtype_size(anyattn_kv_dtype kv_dtype, anyattn_dtype dtype) {
+  switch (kv_dtype) {
+    case ANYATTN_KV_AS_Q: return anyattn_dtype_size(dtype);
+    case ANYATTN_KV_FP8_E4M3: return 1;
+    case ANYATTN_KV_FP8_E4M3FNUZ: return 1;
+  }
+  return 0;
+}
+
+const char *anyattn_kv_dtype_name(anyattn_kv_dtype kv_dtype) {
+  switch (kv_dtype) {
+    case ANYATTN_KV_AS_Q: return "as_q";
+    case ANYATTN_KV_FP8_E4M3: return "fp8_e4m3";
+    case ANYATTN_KV_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+  }
+  return "unknown";
+}
+
 /* ---- backends and devices -------------------------------------------- */
 const char *anyattn_backend_name(anyattn_backend backend) {
   switch (backend) {
@@ -146,6 +164,7 @@ void anyattn_problem_init(anyattn_problem *p) {
   p->block_size = 16;
   p->window_left = -1;
   p->window_right = -1;
+  p->kv_dtype = ANYATTN_KV_AS_Q;
 }
 
 void anyattn_limits_init(anyattn_limits *l) {
@@ -164,6 +183,9 @@ void anyattn_tensors_init(anyattn_tensors *t) {
   if (!t) return;
   memset(t, 0, sizeof *t);
   t->struct_size = sizeof *t;
+  t->k_descale = NULL;
+  t->v_descale = NULL;
+  t->descale_layout = ANYATTN_DESCALE_PER_TENSOR;
 }
 
 /* ---- sizes ------------------------------------------------------------------ */
@@ -217,11 +239,18 @@ static anyattn_status aa_check_problem(const anyattn_problem *p) {
            "problem->scale is %g, must be 0 (default) or finite and > 0", (double)p->scale);
   AA_CHECK(isfinite(p->softcap) && p->softcap >= 0.0f, ANYATTN_STATUS_INVALID_OPTION,
            "problem->softcap is %g, must be 0 (off) or finite and > 0", (double)p->softcap);
+  AA_CHECK(p->kv_dtype >= ANYATTN_KV_AS_Q && p->kv_dtype <= ANYATTN_KV_FP8_E4M3FNUZ, ANYATTN_STATUS_INVALID_OPTION,
+           "problem->kv_dtype is %d, not one of AS_Q (0), FP8_E4M3 (1), FP8_E4M3FNUZ (2)", (int)p->kv_dtype);
+  AA_CHECK(p->kv_dtype == ANYATTN_KV_AS_Q || p->dtype == ANYATTN_DTYPE_BF16 || p->dtype == ANYATTN_DTYPE_F16,
+           ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem->kv_dtype %s needs problem->dtype BF16 or F16 (fp8 codes widen to the 16-bit compute type), "
+           "dtype is %d", anyattn_kv_dtype_name(p->kv_dtype), (int)p->dtype);
+  const size_t kes = anyattn_kv_dtype_size(p->kv_dtype, p->dtype);
   int64_t page;
-  AA_CHECK(aa_size_product(p->block_size, p->num_kv_heads, p->head_dim, (int64_t)anyattn_dtype_size(p->dtype), &page),
+  AA_CHECK(aa_size_product(p->block_size, p->num_kv_heads, p->head_dim, (int64_t)kes, &page),
            ANYATTN_STATUS_INVALID_SIZE,
            "problem->block_size %d x num_kv_heads %d x head_dim %d x %zu bytes: one cache page is over "
-           "PTRDIFF_MAX bytes", p->block_size, p->num_kv_heads, p->head_dim, anyattn_dtype_size(p->dtype));
+           "PTRDIFF_MAX bytes", p->block_size, p->num_kv_heads, p->head_dim, kes);
   return ANYATTN_STATUS_OK;
 }
 
@@ -304,7 +333,7 @@ const char *anyattn_plan_describe(const anyattn_plan *plan) { return plan ? plan
  * (plan bounded one page; num_blocks and the strides come with the call). */
 static anyattn_status aa_resolve_strides(const anyattn_problem *pr, int64_t num_blocks, const char *which,
                                          int64_t in_b, int64_t in_t, int64_t in_h, int64_t *out) {
-  const int64_t d = pr->head_dim, es = (int64_t)anyattn_dtype_size(pr->dtype);
+  const int64_t d = pr->head_dim, es = (int64_t)anyattn_kv_dtype_size(pr->kv_dtype, pr->dtype);
   if (in_b == 0 && in_t == 0 && in_h == 0) {
     out[0] = (int64_t)pr->block_size * pr->num_kv_heads * d; /* < PTRDIFF_MAX: aa_check_problem */
     out[1] = (int64_t)pr->num_kv_heads * d;
@@ -377,6 +406,22 @@ static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyat
   return ANYATTN_STATUS_OK;
 }
 
+/* The descales belong to fp8 caches: with 16-bit caches a non-NULL one is a
+ * mistake (the caller would expect it applied). They are device memory on
+ * GPUs, so only their presence, alignment and layout are checked here. */
+static anyattn_status aa_check_descales(const anyattn_problem *pr, const anyattn_tensors *t) {
+  AA_CHECK(t->descale_layout == ANYATTN_DESCALE_PER_TENSOR || t->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD,
+           ANYATTN_STATUS_INVALID_OPTION,
+           "tensors->descale_layout is %d, not one of PER_TENSOR (0), PER_SEQ_HEAD (1)", (int)t->descale_layout);
+  AA_CHECK(t->k_descale == NULL || pr->kv_dtype != ANYATTN_KV_AS_Q, ANYATTN_STATUS_INVALID_OPTION,
+           "tensors->k_descale is not NULL while problem->kv_dtype is AS_Q (descales apply to fp8 caches only)");
+  AA_CHECK(t->v_descale == NULL || pr->kv_dtype != ANYATTN_KV_AS_Q, ANYATTN_STATUS_INVALID_OPTION,
+           "tensors->v_descale is not NULL while problem->kv_dtype is AS_Q (descales apply to fp8 caches only)");
+  AA_CHECK(((uintptr_t)t->k_descale % 4) == 0 && ((uintptr_t)t->v_descale % 4) == 0, ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->k_descale and v_descale must be 4-byte aligned");
+  return ANYATTN_STATUS_OK;
+}
+
 static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
 anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
@@ -397,7 +442,8 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
            "workspace %p is not 256-byte aligned", workspace);
 
   const anyattn_problem *pr = &plan->problem;
-  const size_t es = anyattn_dtype_size(pr->dtype);
+  const size_t es = anyattn_dtype_size(pr->dtype), kes = anyattn_kv_dtype_size(pr->kv_dtype, pr->dtype);
+  AA_TRY(aa_check_descales(pr, t));
   anyattn_args a;
   memset(&a, 0, sizeof a);
   a.num_seqs = batch->num_seqs;
@@ -420,6 +466,9 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.stream = stream;
   a.max_q_len = batch->max_q_len;
   a.max_kv_len = batch->max_kv_len;
+  a.k_descale = t->k_descale;
+  a.v_descale = t->v_descale;
+  a.descale_layout = t->descale_layout;
 
   if (batch->num_tokens == 0) return ANYATTN_STATUS_OK; /* nothing to compute or write */
 
@@ -429,10 +478,10 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   AA_CHECK_NOT_NULL(t->out, "tensors->out");
   AA_CHECK(t->num_blocks > 0, ANYATTN_STATUS_INVALID_SIZE, "tensors->num_blocks is %lld, must be > 0",
            (long long)t->num_blocks);
-  AA_CHECK(aa_aligned(t->q, es) && aa_aligned(t->k_cache, es) && aa_aligned(t->v_cache, es) &&
-               aa_aligned(t->out, es),
-           ANYATTN_STATUS_BAD_STRIDE, "tensors->q, k_cache, v_cache and out must be aligned to %zu bytes",
-           es);
+  AA_CHECK(aa_aligned(t->q, es) && aa_aligned(t->out, es), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->q and out must be aligned to %zu bytes", es);
+  AA_CHECK(aa_aligned(t->k_cache, kes) && aa_aligned(t->v_cache, kes), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->k_cache and v_cache must be aligned to %zu bytes", kes);
   AA_CHECK(t->lse == NULL || aa_aligned(t->lse, 4), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->lse is not 4-byte aligned");
   int64_t ks[3], vs[3];

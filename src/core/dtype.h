@@ -1,6 +1,7 @@
 /* dtype.h: scalar conversions between fp32 and the 16-bit dtypes (bf16, IEEE
- * half), round to nearest even, NaN kept quiet: the CPU backend (src/cpu/)
- * and the context-parallel merge (src/cp/) share them. */
+ * half), round to nearest even, NaN kept quiet, and the exact widening of
+ * fp8 cache codes: the CPU backend (src/cpu/) and the context-parallel merge
+ * (src/cp/) share them. */
 #ifndef ANYATTN_DTYPE_H
 #define ANYATTN_DTYPE_H
 
@@ -59,6 +60,21 @@ AA_DTYPE_INLINE uint16_t aa_f32_to_f16(float f) {
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
   return (uint16_t)(sign | h);
 #endif
+}
+
+/* An fp8 E4M3 code as fp32, exactly: fnuz 0 is OCP e4m3fn (bias 7, 0x7f and
+ * 0xff NaN), 1 e4m3fnuz (bias 8, 0x80 the only NaN). Normal codes move their
+ * exponent and mantissa fields into place; subnormals (exponent 0) are the
+ * mantissa times 2^(-bias-2), computed from an integer so that no fp32
+ * subnormal (flushed under DAZ) is involved. */
+AA_DTYPE_INLINE float aa_fp8_to_f32(uint8_t c, int fnuz) {
+  const uint32_t sign = (uint32_t)(c & 0x80u) << 24, mag = c & 0x7Fu;
+  if (fnuz ? c == 0x80u : mag == 0x7Fu) return aa_bits_to_f32(sign | 0x7FC00000u);
+  if (mag >> 3 == 0) {
+    const float sub = (float)mag * (fnuz ? 0.0009765625f : 0.001953125f); /* 2^-10, 2^-9 */
+    return aa_bits_to_f32(sign | aa_f32_to_bits(sub));
+  }
+  return aa_bits_to_f32(sign | ((mag << 20) + ((fnuz ? 119u : 120u) << 23)));
 }
 
 #endif /* ANYATTN_DTYPE_H */

@@ -47,6 +47,10 @@ anyattn_status cp_check_problem(anyattn_context *ctx, const anyattn_problem *pr,
   /* Windows need no check here: every step's call places its queries at their
    * true distance from the keys (batch->q_pos), so the sub-plans mask as one
    * device would; anyattn_plan_create checks their values. */
+  /* The ring and the all-gather move K/V pages sized by problem->dtype. */
+  CP_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem->kv_dtype is %s: context parallelism takes caches of the problem's dtype only (set AS_Q)",
+           anyattn_kv_dtype_name(pr->kv_dtype));
   return ANYATTN_STATUS_OK;
 }
 

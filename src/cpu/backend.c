@@ -204,6 +204,8 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.a = a;
   job.L = aa_cpu_layout_of(plan);
   job.es = anyattn_dtype_size(plan->problem.dtype);
+  job.kv = plan->problem.kv_dtype;
+  job.kes = anyattn_kv_dtype_size(job.kv, plan->problem.dtype);
   job.d = plan->problem.head_dim;
   job.group = plan->group;
   job.nqh = plan->problem.num_q_heads;
@@ -244,8 +246,8 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
 }
 
 /* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
- * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0, so
- * decode items take the fused path. */
+ * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0 (caches
+ * of the dtype or fp8), so decode items take the fused path. */
 AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
                                int dec16) {
   const anyattn_args *a = job->a;
@@ -260,8 +262,16 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
   const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
   if (q_len <= job->L.dec_q) {
     const int g0 = (int)local * job->hpi;
-    if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
+    if (dec16 && job->kv != ANYATTN_KV_AS_Q) aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d);
+    else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
     else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+#if defined(ANYATTN_CPU_MM16)
+    /* fp8 caches at a head_dim the fused path does not take, where the
+     * 16-bit products are on (the scratch then has the 16-bit path's tiles,
+     * not the fp32 path's tiles of several heads): a kv head at a time */
+    else if (job->mm16 && job->kv != ANYATTN_KV_AS_Q)
+      for (int hb = 0; hb < job->hpi; hb++) aa_cpu_item16(job, ws, s, g0 + hb, 0, q_len);
+#endif
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */

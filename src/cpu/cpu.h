@@ -39,7 +39,9 @@ typedef struct {
   const anyattn_plan *plan;
   const anyattn_args *a;
   aa_cpu_layout L;
-  size_t es; /* bytes per element */
+  size_t es;  /* bytes per element of q and out */
+  size_t kes; /* bytes per cache element: es, or 1 for fp8 caches */
+  anyattn_kv_dtype kv; /* the caches' storage (AS_Q: the problem's dtype) */
   int d, group, nqh, kvh, bq;
   int hpi; /* kv heads per decode item in this run */
   const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
@@ -130,6 +132,13 @@ AA_INLINE const char *aa_walk_next(aa_kv_walk *w) {
   return p;
 }
 
+/* The descale of sequence s, kv head g (NULL: 1; fp8 caches only), read
+ * during the run as the layout says. */
+AA_INLINE float aa_descale_of(const anyattn_args *a, const float *p, int s, int g, int kvh) {
+  if (!p) return 1.0f;
+  return a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD ? p[(int64_t)s * kvh + g] : p[0];
+}
+
 /* K and V walked together from key j of sequence s, kv head g. */
 typedef struct {
   aa_kv_walk k, v;
@@ -139,8 +148,8 @@ AA_INLINE void aa_walks_init(aa_kv_walks *w, const aa_cpu_job *job, int s, int g
   const anyattn_args *a = job->a;
   const int32_t *bt = a->block_table + (int64_t)s * a->block_table_stride;
   const int bs = job->plan->problem.block_size;
-  aa_walk_init(&w->k, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g, job->es, bs, j);
-  aa_walk_init(&w->v, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g, job->es, bs, j);
+  aa_walk_init(&w->k, a->k_cache, bt, a->k_stride_block, a->k_stride_token, a->k_stride_head, g, job->kes, bs, j);
+  aa_walk_init(&w->v, a->v_cache, bt, a->v_stride_block, a->v_stride_token, a->v_stride_head, g, job->kes, bs, j);
 }
 
 /* The tiled path (tiled.c), any dtype and head_dim: query tokens
@@ -161,5 +170,7 @@ AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, i
  * multiple of 32. */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
+/* The same over fp8 caches (job->kv), q and out bf16 or fp16. */
+AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 
 #endif /* AA_CPU_H */

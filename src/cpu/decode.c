@@ -1,4 +1,4 @@
-/* decode.c: the CPU backend's fused decode path for bf16 and fp16 caches.
+/* decode.c: the CPU backend's fused decode path for bf16, fp16 and fp8 caches.
  * Items with a few query rows per kv head read K and V in place, a block of
  * keys at a time, instead of widening them into fp32 tiles as tiled.c does. */
 #include <math.h>
@@ -19,7 +19,9 @@
  *   those 16 lanes; then P.V from the V rows into fp32 accumulators kept in
  *   aa_dec_load32's element order until the output is written.
  * fp16 never takes vdpbf16ps: rounding q and K to bf16 would cost fp16 its
- * 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per step). */
+ * 3 extra mantissa bits. fp8 caches (kv, a constant 1 or 2 where they are
+ * read, 0 for 16-bit ones) widen their codes exactly 16 at a time, with q in
+ * fp32 in natural order. Needs head_dim % 32 == 0 (32 dims per step). */
 #define AA_DEC_KB 16 /* keys per block: one score vector per row */
 /* Software prefetch distance in key blocks: 1 and 2 measured the same
  * within noise (decode 16x4096 bf16, 1 and 2 threads, Zen 5). */
@@ -31,8 +33,9 @@
 #else
 #define AA_DEC_QBF16 0
 #endif
-/* q rows stay raw bf16 (unscaled) for vdpbf16ps; otherwise fp32, scaled. */
-#define AA_DEC_QRAW(dt) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16)
+/* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches; otherwise
+ * fp32, scaled. */
+#define AA_DEC_QRAW(dt, kv) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16 && (kv) == 0)
 
 /* ---- building blocks ------------------------------------------------------------ */
 /* 32 consecutive cache elements as two fp32 vectors, in the order every fp32
@@ -41,7 +44,7 @@
  * instruction), fp16 in natural order (vcvtph2ps under F16C/AVX-512, the
  * scalar widening elsewhere). dt is a constant at every call, so each dtype
  * compiles to its own straight-line loop. */
-AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
+AA_INLINE void aa_dec_load32_(const anyattn_dtype dt, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
   if (dt == ANYATTN_DTYPE_BF16) {
     aa_load_bf16_pairs(p, lo, hi);
   } else {
@@ -49,17 +52,36 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const uint16_t *p, aa_vf *l
     *hi = aa_load_f16(p + AA_VL);
   }
 }
+/* Elements c .. c + 31 of a cache row (at byte address p) in that order:
+ * fp8 codes (kv 1 e4m3fn, 2 e4m3fnuz) in natural order. */
+AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p, int c, aa_vf *lo, aa_vf *hi) {
+  if (kv) {
+    *lo = aa_load_fp8((const uint8_t *)p + c, kv == 2);
+    *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, kv == 2);
+  } else {
+    aa_dec_load32_(dt, (const uint16_t *)p + c, lo, hi);
+  }
+}
+/* Elements c .. c + 31 of a q row, in the order its cache rows load in. */
+AA_INLINE void aa_dec_loadq32(const anyattn_dtype dt, const int kv, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
+  if (kv && dt == ANYATTN_DTYPE_BF16) {
+    *lo = aa_load_bf16(p);
+    *hi = aa_load_bf16(p + AA_VL);
+  } else {
+    aa_dec_load32_(dt, p, lo, hi);
+  }
+}
 /* Where element c of a row sits in aa_dec_load32's order. */
-AA_INLINE int aa_dec_slot(const anyattn_dtype dt, int c) {
-  return dt == ANYATTN_DTYPE_BF16 ? (c & ~31) + (c & 1) * 16 + ((c & 31) >> 1) : c;
+AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, int c) {
+  return dt == ANYATTN_DTYPE_BF16 && !kv ? (c & ~31) + (c & 1) * 16 + ((c & 31) >> 1) : c;
 }
 
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
-AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const void *restrict q, const uint16_t *const *k,
+AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
                              const int d) {
   aa_vf acc[16];
 #if AA_DEC_QBF16
-  if (AA_DEC_QRAW(dt)) {
+  if (AA_DEC_QRAW(dt, kv)) {
     __m512 t[16];
     for (int i = 0; i < 16; i++) t[i] = _mm512_setzero_ps();
     const uint16_t *qb = (const uint16_t *)q;
@@ -67,8 +89,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const void *restrict q, con
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
       for (int j = 0; j < 4; j++) {
-        const __m512bh kv = (__m512bh)_mm512_loadu_si512(k[j] + c);
-        for (int r = 0; r < 4; r++) t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r], kv);
+        const __m512bh kb = (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
+        for (int r = 0; r < 4; r++) t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r], kb);
       }
     }
     for (int i = 0; i < 16; i++) acc[i] = (aa_vf)t[i];
@@ -85,7 +107,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const void *restrict q, con
     }
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
-      aa_dec_load32(dt, k[j] + c, &ke, &ko);
+      aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
       /* two statements, so each half contracts into an FMA on the
        * accumulator: written as one sum GCC 12 emits mul + fma + add, and
        * fp16 decode 16x4096 ran at 24.0 GB/s against 25.5 (2 threads) */
@@ -100,8 +122,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const void *restrict q, con
 
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
  * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
-AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int NC, float *restrict acc, const int d, int c0,
-                         const float *restrict alpha, const float *restrict P, const uint16_t *const *v, int nk) {
+AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
+                         const float *restrict alpha, const float *restrict P, const char *const *v, int nk) {
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
@@ -109,7 +131,7 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int NC, float *restrict a
   }
   for (int j = 0; j < nk; j++) {
     aa_vf vv[4];
-    for (int n = 0; n < NC; n++) aa_dec_load32(dt, v[j] + c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+    for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, v[j], c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
     for (int r = 0; r < 4; r++) {
       const aa_vf pb = aa_splat(P[r * AA_DEC_KB + j]);
       for (int k = 0; k < 2 * NC; k++) a[r][k] += pb * vv[k];
@@ -123,7 +145,8 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int NC, float *restrict a
  * [j0, j0 + nk): sc[r] holds row rc + r's scores (lane j: key j0 + j), P[r]
  * receives its probabilities, alpha[r] the factor that rescales its
  * accumulator; m and l (the rows' running max and sum) are updated. */
-AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, const aa_vf sc[4],
+AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
+                               const aa_vf sc[4],
                                float *restrict m, float *restrict l, float *restrict P, float alpha[4], int rc, int g,
                                int j0, int nk) {
   const anyattn_problem *pr = &job->plan->problem;
@@ -140,7 +163,7 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
       continue;
     }
     aa_vf x = sc[r];
-    if (AA_DEC_QRAW(dt)) x *= aa_splat(job->plan->scale); /* q was kept unscaled in bf16 */
+    if (AA_DEC_QRAW(dt, kv)) x *= aa_splat(job->plan->scale); /* q was kept unscaled in bf16 */
     if (pr->softcap > 0.0f) {
       const float cap = pr->softcap, inv = 1.0f / cap;
       for (int j = jlo; j < jhi; j++) x[j] = cap * tanhf(x[j] * inv);
@@ -165,45 +188,48 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
 /* One key block for rows [rc, rc + 4) of kv head g: scores, online softmax
  * (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row pointers (k
  * padded past nk with valid rows whose scores are masked). */
-AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int d, const aa_cpu_rows *rw,
-                            const void *restrict q, float *restrict acc, float *restrict m, float *restrict l,
-                            float *restrict P, int rc, int g, int j0, int nk, const uint16_t *const *k,
-                            const uint16_t *const *v) {
+AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const int d,
+                            const aa_cpu_rows *rw, const void *restrict q, float *restrict acc, float *restrict m,
+                            float *restrict l, float *restrict P, int rc, int g, int j0, int nk, const char *const *k,
+                            const char *const *v) {
   aa_vf blk[4], sc[4];
-  for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, q, k + 4 * b, d);
+  for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d);
   aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
   float alpha[4];
-  aa_dec_softmax4(job, dt, rw, sc, m, l, P, alpha, rc, g, j0, nk);
+  aa_dec_softmax4(job, dt, kv, rw, sc, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
-  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, 2, acc, d, c, alpha, P, v, nk);
-  for (; c < d; c += 32) aa_dec_pv(dt, 1, acc, d, c, alpha, P, v, nk);
+  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, nk);
+  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, nk);
 }
 
 /* ---- one decode item ------------------------------------------------------------ */
 /* The item's q rows (hb-th kv head's at hb * R4, d elements each): raw bf16
  * for vdpbf16ps (AA_DEC_QRAW), else fp32 in aa_dec_load32 order with the
- * scale folded in (a multiply per score saved); padding rows zero; m and l
- * started from the sinks; accumulators cleared. */
-AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, int g0, int nh,
-                             const int d, void *Q, float *restrict acc, float *restrict m, float *restrict l) {
+ * scale (times the k_descale of fp8 caches) folded in (a multiply per score
+ * saved); padding rows zero; m and l started from the sinks; accumulators
+ * cleared. */
+AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
+                             int s, int g0, int nh, const int d, void *Q, float *restrict acc, float *restrict m,
+                             float *restrict l) {
   const anyattn_args *a = job->a;
   const int group = job->group, R = rw->R, R4 = rw->R4;
   const uint16_t *qsrc = (const uint16_t *)a->q;
   for (int hb = 0; hb < nh; hb++) {
+    const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh);
     for (int r = 0; r < R4; r++) {
       const size_t row = (size_t)hb * R4 + r;
       const int h = (g0 + hb) * group + r % group;
       const uint16_t *src = qsrc + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d;
-      if (AA_DEC_QRAW(dt)) {
+      if (AA_DEC_QRAW(dt, kv)) {
         uint16_t *dst = (uint16_t *)Q + row * d;
         if (r < R) memcpy(dst, src, (size_t)d * sizeof(uint16_t));
         else memset(dst, 0, (size_t)d * sizeof(uint16_t));
       } else {
         float *dst = (float *)Q + row * d;
-        const aa_vf sc = aa_splat(job->plan->scale);
+        const aa_vf sc = aa_splat(scale);
         for (int c = 0; c < d; c += 32) {
           aa_vf e = aa_splat(0.0f), o = aa_splat(0.0f);
-          if (r < R) aa_dec_load32(dt, src + c, &e, &o);
+          if (r < R) aa_dec_loadq32(dt, kv, src + c, &e, &o);
           aa_st(dst + c, e * sc);
           aa_st(dst + c + 16, o * sc);
         }
@@ -230,7 +256,7 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
 AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
                              int *pf_next, int ihi, const char **kr, const char **vr) {
   const anyattn_args *a = job->a;
-  const size_t es = sizeof(uint16_t), row_bytes = (size_t)d * es;
+  const size_t es = job->kes, row_bytes = (size_t)d * es;
   const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
   aa_vu touched = {0};
   for (int j = 0; j < nk; j++) {
@@ -257,36 +283,39 @@ AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int nk,
   return touched;
 }
 
-/* Normalises the accumulators, undoes aa_dec_load32's order and rounds once
- * to the output dtype; writes the LSE when asked. */
-AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const aa_cpu_rows *rw, int g0, int nh,
-                            const int d, const float *restrict acc, const float *restrict m,
+/* Normalises the accumulators (times the v_descale of fp8 caches), undoes
+ * aa_dec_load32's order and rounds once to the output dtype; writes the LSE
+ * (without v_descale) when asked. */
+AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
+                            int s, int g0, int nh, const int d, const float *restrict acc, const float *restrict m,
                             const float *restrict l) {
   const anyattn_args *a = job->a;
   const int group = job->group;
   for (int hb = 0; hb < nh; hb++) {
+    const float vd = aa_descale_of(a, a->v_descale, s, g0 + hb, job->kvh);
     for (int r = 0; r < rw->R; r++) {
       const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
       const size_t o = (size_t)t * job->nqh + h, rr = (size_t)hb * rw->R4 + r;
       const int empty = rw->lo[r] >= rw->hi[r];
-      const float inv = empty ? 0.0f : 1.0f / l[rr];
+      const float inv = empty ? 0.0f : vd / l[rr];
       const float *ar = acc + rr * d;
       uint16_t *out = (uint16_t *)a->out + o * d;
       if (dt == ANYATTN_DTYPE_BF16)
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, c)] * inv);
+        for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, c)] * inv);
       else
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, c)] * inv);
+        for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, c)] * inv);
       if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
 }
 
-/* A decode item in bf16 or fp16 (dt): every token of sequence s (q_len <=
- * dec_q) against kv heads g0 .. g0 + nh - 1, the rows as in cpu.h. Always
- * inlined into one wrapper per dtype, so no dtype test is left in the hot
- * loops. */
-AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, float *restrict ws, int s, int g0,
-                               int nh, const int d) {
+/* A decode item in bf16 or fp16 (dt) over caches of dt (kv 0) or fp8 codes
+ * (kv 1 e4m3fn, 2 e4m3fnuz): every token of sequence s (q_len <= dec_q)
+ * against kv heads g0 .. g0 + nh - 1, the rows as in cpu.h. Always inlined
+ * into one wrapper per (dtype, cache format), so no type test is left in the
+ * hot loops. */
+AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, float *restrict ws, int s,
+                               int g0, int nh, const int d) {
   const anyattn_args *a = job->a;
   const aa_cpu_layout *L = &job->L;
   const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
@@ -294,9 +323,9 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, fl
   float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
   const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
   const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
-  aa_dec_load_q(job, dt, &rw, g0, nh, d, Q, acc, m, l);
+  aa_dec_load_q(job, dt, kv, &rw, s, g0, nh, d, Q, acc, m, l);
 
-  const int64_t kh = a->k_stride_head * (int64_t)sizeof(uint16_t), vh = a->v_stride_head * (int64_t)sizeof(uint16_t);
+  const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes; /* bytes */
   const int pf0 = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
   aa_kv_walks rd = {0}, pf = {0};
   if (ilo < ihi) {
@@ -310,26 +339,36 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, fl
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
     touched |= aa_dec_touch(job, nh, d, nk, &rd, &pf, &pf_next, ihi, kr, vr);
     for (int hb = 0; hb < nh; hb++) {
-      const uint16_t *k[AA_DEC_KB], *v[AA_DEC_KB];
+      const char *k[AA_DEC_KB], *v[AA_DEC_KB];
       for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
-        k[j] = (const uint16_t *)(kr[j < nk ? j : 0] + hb * kh);
-        v[j] = (const uint16_t *)(vr[j < nk ? j : 0] + hb * vh);
+        k[j] = kr[j < nk ? j : 0] + hb * kh;
+        v[j] = vr[j < nk ? j : 0] + hb * vh;
       }
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
-        const void *qrow = AA_DEC_QRAW(dt) ? (const void *)((const uint16_t *)Q + row * d)
-                                           : (const void *)((const float *)Q + row * d);
-        aa_dec_rows4(job, dt, d, &rw, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
+        const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
+                                               : (const void *)((const float *)Q + row * d);
+        aa_dec_rows4(job, dt, kv, d, &rw, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
       }
     }
   }
   memcpy(ws + L->alpha, &touched, sizeof(uint32_t)); /* scratch the decode path does not use */
-  aa_dec_store(job, dt, &rw, g0, nh, d, acc, m, l);
+  aa_dec_store(job, dt, kv, &rw, s, g0, nh, d, acc, m, l);
 }
 
 void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, ws, s, g0, nh, d);
+  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d);
 }
 void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, ws, s, g0, nh, d);
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d);
+}
+void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
+  const int fnuz = job->kv == ANYATTN_KV_FP8_E4M3FNUZ;
+  if (job->plan->problem.dtype == ANYATTN_DTYPE_BF16) {
+    if (fnuz) aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d);
+    else aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d);
+  } else {
+    if (fnuz) aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d);
+    else aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d);
+  }
 }

@@ -1,5 +1,5 @@
 /* tiled.c: the CPU backend's general path. A work item widens its q rows and
- * each tile of K/V rows to fp32 scratch, then runs the online softmax
+ * each tile of K/V rows (16-bit, fp32 or fp8 codes) to fp32 scratch, then runs the online softmax
  * (FlashAttention-style) over the tiles with every q head of the GQA group in
  * one row block, so each K/V row is read and widened once per group. */
 #include <math.h>
@@ -9,9 +9,22 @@
 
 /* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
- * lanes contribute nothing to dot products. */
-AA_INLINE void aa_widen_row(anyattn_dtype dt, const void *src, float *restrict dst, int d, int dp) {
+ * lanes contribute nothing to dot products. The row holds dt, or the fp8
+ * codes of kv when kv is not AS_Q (exact in fp32 as in bf16 and fp16). */
+AA_INLINE void aa_widen_row(anyattn_dtype dt, anyattn_kv_dtype kv, const void *src, float *restrict dst, int d,
+                            int dp) {
   int c = 0;
+  if (kv != ANYATTN_KV_AS_Q) {
+    const uint8_t *s = (const uint8_t *)src;
+    const int fnuz = kv == ANYATTN_KV_FP8_E4M3FNUZ;
+    if (fnuz)
+      for (; c + AA_VL <= d; c += AA_VL) aa_st(dst + c, aa_load_fp8(s + c, 1));
+    else
+      for (; c + AA_VL <= d; c += AA_VL) aa_st(dst + c, aa_load_fp8(s + c, 0));
+    for (; c < d; c++) dst[c] = aa_fp8_to_f32(s[c], fnuz);
+    for (; c < dp; c++) dst[c] = 0.0f;
+    return;
+  }
   switch (dt) {
     case ANYATTN_DTYPE_BF16: {
       const uint16_t *s = (const uint16_t *)src;
@@ -258,22 +271,23 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
 }
 
 /* ---- one work item ------------------------------------------------------------ */
-/* The item's q rows widened to fp32 and scaled (folding the scale into q
- * saves a multiply per score), m and l started from the sinks, padding rows
- * zeroed, accumulators cleared. Rows of the hb-th kv head start at hb * R4. */
-AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, float *restrict Q,
+/* The item's q rows widened to fp32 and scaled (folding the scale, times the
+ * k_descale of fp8 caches, into q saves a multiply per score), m and l
+ * started from the sinks, padding rows zeroed, accumulators cleared. Rows of
+ * the hb-th kv head start at hb * R4. */
+AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g0, int nh, float *restrict Q,
                               float *restrict acc, float *restrict m, float *restrict l, float *restrict alpha) {
   const anyattn_args *a = job->a;
   const int d = job->d, dp = job->L.dp, group = job->group, R = rw->R, R4 = rw->R4;
   const anyattn_dtype dt = job->plan->problem.dtype;
-  const float scale = job->plan->scale;
   for (int hb = 0; hb < nh; hb++) {
     const int g = g0 + hb;
+    const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g, job->kvh);
     float *Qh = Q + (size_t)hb * R4 * dp;
     for (int r = 0; r < R; r++) {
       const int t = rw->tok0 + r / group, h = g * group + r % group;
       float *qr = Qh + (size_t)r * dp;
-      aa_widen_row(dt, (const char *)a->q + ((size_t)t * job->nqh + h) * d * job->es, qr, d, dp);
+      aa_widen_row(dt, ANYATTN_KV_AS_Q, (const char *)a->q + ((size_t)t * job->nqh + h) * d * job->es, qr, d, dp);
       for (int c = 0; c < dp; c += AA_VL) aa_st(qr + c, aa_ld(qr + c) * aa_splat(scale));
       m[hb * R4 + r] = a->sinks ? a->sinks[h] : -INFINITY;
       l[hb * R4 + r] = a->sinks ? 1.0f : 0.0f;
@@ -295,13 +309,14 @@ AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks 
   const anyattn_args *a = job->a;
   const int d = job->d, dp = job->L.dp, bn = job->L.bn;
   const anyattn_dtype dt = job->plan->problem.dtype;
-  const size_t es = job->es, row_bytes = (size_t)d * es;
+  const anyattn_kv_dtype kv = job->kv;
+  const size_t es = job->kes, row_bytes = (size_t)d * es;
   const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
   for (int j = 0; j < nk; j++) {
     const char *kr = aa_walk_next(&rd->k), *vr = aa_walk_next(&rd->v);
     for (int hb = 0; hb < nh; hb++) {
-      aa_widen_row(dt, kr + hb * kh, Kf + ((size_t)hb * bn + j) * dp, d, dp);
-      aa_widen_row(dt, vr + hb * vh, Vf + ((size_t)hb * bn + j) * dp, d, dp);
+      aa_widen_row(dt, kv, kr + hb * kh, Kf + ((size_t)hb * bn + j) * dp, d, dp);
+      aa_widen_row(dt, kv, vr + hb * vh, Vf + ((size_t)hb * bn + j) * dp, d, dp);
     }
     if (*prefetched < ihi) {
       const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
@@ -316,7 +331,9 @@ AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks 
 }
 
 /* 16 elements of a K row widened to fp32 (unaligned source). */
-AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, const char *p) {
+AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, anyattn_kv_dtype kv, const char *p) {
+  if (kv == ANYATTN_KV_FP8_E4M3) return aa_load_fp8((const uint8_t *)p, 0);
+  if (kv == ANYATTN_KV_FP8_E4M3FNUZ) return aa_load_fp8((const uint8_t *)p, 1);
   switch (dt) {
     case ANYATTN_DTYPE_BF16: return aa_load_bf16((const uint16_t *)p);
     case ANYATTN_DTYPE_F16: return aa_load_f16((const uint16_t *)p);
@@ -331,14 +348,15 @@ AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, aa_kv_wa
                                 int *prefetched, int ihi, float *restrict Kt, float *restrict Vf) {
   const int d = job->d, dp = job->L.dp, bn = job->L.bn;
   const anyattn_dtype dt = job->plan->problem.dtype;
-  const size_t es = job->es, row_bytes = (size_t)d * es;
+  const anyattn_kv_dtype kv = job->kv;
+  const size_t es = job->kes, row_bytes = (size_t)d * es;
   for (int j0 = 0; j0 < nkp; j0 += AA_VL) {
     const char *kr[AA_VL];
     for (int j = 0; j < AA_VL; j++) {
       kr[j] = NULL;
       if (j0 + j >= nk) continue;
       kr[j] = aa_walk_next(&rd->k);
-      aa_widen_row(dt, aa_walk_next(&rd->v), Vf + (size_t)(j0 + j) * dp, d, dp);
+      aa_widen_row(dt, kv, aa_walk_next(&rd->v), Vf + (size_t)(j0 + j) * dp, d, dp);
       if (*prefetched < ihi) {
         const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
         for (size_t o = 0; o < row_bytes; o += 64) {
@@ -350,26 +368,28 @@ AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, aa_kv_wa
     }
     for (int c = 0; c < d; c += AA_VL) {
       aa_vf r[AA_VL];
-      for (int j = 0; j < AA_VL; j++) r[j] = kr[j] ? aa_load_dt(dt, kr[j] + (size_t)c * es) : aa_splat(0.0f);
+      for (int j = 0; j < AA_VL; j++) r[j] = kr[j] ? aa_load_dt(dt, kv, kr[j] + (size_t)c * es) : aa_splat(0.0f);
       aa_transpose16(r);
       for (int i = 0; i < AA_VL; i++) aa_st(Kt + (size_t)(c + i) * bn + j0, r[i]);
     }
   }
 }
 
-/* Normalises the accumulators and rounds them once to the output dtype;
- * writes the LSE when asked (-inf, and a zero row, where no key is visible). */
-AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g0, int nh, const float *restrict acc,
-                             const float *restrict m, const float *restrict l) {
+/* Normalises the accumulators, times the v_descale of fp8 caches, and rounds
+ * them once to the output dtype; writes the LSE (without v_descale) when asked
+ * (-inf, and a zero row, where no key is visible). */
+AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g0, int nh,
+                             const float *restrict acc, const float *restrict m, const float *restrict l) {
   const anyattn_args *a = job->a;
   const int d = job->d, dp = job->L.dp, group = job->group;
   for (int hb = 0; hb < nh; hb++) {
+    const float vd = aa_descale_of(a, a->v_descale, s, g0 + hb, job->kvh);
     for (int r = 0; r < rw->R; r++) {
       const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
       const size_t o = (size_t)t * job->nqh + h;
       const size_t rr = (size_t)hb * rw->R4 + r;
       const int empty = rw->lo[r] >= rw->hi[r];
-      const float inv = empty ? 0.0f : 1.0f / l[rr];
+      const float inv = empty ? 0.0f : vd / l[rr];
       const float *ar = acc + rr * dp;
       switch (job->plan->problem.dtype) {
         case ANYATTN_DTYPE_F32: {
@@ -404,12 +424,12 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
   float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
   const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
   const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
-  aa_item_load_q(job, &rw, g0, nh, Q, acc, m, l, alpha);
+  aa_item_load_q(job, &rw, s, g0, nh, Q, acc, m, l, alpha);
 
   /* Prefetch a fixed number of bytes ahead, not a fixed number of keys: a
    * tile of all kv heads (128 KiB at bf16, 8 heads) would not fit in L1, and
    * lines prefetched that far ahead are evicted before they are used. */
-  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)nh * job->d * job->es * 2));
+  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)nh * job->d * job->kes * 2));
   pf_keys = pf_keys < 1 ? 1 : pf_keys > bn ? bn : pf_keys;
   int prefetched = ilo + pf_keys < ihi ? ilo + pf_keys : ihi; /* next key to prefetch */
   aa_kv_walks rd = {0}, pf = {0};
@@ -433,7 +453,7 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
                   Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0);
     }
   }
-  aa_item_store(job, &rw, g0, nh, acc, m, l);
+  aa_item_store(job, &rw, s, g0, nh, acc, m, l);
 }
 
 /* The entry points: a block of a sequence's tokens against one kv head

@@ -3,7 +3,9 @@
  * lets the chosen kernels (AMX or vdpbf16ps) form S = Q.K^T and O += P.V with
  * fp32 accumulation, and runs the online softmax on S with AVX-512 between
  * them. fp16 is carried as two bf16 terms per element (hi + lo, exact) and
- * three products (hi.hi + hi.lo + lo.hi). Compiled with AVX-512 and
+ * three products (hi.hi + hi.lo + lo.hi). fp8 cache codes are staged as bf16,
+ * which holds every one exactly (fp16 problems: hi = the code's value, lo =
+ * 0). Compiled with AVX-512 and
  * AVX512-BF16 flags; backend.c calls it only where isa.c found both. */
 #include <immintrin.h>
 #include <math.h>
@@ -35,10 +37,26 @@ AA_INLINE void aa16_split_f16(const uint16_t *src, int d, uint16_t *dst, int a_s
   }
 }
 
+/* A row of d fp8 codes (kv an fp8 format) as the bf16 terms aa16_split_f16
+ * writes on the B side: (v) for bf16 (terms 1), (v, 0, v) for fp16 (terms 3).
+ * Exact: the fp32 widening of a code has no bits in its low half. */
+AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, uint16_t *dst, int terms, anyattn_kv_dtype kv) {
+  for (int c = 0; c < d; c += 16) {
+    const aa_vf x = kv == ANYATTN_KV_FP8_E4M3FNUZ ? aa_load_fp8(src + c, 1) : aa_load_fp8(src + c, 0);
+    const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32((__m512i)x, 16));
+    _mm256_storeu_si256((__m256i *)(dst + c), h);
+    if (terms == 3) {
+      _mm256_storeu_si256((__m256i *)(dst + d + c), _mm256_setzero_si256());
+      _mm256_storeu_si256((__m256i *)(dst + 2 * d + c), h);
+    }
+  }
+}
+
 /* 2^t on 16 lanes: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial
- * (relative error about 2e-7), scaled by 2^n with vscalefps. */
+ * (relative error about 2e-7), scaled by 2^n with vscalefps. NaN in, NaN
+ * out, as expf does on the fp32 path. */
 AA_INLINE __m512 aa16_exp2(__m512 t) {
-  t = _mm512_max_ps(t, _mm512_set1_ps(-126.0f));
+  t = _mm512_max_ps(_mm512_set1_ps(-126.0f), t); /* vmaxps returns its second operand for NaN: a NaN score stays NaN */
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, n);
   __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
@@ -120,6 +138,10 @@ typedef struct {
   uint16_t *X;   /* fp16: the split K rows [16][kd], V rows [16][kd] of a key group; then a zero row [kd] */
   float *m, *l;
   int d, terms, kd, bn;
+  anyattn_kv_dtype kv; /* the caches' storage: AS_Q (16-bit rows read in place) or fp8 (converted into X) */
+  size_t kes;          /* bytes per cache element */
+  float scale;         /* the softmax scale times the item's k_descale */
+  float v_descale;     /* the item's v_descale */
 } aa16_tile;
 
 /* The next nk keys' K and V rows (plus zero rows up to nkp) into Kt and Vp, 16
@@ -127,9 +149,9 @@ typedef struct {
  * before ihi (as tiled.c does: a fixed number of bytes ahead). */
 static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_kv_walks *pf,
                        int *prefetched, int ihi) {
-  const int d = T->d, kd = T->kd, bn = T->bn, f16 = T->terms == 3;
+  const int d = T->d, kd = T->kd, bn = T->bn, f16 = T->terms == 3, fp8 = T->kv != ANYATTN_KV_AS_Q;
   const uint16_t *zero = T->X + (size_t)32 * kd;
-  const size_t row_bytes = (size_t)d * 2;
+  const size_t row_bytes = (size_t)d * T->kes;
   for (int j0 = 0; j0 < nkp; j0 += 16) {
     const uint16_t *k[16], *v[16];
     for (int j = 0; j < 16; j++) {
@@ -138,7 +160,13 @@ static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_
         continue;
       }
       const uint16_t *kr = (const uint16_t *)aa_walk_next(&rd->k), *vr = (const uint16_t *)aa_walk_next(&rd->v);
-      if (f16) {
+      if (fp8) {
+        uint16_t *xk = T->X + (size_t)j * kd, *xv = T->X + (size_t)(16 + j) * kd;
+        aa16_split_fp8((const uint8_t *)kr, d, xk, T->terms, T->kv);
+        aa16_split_fp8((const uint8_t *)vr, d, xv, T->terms, T->kv);
+        kr = xk;
+        vr = xv;
+      } else if (f16) {
         uint16_t *xk = T->X + (size_t)j * kd, *xv = T->X + (size_t)(16 + j) * kd;
         aa16_split_f16(kr, d, xk, 0);
         aa16_split_f16(vr, d, xv, 0);
@@ -167,9 +195,9 @@ static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_
 /* ---- softmax ------------------------------------------------------------------------ */
 /* Softcap and ALiBi on row r's visible scores, which leaves them scaled (as
  * tiled.c orders them: scale, softcap, then the ALiBi bias). */
-static void aa16_transform(const aa_cpu_job *job, float *restrict sr, int jlo, int jhi, int r, int j0, int g,
-                           int qpos0) {
-  const float scale = job->plan->scale, softcap = job->plan->problem.softcap;
+static void aa16_transform(const aa_cpu_job *job, float scale, float *restrict sr, int jlo, int jhi, int r, int j0,
+                           int g, int qpos0) {
+  const float softcap = job->plan->problem.softcap;
   const int group = job->group;
   for (int j = jlo; j < jhi; j++) sr[j] *= scale;
   if (softcap > 0.0f)
@@ -200,9 +228,9 @@ static void aa16_softmax(const aa_cpu_job *job, const aa16_tile *T, int R, int R
       for (int t = 0; t < T->terms; t++) memset(pr + (size_t)t * bn, 0, (size_t)nkp * 2);
       continue;
     }
-    float sc = job->plan->scale;
+    float sc = T->scale;
     if (transform) {
-      aa16_transform(job, sr, jlo, jhi, r, j0, g, qpos0);
+      aa16_transform(job, T->scale, sr, jlo, jhi, r, j0, g, qpos0);
       sc = 1.0f;
     }
     const __m512 vsc = _mm512_set1_ps(sc);
@@ -258,8 +286,9 @@ static void aa16_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, int
   memset(T->O, 0, (size_t)R32 * d * sizeof(float));
 }
 
-/* O / l rounded once to the output dtype, and the LSE when asked (-inf, and a
- * zero row, where no key is visible). */
+/* O / l, times the v_descale of fp8 caches, rounded once to the output dtype,
+ * and the LSE (without it) when asked (-inf, and a zero row, where no key is
+ * visible). */
 static void aa16_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, const aa16_tile *T) {
   const anyattn_args *a = job->a;
   const int d = T->d, group = job->group;
@@ -267,7 +296,7 @@ static void aa16_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, cons
     const int t = rw->tok0 + r / group, h = g * group + r % group;
     const size_t o = (size_t)t * job->nqh + h;
     const int empty = rw->lo[r] >= rw->hi[r];
-    const float inv = empty ? 0.0f : 1.0f / T->l[r];
+    const float inv = empty ? 0.0f : T->v_descale / T->l[r];
     const float *orow = T->O + (size_t)r * d;
     uint16_t *out = (uint16_t *)a->out + o * d;
     if (T->terms == 3)
@@ -296,12 +325,16 @@ void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, int g, int 
   T.X = (uint16_t *)(ws + L->x);
   T.m = ws + L->m;
   T.l = ws + L->l;
+  T.kv = job->kv;
+  T.kes = job->kes;
+  T.scale = job->plan->scale * aa_descale_of(job->a, job->a->k_descale, s, g, job->kvh);
+  T.v_descale = aa_descale_of(job->a, job->a->v_descale, s, g, job->kvh);
   const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
   const int R32 = (int)aa_round_up((size_t)rw.R, 32), ilo = rw.ilo, ihi = rw.ihi;
   memset(T.X + (size_t)32 * T.kd, 0, (size_t)T.kd * 2);
   aa16_load_q(job, &rw, g, R32, &T);
 
-  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)job->d * 2 * 2));
+  int pf_keys = (int)(AA_CPU_PREFETCH_BYTES / ((size_t)job->d * job->kes * 2));
   pf_keys = pf_keys < 1 ? 1 : pf_keys > T.bn ? T.bn : pf_keys;
   int prefetched = ilo + pf_keys < ihi ? ilo + pf_keys : ihi;
   aa_kv_walks rd = {0}, pf = {0};

@@ -129,6 +129,9 @@ anyattn_status plan(anyattn_plan *plan) {
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
            ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the " AA_GPU_NAME " backend",
            (int)pr->dtype);
+  AA_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem->kv_dtype %s: the " AA_GPU_NAME " backend does not read fp8 caches in this build",
+           anyattn_kv_dtype_name(pr->kv_dtype));
   aa_gpu_plan_state *st = static_cast<aa_gpu_plan_state *>(calloc(1, sizeof(aa_gpu_plan_state)));
   AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " state allocation failed");
   plan->state = st;

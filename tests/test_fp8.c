@@ -1,0 +1,196 @@
+/* test_fp8.c: fp8 caches on the CPU backend beyond the conformance suite:
+ * every code of both formats read back exactly (through V, with one visible
+ * key), descales applied as docs/semantics.md says, and NaN codes propagating
+ * like NaN in a 16-bit cache; under each product kind (ANYATTN_CPU_ISA) this
+ * machine has, on the decode and the prefill paths. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anyattn.h"
+#include "reference.h"
+#include "tl_util.h"
+
+static int failures = 0, checks = 0;
+static uint64_t g_seed;
+
+#define CHECK(cond, ...)           \
+  do {                             \
+    checks++;                      \
+    if (!(cond)) {                 \
+      failures++;                  \
+      printf("FAIL: " __VA_ARGS__); \
+      printf("\n");                \
+    }                              \
+  } while (0)
+
+enum { HKV = 2, GROUP = 4, HQ = HKV * GROUP, BS = 16 };
+
+typedef struct {
+  anyattn_kv_dtype kv;
+  anyattn_dtype dt;
+  int d, q_len, kv_len;
+  const char *isa;
+} fp8_setup;
+
+/* One sequence of q_len queries over kv_len keys (pages in order), caches of
+ * codes k and v, descales kd and vd (per (seq, head) when given two). Runs the
+ * CPU backend and the reference; returns 0, or -1 when the plan is refused
+ * for the ISA (it then prints why). */
+static int run_one(const fp8_setup *S, const void *q, const uint8_t *k, const uint8_t *v, const float *kd,
+                   const float *vd, anyattn_descale_layout layout, uint16_t *out, float *lse, double *ref,
+                   double *ref_lse) {
+  anyattn_context *ctx = NULL;
+  if (anyattn_context_create(ANYATTN_BACKEND_CPU, 0, &ctx) != ANYATTN_STATUS_OK) return -1;
+  anyattn_problem pr;
+  anyattn_problem_init(&pr);
+  pr.num_q_heads = HQ, pr.num_kv_heads = HKV, pr.head_dim = S->d, pr.dtype = S->dt, pr.block_size = BS;
+  pr.causal = 1, pr.kv_dtype = S->kv;
+  anyattn_limits lim;
+  anyattn_limits_init(&lim);
+  lim.max_seqs = 1, lim.max_tokens = S->q_len, lim.max_context = S->kv_len;
+  anyattn_plan *plan = NULL;
+  setenv("ANYATTN_CPU_ISA", S->isa, 1);
+  anyattn_status s = anyattn_plan_create(ctx, &pr, &lim, &plan);
+  unsetenv("ANYATTN_CPU_ISA");
+  if (s != ANYATTN_STATUS_OK) {
+    printf("note: ISA %s not run here: %s\n", S->isa, anyattn_last_error());
+    anyattn_context_free(ctx);
+    return -1;
+  }
+  const int pages = (S->kv_len + BS - 1) / BS;
+  int32_t cu[2] = {0, S->q_len}, kl[1] = {S->kv_len}, table[64];
+  for (int j = 0; j < pages; j++) table[j] = j;
+  anyattn_batch b;
+  anyattn_batch_init(&b);
+  b.num_seqs = 1, b.num_tokens = S->q_len, b.cu_seqlens_q = cu, b.seq_lens_k = kl, b.block_table = table;
+  b.block_table_stride = pages;
+  anyattn_tensors t;
+  anyattn_tensors_init(&t);
+  t.q = q, t.k_cache = k, t.v_cache = v, t.num_blocks = pages, t.out = out, t.lse = lse;
+  t.k_descale = kd, t.v_descale = vd, t.descale_layout = layout;
+  const size_t ws_size = anyattn_plan_workspace_size(plan);
+  void *ws = NULL;
+  if (posix_memalign(&ws, 256, ws_size ? ws_size : 256) != 0) return -1;
+  tl_fill_nan(S->dt, out, (size_t)S->q_len * HQ * S->d);
+  s = anyattn_run(plan, &b, &t, ws, ws_size, NULL);
+  CHECK(s == ANYATTN_STATUS_OK, "run: %s", anyattn_last_error());
+  CHECK(tl_reference(&pr, &b, &t, ref, ref_lse, NULL, NULL) == 0, "reference");
+  free(ws);
+  anyattn_plan_free(plan);
+  anyattn_context_free(ctx);
+  return 0;
+}
+
+/* With one key (q_len = kv_len = 1) the output is v_descale times the V row:
+ * V holds all 256 codes (d = 256), so every code is read back; NaN codes come
+ * out NaN, every other exactly (x 2 is exact too). */
+static void test_every_code(anyattn_kv_dtype kv, anyattn_dtype dt, const char *isa) {
+  enum { D = 256 };
+  static uint16_t q[HQ * D], out[HQ * D];
+  static uint8_t k[BS * HKV * D], v[BS * HKV * D];
+  static float lse[HQ];
+  static double ref[HQ * D], ref_lse[HQ];
+  uint64_t r = 12345;
+  tl_fill_normal(dt, q, HQ * D, 1.0f, &r);
+  tl_fill_fp8(kv, k, sizeof k, &r);
+  for (int h = 0; h < HKV; h++)
+    for (int c = 0; c < D; c++) v[h * D + c] = (uint8_t)(c * 97 + h); /* a permutation of the codes */
+  const float vd[1] = {2.0f};
+  const fp8_setup S = {kv, dt, D, 1, 1, isa};
+  if (run_one(&S, q, k, v, NULL, vd, ANYATTN_DESCALE_PER_TENSOR, out, lse, ref, ref_lse) != 0) return;
+  int bad = 0, nans = 0;
+  for (int h = 0; h < HQ; h++)
+    for (int c = 0; c < D; c++) {
+      const uint8_t code = v[(h / GROUP) * D + c];
+      const double want = 2.0 * tl_fp8_value(kv, code), got = tl_load(dt, out, (size_t)h * D + c);
+      if (isnan(want)) nans++;
+      if (isnan(want) ? !isnan(got) : got != want) {
+        if (bad++ == 0)
+          printf("  %s %s isa %s: code 0x%02x reads %.9g, want %.9g\n", tl_kv_name(kv), tl_dtype_name(dt), isa,
+                 code, got, want);
+      }
+      if (!isnan(want) && ref[h * D + c] != want) bad++;
+    }
+  CHECK(bad == 0, "%s %s isa %s: %d codes read wrong", tl_kv_name(kv), tl_dtype_name(dt), isa, bad);
+  CHECK(nans == HQ * (kv == ANYATTN_KV_FP8_E4M3 ? 2 : 1), "%s: %d NaN codes seen", tl_kv_name(kv), nans);
+}
+
+/* Same NaN-ness as the reference everywhere and the 16-bit tolerance on the
+ * finite elements: counts mismatches. */
+static int compare(anyattn_dtype dt, const uint16_t *out, const float *lse, const double *ref, const double *ref_lse,
+                   int rows, int d, int *nan_out) {
+  const double tol = dt == ANYATTN_DTYPE_BF16 ? 2e-2 : 4e-3;
+  int bad = 0;
+  *nan_out = 0;
+  for (int i = 0; i < rows * d; i++) {
+    const double got = tl_load(dt, out, (size_t)i);
+    if (isnan(ref[i])) {
+      *nan_out += isnan(got);
+      bad += !isnan(got);
+    } else {
+      bad += !(fabs(got - ref[i]) <= tol * (1.0 + fabs(ref[i])));
+    }
+  }
+  for (int i = 0; i < rows; i++)
+    bad += isnan(ref_lse[i]) ? !isnan(lse[i]) : !(fabs(lse[i] - ref_lse[i]) <= 1e-3 * (1.0 + fabs(ref_lse[i])));
+  return bad;
+}
+
+/* A NaN code in K of key 0 (every causal row sees it): all out and lse of that
+ * kv head's rows NaN, the other head's rows untouched by it. A NaN code in V
+ * of key 3 at dim 5: that element NaN in the rows that see key 3, the rest as
+ * the reference. Per (seq, head) descales. */
+static void test_nan(anyattn_kv_dtype kv, anyattn_dtype dt, const char *isa, int q_len, int d) {
+  const int kv_len = q_len + 37, rows = q_len * HQ;
+  const int pages = (kv_len + BS - 1) / BS;
+  const size_t ce = (size_t)pages * BS * HKV * d;
+  uint16_t *q = malloc(sizeof(uint16_t) * rows * d), *out = malloc(sizeof(uint16_t) * rows * d);
+  uint8_t *k = malloc(ce), *v = malloc(ce);
+  float *lse = malloc(sizeof(float) * rows);
+  double *ref = malloc(sizeof(double) * rows * d), *ref_lse = malloc(sizeof(double) * rows);
+  uint64_t r = g_seed ^ (uint64_t)(q_len * 131 + d);
+  tl_fill_normal(dt, q, (size_t)rows * d, 1.0f, &r);
+  tl_fill_fp8(kv, k, ce, &r);
+  tl_fill_fp8(kv, v, ce, &r);
+  const float kd[HKV] = {0.25f, 0.5f}, vd[HKV] = {1.5f, 0.125f};
+  const uint8_t nan = tl_fp8_nan(kv);
+  for (int which = 0; which < 2; which++) {
+    uint8_t *c = which == 0 ? k : v;
+    const size_t at = which == 0 ? (size_t)0 * HKV * d + 7 /* key 0, head 0, dim 7 */
+                                 : (size_t)3 * HKV * d + (size_t)1 * d + 5; /* key 3, head 1, dim 5 */
+    const uint8_t keep = c[at];
+    c[at] = nan;
+    const fp8_setup S = {kv, dt, d, q_len, kv_len, isa};
+    if (run_one(&S, q, k, v, kd, vd, ANYATTN_DESCALE_PER_SEQ_HEAD, out, lse, ref, ref_lse) == 0) {
+      int nan_out = 0;
+      const int bad = compare(dt, out, lse, ref, ref_lse, rows, d, &nan_out);
+      /* K: every row of kv head 0 (GROUP q heads per token) is all NaN; V: dim 5 of kv head 1's rows. */
+      const int want_nan = which == 0 ? q_len * GROUP * d : q_len * GROUP;
+      CHECK(bad == 0 && nan_out == want_nan, "%s %s isa %s q_len %d d %d: NaN in %s: %d mismatches, %d NaN out (want %d)",
+            tl_kv_name(kv), tl_dtype_name(dt), isa, q_len, d, which ? "V" : "K", bad, nan_out, want_nan);
+    }
+    c[at] = keep;
+  }
+  free(q), free(out), free(k), free(v), free(lse), free(ref), free(ref_lse);
+}
+
+int main(void) {
+  static const char *const isas[] = {"fp32", "avx512bf16", "amx"};
+  static const anyattn_kv_dtype kvs[] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
+  static const anyattn_dtype dts[] = {ANYATTN_DTYPE_BF16, ANYATTN_DTYPE_F16};
+  g_seed = tl_seed_from_env_or_time();
+  printf("seed 0x%llx, rerun with ANYATTN_SEED=0x%llx\n", (unsigned long long)g_seed, (unsigned long long)g_seed);
+  for (int i = 0; i < 3; i++)
+    for (int f = 0; f < 2; f++)
+      for (int t = 0; t < 2; t++) {
+        test_every_code(kvs[f], dts[t], isas[i]);
+        test_nan(kvs[f], dts[t], isas[i], 1, 128);  /* decode */
+        test_nan(kvs[f], dts[t], isas[i], 40, 128); /* prefill */
+        test_nan(kvs[f], dts[t], isas[i], 3, 45);   /* an odd head dim */
+      }
+  printf("test_fp8: %d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
