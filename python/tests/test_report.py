@@ -203,10 +203,10 @@ import time
 from report_peers import NumpyAttention
 
 class Slow(NumpyAttention):
-    name, label = "numpy-slow", "NumPy, a second to set up"
+    name, label = "numpy-slow", "NumPy, three seconds to set up"
 
     def runner(self, inp):
-        time.sleep(1.0)
+        time.sleep(3.0)
         return NumpyAttention.runner(self, inp)
 
 PEERS = [Slow()]
@@ -224,13 +224,18 @@ def test_interrupted_workload_continues(tmp_path):
     args = [sys.executable, "-m", "anyattn.report", "--out", str(out), "--quiet", "--quick", "--workloads", "decode",
             "--peers", "numpy-slow", "--peers-from", str(peers)]
     p = subprocess.Popen(args, env=report_env([HERE]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(600):   # until the first case has its peer's result
+    # Until the first case has its peer's result; the next case's peer then sleeps 3 s, time
+    # enough for the signal to land mid-workload even on a loaded 2-core machine.
+    seen = False
+    for _ in range(3000):
         time.sleep(0.1)
         try:
-            if "numpy-slow" in load(out, "results.json")["workloads"]["decode"]["cases"][0]["results"]:
-                break
+            seen = "numpy-slow" in load(out, "results.json")["workloads"]["decode"]["cases"][0]["results"]
         except (OSError, ValueError, KeyError, IndexError):
             pass
+        if seen or p.poll() is not None:
+            break
+    assert seen, "the report posted no peer result for the first decode case within 300 s"
     p.send_signal(signal.SIGINT)
     assert p.communicate(timeout=60) and p.returncode == 130
     first = load(out, "results.json")["workloads"]["decode"]
