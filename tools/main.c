@@ -74,7 +74,7 @@ static const cli_command commands[] = {
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
      "--backend --device --workload --json --graph --config --iters --dtype --cases --filter --list --no-flush "
-     "--max-context --ranks-per-node",
+     "--max-context --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -91,6 +91,7 @@ static const cli_command commands[] = {
      "  --list              print the cases (one JSON line each, with every sequence's\n"
      "                      query and key counts) and time nothing\n"
      "  --dtype T           bf16 (default), f16, f32\n"
+     "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
@@ -265,6 +266,7 @@ typedef struct {
   double intra_gbs, inter_gbs;
   unsigned long long seed;
   anyattn_dtype dtype;
+  int head_dim; /* bench --head-dim (0: the default) */
 } cli_options;
 
 /* 1 when --help or -h stands where an option may (not as another option's value). */
@@ -370,6 +372,9 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     *(!strcmp(a, "--intra-gbs") ? &o->intra_gbs : &o->inter_gbs) = g;
   } else if (!strcmp(a, "--rates")) {
     o->rates = v;
+  } else if (!strcmp(a, "--head-dim")) {
+    if (parse_int_opt(v, 1, BENCH_MAX_D, &o->head_dim))
+      return usage_error("bad --head-dim '%s' (1 to %d)", shown(v), BENCH_MAX_D);
   } else if (!strcmp(a, "--dtype")) {
     if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
@@ -523,6 +528,7 @@ static int cmd_bench(const cli_options *o) {
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
   bo.ranks_per_node = o->ranks_per_node;
+  bo.head_dim = o->head_dim;
   return bench_main(&bo);
 }
 
