@@ -178,7 +178,7 @@ typedef struct {
   size_t struct_size;
   int num_q_heads;      /* 1..65536, multiple of num_kv_heads */
   int num_kv_heads;     /* 1..65536 */
-  int head_dim;         /* 1..65536; CPU: any of 1..512; GPU: 64, 96, 128, 256 */
+  int head_dim;         /* 1..65536; CPU: any of 1..512; GPU: a multiple of 8 in 32..512 */
   anyattn_dtype dtype;  /* of q and out, and of the caches unless kv_dtype says otherwise */
   int block_size;       /* tokens per KV page; CPU: >= 1 */
   int causal;           /* 0 or 1 */

@@ -181,6 +181,8 @@ static int build_fp8_full(tl_case *cases, int first, uint64_t *r) {
   return n;
 }
 
+static int add_head_dim_cases(tl_case *cases, int n, int quick);
+
 /* Quick set: twelve presets per dtype that together touch every feature, two
  * with query positions (q_pos) per dtype, and padding rows. */
 static int build_quick(tl_case *cases) {
@@ -278,7 +280,7 @@ static int build_quick(tl_case *cases) {
     n++;
   }
   n += build_fp8_quick(cases + n, n);
-  return n;
+  return add_head_dim_cases(cases, n, 1);
 }
 
 /* Full set: one axis at a time with the other features random (sections
@@ -403,6 +405,49 @@ static int build_full(tl_case *cases) {
     case_name(c, 'g', n++);
   }
   n += build_fp8_full(cases + n, n, &r);
+  return add_head_dim_cases(cases, n, 0);
+}
+
+/* Head dims models use that the GPU runs padded to a compiled one (40, 72,
+ * 112, 160) or on a compiled one of their own (80, 192, 512): causal, GQA,
+ * odd lengths, decode and prefill (section 'm'). Quick: one case per head
+ * dim, 16-bit dtypes alternating, and one fp32 case; full: a decode and a
+ * prefill case per head dim and 16-bit dtype, the other features random. */
+static int add_head_dim_cases(tl_case *cases, int n, int quick) {
+  static const int dims[] = {40, 72, 80, 112, 160, 192, 512};
+  static const int kinds[] = {KIND_DECODE, KIND_PREFILL, KIND_MIXED, KIND_LONG, KIND_CHUNKED, KIND_DECODE, KIND_PREFILL};
+  static const int groups[] = {GROUP_G4, GROUP_G8, GROUP_G3, GROUP_G4, GROUP_MQA, GROUP_G4, GROUP_G8};
+  static const int sizes[] = {16, 5, 32, 16, 1, 64, 16};
+  const int nd = (int)(sizeof dims / sizeof dims[0]);
+  if (quick) {
+    for (int k = 0; k <= nd; k++) {
+      tl_case *c = &cases[n];
+      memset(c, 0, sizeof *c);
+      c->dtype = k == nd ? ANYATTN_DTYPE_F32 : k % 2 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16;
+      c->head_dim = k == nd ? 72 : dims[k];
+      c->kind = k == nd ? KIND_MIXED : kinds[k];
+      c->block_size = k == nd ? 16 : sizes[k];
+      case_set_group(c, k == nd ? GROUP_G4 : groups[k]);
+      c->window_left = c->window_right = -1;
+      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      if (k == 3) c->layout = LAYOUT_HND, c->sinks = 1;
+      if (k == 4) c->causal = 0, c->layout = LAYOUT_PAD;
+      if (k == 6) c->garbage = 1;
+      case_name(c, 'm', n++);
+    }
+    return n;
+  }
+  uint64_t r = 0x0DD5D1A5ull; /* fixed: the list does not depend on the seed */
+  for (int k = 0; k < nd; k++)
+    for (int di = 1; di < 3; di++)
+      for (int kind = 0; kind < 2; kind++) {
+        tl_case *c = &cases[n];
+        case_random(c, &r, all_dtypes[di]);
+        c->head_dim = dims[k];
+        c->kind = kind == 0 ? KIND_DECODE : KIND_PREFILL;
+        if (tl_rng_int(&r, 0, 1)) c->causal = 1, c->window_right = -1;
+        case_name(c, 'm', n++);
+      }
   return n;
 }
 

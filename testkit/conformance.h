@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 typedef struct {
-  int quick;          /* 1: the small set ctest runs (about 55 cases) */
+  int quick;          /* 1: the small set ctest runs (about 65 cases) */
   const char *filter; /* NULL or "": all cases; else only names containing it */
   uint64_t seed;      /* 0: tl_seed_from_env_or_time() ($ANYATTN_SEED) */
   int verbose;        /* 1: also print the first mismatching elements of a failure */

@@ -115,7 +115,7 @@ fi
 want=0
 while read -r bm bn w st; do
   [ -n "$bm" ] || continue
-  for hd in 64 96 128 256; do
+  for hd in 64 80 96 128 192 256 512; do # AA_GPU_HEAD_DIMS (src/gpu/kernel/kernels.cuh)
     row=$((hd + 8)); wn=$((w / (bm / 16)))
     pipe=$((bm * row * 2 + 2 * st * bn * row * 2 + 2 * bn * 16))
     merge=$((wn * bm * (8 + (hd + 4) * 4)))

@@ -19,6 +19,8 @@
 #include "gpu_ceilings.h"
 #include "tl_util.h"
 
+int bench_head_dim = BENCH_DEFAULT_D;
+
 void bench_add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv) {
   if (l->count == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 16;
@@ -246,7 +248,7 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
   const double tol = dt == ANYATTN_DTYPE_F32 ? 1e-4 : dt == ANYATTN_DTYPE_F16 ? 5e-3 : 3e-2;
   const double scale = 1.0 / sqrt((double)BENCH_D);
   uint64_t rng = 0xC0FFEEu + (uint64_t)num_tokens;
-  unsigned char row[BENCH_D * 4];
+  unsigned char row[BENCH_MAX_D * 4];
   double *p = NULL;
   int ok = 1;
   for (int sample = 0; sample < 8 && ok; sample++) {
@@ -256,7 +258,7 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
     while (cu[s + 1] <= t) s++;
     const int kv = c->kv_lens[s], pos = kv - c->q_lens[s] + (t - cu[s]);
     p = (double *)realloc(p, (size_t)(pos + 1) * sizeof *p);
-    double m = -INFINITY, l = 0, o[BENCH_D] = {0};
+    double m = -INFINITY, l = 0, o[BENCH_MAX_D] = {0};
     for (int j = 0; j <= pos; j++) { /* causal: keys 0..pos */
       const size_t krow = (((size_t)bt[(size_t)s * max_pages + j / BENCH_BS] * BENCH_BS + j % BENCH_BS) * BENCH_HKV + kvh) * BENCH_D;
       const size_t qrow = ((size_t)t * BENCH_HQ + h) * BENCH_D;
@@ -728,6 +730,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
   if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
   if (o->kv_dtype != ANYATTN_KV_AS_Q) str_append(buf, n, " --kv-dtype %s", anyattn_kv_dtype_name(o->kv_dtype));
+  if (o->head_dim > 0) str_append(buf, n, " --head-dim %d", o->head_dim);
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);
   if (o->json_path) {
@@ -851,8 +854,9 @@ int bench_main(const bench_options *opt) {
     fprintf(stderr, "anyattn: unknown workload '%s' (known: %s)\n", opt->workload, bench_workload_names());
     return 2;
   }
-  /* context parallelism: across the processes of a job (cp_bench.c) */
+  /* context parallelism: across the processes of a job (cp_bench.c), at the default head dim */
   if (!strncmp(opt->workload, "cp-", 3)) return cp_bench_main(opt);
+  bench_head_dim = opt->head_dim > 0 ? opt->head_dim : BENCH_DEFAULT_D;
   anyattn_context *ctx = NULL;
   if (anyattn_context_create(opt->backend, opt->device, &ctx) != ANYATTN_STATUS_OK) {
     fprintf(stderr, "anyattn: %s\n", anyattn_last_error());

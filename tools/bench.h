@@ -21,9 +21,13 @@ typedef struct {
   anyattn_kv_dtype kv_dtype; /* the caches' storage: AS_Q (0), or fp8 (1 byte per K/V element) */
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
+  int head_dim;          /* 0: BENCH_DEFAULT_D; else the shape's head dim (not the cp-* workloads) */
 } bench_options;
 
-enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_D = 128, BENCH_BS = 16 };
+enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_BS = 16, BENCH_DEFAULT_D = 128, BENCH_MAX_D = 512 };
+/* The shape's head dim: BENCH_DEFAULT_D unless bench --head-dim sets it. */
+extern int bench_head_dim;
+#define BENCH_D bench_head_dim
 
 /* One batch: q_lens[s] new tokens over kv_lens[s] cached ones per sequence. */
 typedef struct {

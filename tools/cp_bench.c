@@ -49,7 +49,7 @@ static void *gen_rows(anyattn_backend be, anyattn_dtype dt, int which, int heads
 /* Head 0 of the query at token q_tok over keys [k0, k0 + nk), causal by construction, in double. */
 static double check_row(anyattn_dtype dt, int64_t q_tok, int64_t k0, int64_t nk, const void *got_row) {
   const int kvh = 0;
-  double m = -INFINITY, l = 0, o[BENCH_D] = {0}, *s = (double *)malloc(sizeof(double) * (size_t)nk);
+  double m = -INFINITY, l = 0, o[BENCH_MAX_D] = {0}, *s = (double *)malloc(sizeof(double) * (size_t)nk);
   for (int64_t j = 0; j < nk; j++) {
     double dot = 0;
     for (int e = 0; e < BENCH_D; e++)
@@ -227,7 +227,7 @@ static int run_prefill(const cp_boot *b, const bench_options *o, anyattn_context
     opt.mode = mode ? ANYATTN_CP_TWO_LEVEL : ANYATTN_CP_RING;
     bad |= measure(b, o, ctx, opt, &lim, &c, &r);
     if (!bad && rows > 0) { /* this rank's last row: its latest position */
-      char row[BENCH_D * 4];
+      char row[BENCH_MAX_D * 4];
       int64_t seq0 = 0, t = tok[rows - 1];
       for (int s = 0; s < n && t >= seq0 + lens[s]; s++) seq0 += lens[s];
       dm_to_host(be, row, (const char *)c.pt.out + (qbytes / rows) * (rows - 1), BENCH_D * anyattn_dtype_size(o->dtype));
@@ -299,7 +299,7 @@ static int run_decode(const cp_boot *b, const bench_options *o, anyattn_context 
   snprintf(r.mode, sizeof r.mode, "decode");
   if (!bad) bad = measure(b, o, ctx, opt, &lim, &c, &r);
   if (!bad) {
-    char row[BENCH_D * 4];
+    char row[BENCH_MAX_D * 4];
     dm_to_host(be, row, c.dt.out, BENCH_D * anyattn_dtype_size(o->dtype));
     r.worst = cp_boot_max(b, check_row(o->dtype, qtok[0], 0, C, row));
     r.gbs = 2.0 * B * (double)C * BENCH_HKV * BENCH_D * anyattn_dtype_size(o->dtype) / (r.job_ms * 1e-3) / 1e9;

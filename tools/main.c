@@ -74,7 +74,7 @@ static const cli_command commands[] = {
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
      "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --cases --filter --list "
-     "--no-flush --max-context --ranks-per-node",
+     "--no-flush --max-context --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -95,6 +95,7 @@ static const cli_command commands[] = {
      "                      also fp8_e4m3) or fp8_e4m3fnuz (AMD MI300), with per-tensor\n"
      "                      descales; needs --dtype bf16 or f16; K/V GB/s count 1 byte per\n"
      "                      element; not for the cp-* workloads\n"
+     "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
@@ -270,6 +271,7 @@ typedef struct {
   unsigned long long seed;
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype;
+  int head_dim; /* bench --head-dim (0: the default) */
 } cli_options;
 
 /* 1 when --help or -h stands where an option may (not as another option's value). */
@@ -375,6 +377,9 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     *(!strcmp(a, "--intra-gbs") ? &o->intra_gbs : &o->inter_gbs) = g;
   } else if (!strcmp(a, "--rates")) {
     o->rates = v;
+  } else if (!strcmp(a, "--head-dim")) {
+    if (parse_int_opt(v, 1, BENCH_MAX_D, &o->head_dim))
+      return usage_error("bad --head-dim '%s' (1 to %d)", shown(v), BENCH_MAX_D);
   } else if (!strcmp(a, "--dtype")) {
     if (!strcmp(v, "bf16")) o->dtype = ANYATTN_DTYPE_BF16;
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
@@ -539,6 +544,7 @@ static int cmd_bench(const cli_options *o) {
   bo.dtype = o->dtype;
   bo.kv_dtype = o->kv_dtype;
   bo.ranks_per_node = o->ranks_per_node;
+  bo.head_dim = o->head_dim;
   return bench_main(&bo);
 }
 

@@ -116,8 +116,11 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
              st->cluster_max[scfg]);
   else if (st->num_splits > 1)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", st->num_splits);
-  snprintf(plan->describe, sizeof plan->describe, "%s %s %s d%d group %d: %d tokens x %d heads per program, %s%s%s",
-           anyattn_backend_name(plan->ctx->backend), c.name, dt, plan->problem.head_dim, plan->group, m.bq, m.gh,
+  char pad_txt[32] = "";
+  if (aa::compiled_head_dim(plan->problem.head_dim) != plan->problem.head_dim)
+    snprintf(pad_txt, sizeof pad_txt, " (padded to d%d)", aa::compiled_head_dim(plan->problem.head_dim));
+  snprintf(plan->describe, sizeof plan->describe, "%s %s %s d%d%s group %d: %d tokens x %d heads per program, %s%s%s",
+           anyattn_backend_name(plan->ctx->backend), c.name, dt, plan->problem.head_dim, pad_txt, plan->group, m.bq, m.gh,
            forced ? "forced" : "chosen from the limits", forced ? "" : " (run re-chooses from each batch)", split_txt);
 }
 
@@ -136,7 +139,9 @@ anyattn_status plan(anyattn_plan *plan) {
   AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " state allocation failed");
   plan->state = st;
   AA_CHECK(aa::config_table(pr->head_dim, st), ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
-           "problem->head_dim is %d; the " AA_GPU_NAME " backend supports 64, 96, 128 and 256", pr->head_dim);
+           "problem->head_dim is %d; the " AA_GPU_NAME " backend supports the multiples of 8 from 32 to 512 "
+           "(compiled at 64, 80, 96, 128, 192, 256 and 512, the others padded to the next of those)",
+           pr->head_dim);
   aa_gpu_policy_init(st);
   const aa_gpu_device dev = aa::device_of(ctx);
   /* Any block_size >= 1 works: K/V rows are gathered one by one (page = j / block_size). */

@@ -8,48 +8,52 @@
 #include "kernels.cuh"
 #include "launch.h"
 
-AA_DECLARE_KERNEL_TABLE(f16, 64)
-AA_DECLARE_KERNEL_TABLE(f16, 96)
-AA_DECLARE_KERNEL_TABLE(f16, 128)
-AA_DECLARE_KERNEL_TABLE(f16, 256)
-AA_DECLARE_KERNEL_TABLE(bf16, 64)
-AA_DECLARE_KERNEL_TABLE(bf16, 96)
-AA_DECLARE_KERNEL_TABLE(bf16, 128)
-AA_DECLARE_KERNEL_TABLE(bf16, 256)
+#define AA_DECLARE_TABLES_(hd) AA_DECLARE_KERNEL_TABLE(f16, hd) AA_DECLARE_KERNEL_TABLE(bf16, hd)
+AA_GPU_HEAD_DIMS(AA_DECLARE_TABLES_)
 aa::KernelF32Fn aa_kernel_f32(void);
-aa::KernelF32Fn aa_reduce_f16(void);
-aa::KernelF32Fn aa_reduce_bf16(void);
+aa::KernelF32Fn aa_reduce_f16(int head_dim);
+aa::KernelF32Fn aa_reduce_bf16(int head_dim);
 
 namespace aa {
 namespace {
 
+/* The compiled head dims (kernel/kernels.cuh), ascending. */
+#define AA_HEAD_DIM_VALUE_(hd) hd,
+constexpr int kHeadDims[] = {AA_GPU_HEAD_DIMS(AA_HEAD_DIM_VALUE_)};
+constexpr int kNumHeadDims = (int)(sizeof kHeadDims / sizeof kHeadDims[0]);
+
+/* A row's shared memory and TMA kind at every compiled head dim. */
+template <int BM, int BN, int W, int S>
+struct RowFacts {
+#define AA_SMEM_(hd) TileShape<hd, BM, BN, W, S>::SMEM_BYTES,
+#define AA_TMA_(hd) TileShape<hd, BM, BN, W, S>::TMA_KIND,
+  static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
+  static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
+#undef AA_SMEM_
+#undef AA_TMA_
+};
+
 struct ConfigRow {
   const char *name;
   int block_m, block_n, warps, stages;
-  size_t smem[4]; /* dynamic shared memory per head dim 64, 96, 128, 256 */
-  int tma[4];     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
+  const size_t *smem; /* dynamic shared memory per compiled head dim (kHeadDims) */
+  const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
 };
 
-#define AA_SMEM_(hd, bm, bn, w, s) TileShape<hd, bm, bn, w, s>::SMEM_BYTES
-#define AA_TMA_(hd, bm, bn, w, s) TileShape<hd, bm, bn, w, s>::TMA_KIND
-#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                         \
-  {#name, bm, bn, w, s, {AA_SMEM_(64, bm, bn, w, s), AA_SMEM_(96, bm, bn, w, s), AA_SMEM_(128, bm, bn, w, s),     \
-                         AA_SMEM_(256, bm, bn, w, s)},                                                             \
-   {AA_TMA_(64, bm, bn, w, s), AA_TMA_(96, bm, bn, w, s), AA_TMA_(128, bm, bn, w, s), AA_TMA_(256, bm, bn, w, s)}},
+#define AA_CONFIG_ROW_(name, bm, bn, w, s) {#name, bm, bn, w, s, RowFacts<bm, bn, w, s>::smem, RowFacts<bm, bn, w, s>::tma},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 static_assert(kNumConfigs <= AA_GPU_MAX_CONFIGS, "the plan state holds AA_GPU_MAX_CONFIGS rows");
 static_assert(AA_GPU_MAX_SPLITS == kReduceMaxSplits, "the policy splits no wider than the reduce merges");
 static_assert(AA_GPU_CLUSTER_MERGE <= kClusterMax, "the kernel's cluster merge holds kClusterMax segments");
 
+/* The compiled head dim a problem's head dim runs at (kHeadDims index; -1:
+ * not supported): the smallest that holds it. */
 int head_dim_index(int hd) {
-  switch (hd) {
-    case 64: return 0;
-    case 96: return 1;
-    case 128: return 2;
-    case 256: return 3;
-    default: return -1;
-  }
+  if (!head_dim_supported(hd)) return -1;
+  for (int i = 0; i < kNumHeadDims; i++)
+    if (hd <= kHeadDims[i]) return i;
+  return -1;
 }
 
 /* (magic, shift) with n / d == (umulhi(n, magic) + n) >> shift for n < 2^31
@@ -87,6 +91,7 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.num_seqs = a->num_seqs;
   p.num_tokens = a->num_tokens;
   p.num_q_heads = pr->num_q_heads;
+  p.head_dim = pr->head_dim;
   p.group = plan->group;
   p.block_size = pr->block_size;
   fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
@@ -158,14 +163,20 @@ bool config_table(int head_dim, aa_gpu_plan_state *st) {
   return true;
 }
 
+int compiled_head_dim(int head_dim) {
+  const int i = head_dim_index(head_dim);
+  return i < 0 ? 0 : kHeadDims[i];
+}
+
 KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg) {
   KernelFn k[kNumConfigs];
   const bool bf = dtype == ANYATTN_DTYPE_BF16;
-  switch (hd) {
-    case 64: bf ? aa_kernel_table_bf16_d64(k) : aa_kernel_table_f16_d64(k); break;
-    case 96: bf ? aa_kernel_table_bf16_d96(k) : aa_kernel_table_f16_d96(k); break;
-    case 128: bf ? aa_kernel_table_bf16_d128(k) : aa_kernel_table_f16_d128(k); break;
-    default: bf ? aa_kernel_table_bf16_d256(k) : aa_kernel_table_f16_d256(k); break;
+  switch (compiled_head_dim(hd)) {
+#define AA_TABLE_CASE_(d) \
+  case d: bf ? aa_kernel_table_bf16_d##d(k) : aa_kernel_table_f16_d##d(k); break;
+    AA_GPU_HEAD_DIMS(AA_TABLE_CASE_)
+#undef AA_TABLE_CASE_
+    default: return nullptr;
   }
   return k[cfg];
 }
@@ -203,7 +214,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
     const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
     if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
-                 pr->num_kv_heads, pr->block_size, rows, c.tma))
+                 compiled_head_dim(pr->head_dim), pr->num_kv_heads, pr->block_size, rows, c.tma))
       p.tma_rows = rows;
   }
   /* On sm_90 both kernels go out with programmatic dependent launch: each
@@ -216,7 +227,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   if (p.num_splits > 1 && !p.cluster) {
     const long long rrows = (long long)a->num_tokens * pr->num_q_heads;
     const dim3 rgrid((unsigned)((rrows + kReduceWarps - 1) / kReduceWarps));
-    KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16() : aa_reduce_f16();
+    KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16(pr->head_dim) : aa_reduce_f16(pr->head_dim);
     AA_TRY(launch(reduce, rgrid, dim3(kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, 0, p, pr->head_dim));
   }
   return ANYATTN_STATUS_OK;

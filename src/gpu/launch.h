@@ -8,14 +8,20 @@
 
 namespace aa {
 
+/* Head dims the backend takes: multiples of 8 from 32 to 512, each run on the
+ * smallest compiled head dim (AA_GPU_HEAD_DIMS) that holds it. */
+inline bool head_dim_supported(int hd) { return hd >= 32 && hd <= 512 && hd % 8 == 0; }
+/* The compiled head dim head_dim runs at (0: not supported). */
+int compiled_head_dim(int head_dim);
 /* Rows of the config table (src/choose/configs.h), in table order. */
 int config_count();
 /* Row i (name, tile shape) as the API reports it. */
 void config_info(int i, anyattn_config_info *info);
-/* The table as head dim `head_dim` sees it (shared memory, TMA kind) into
- * st->configs and st->num_configs; false if the head dim is not compiled. */
+/* The table as head dim `head_dim` sees it (shared memory, TMA kind: those of
+ * its compiled head dim) into st->configs and st->num_configs; false if the
+ * head dim is not supported. */
 bool config_table(int head_dim, aa_gpu_plan_state *st);
-/* The tensor-core kernel of config cfg (nullptr where it is not compiled). */
+/* The tensor-core kernel of config cfg at head_dim's compiled head dim (nullptr where it is not compiled). */
 KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg);
 /* The device facts the policy reads. */
 aa_gpu_device device_of(const anyattn_context *ctx);

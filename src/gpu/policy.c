@@ -153,7 +153,13 @@ long long aa_gpu_wave_programs(const aa_gpu_plan_state *st, const aa_gpu_device 
 static int aa_split_config_auto(const anyattn_plan *plan, const aa_gpu_device *dev) {
   const aa_gpu_plan_state *st = aa_st(plan);
   if (plan->limits.max_context >= 2048 && aa_fits(plan, dev, st->decode_long)) return st->decode_long;
-  return aa_fits(plan, dev, st->decode) ? st->decode : -1;
+  if (aa_fits(plan, dev, st->decode)) return st->decode;
+  /* A table with the decode rows, at a head dim where neither fits (d512:
+   * only the 32-key tile does): the first 16-row tile that fits. */
+  if (st->decode >= 0)
+    for (int i = 0; i < st->num_configs; i++)
+      if (st->configs[i].block_m == 16 && aa_fits(plan, dev, i)) return i;
+  return -1;
 }
 
 int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev) {

@@ -25,7 +25,7 @@ constexpr int kClusterMax = 8;
  * until the others have read it. Every thread of every segment must call it. */
 template <typename T, class S>
 __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program<S> &g, unsigned char *smem) {
-  constexpr int CH = S::CHUNKS, BLOCK_M = S::WM * 16, HEAD_DIM = S::HD;
+  constexpr int CH = S::CHUNKS, BLOCK_M = S::WM * 16;
   const int rank = g.seg;
   const int NS = p.num_splits;
   const float *cO = reinterpret_cast<const float *>(smem + S::CL_OFF);
@@ -33,7 +33,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
   cluster_sync();
   for (int i = (int)threadIdx.x * NS + rank; i < BLOCK_M * CH; i += S::THREADS * NS) {
     const int r = i / CH, c = i % CH;
-    if (!g.row_valid(r)) continue;
+    if (!g.row_valid(r) || c * 8 >= p.head_dim) continue; /* c 0 (the lse) is always inside */
     float m_s[kClusterMax], w_s[kClusterMax];
     float M = -INFINITY;
 #pragma unroll
@@ -67,7 +67,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
     o.z = pack2<T>(b.x * f, b.y * f);
     o.w = pack2<T>(b.z * f, b.w * f);
     const int64_t ro = g.row_offset(r);
-    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + ro * HEAD_DIM + c * 8) = o;
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + ro * p.head_dim + c * 8) = o;
     if (p.lse && c == 0) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
   }
   cluster_sync_relaxed(); /* the values loaded above are consumed: no ordering needed */
@@ -191,7 +191,8 @@ struct Epilogue {
     }
   }
 
-  /* Chunk c of merged row r to the cluster's merge, the segment's partial, or out. */
+  /* Chunk c of merged row r to the cluster's merge, the segment's partial, or
+   * out; the latter two are p.head_dim wide: chunks past it are never stored. */
   __device__ __forceinline__ void emit(int r, int c, const float (&v)[8]) const {
     if (g.cl) {
       float4 *dst = reinterpret_cast<float4 *>(smem + S::CL_OFF) + (r * S::OROW + c * 8) / 4;
@@ -199,8 +200,9 @@ struct Epilogue {
       dst[1] = make_float4(v[4], v[5], v[6], v[7]);
       return;
     }
+    if (c * 8 >= p.head_dim) return;
     if (g.split) {
-      float4 *dst = reinterpret_cast<float4 *>(p.part_o + g.part_row(r) * S::HD + c * 8);
+      float4 *dst = reinterpret_cast<float4 *>(p.part_o + g.part_row(r) * p.head_dim + c * 8);
       dst[0] = make_float4(v[0], v[1], v[2], v[3]);
       dst[1] = make_float4(v[4], v[5], v[6], v[7]);
       return;
@@ -210,7 +212,7 @@ struct Epilogue {
     o.y = pack2<T>(v[2], v[3]);
     o.z = pack2<T>(v[4], v[5]);
     o.w = pack2<T>(v[6], v[7]);
-    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * S::HD + c * 8) = o;
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) = o;
   }
 
   __device__ __forceinline__ void run(const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) const {

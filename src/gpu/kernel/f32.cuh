@@ -9,7 +9,7 @@ namespace aa {
 
 /* ---- fp32: a plain CUDA-core kernel, one warp per (token, q head) ---------------- */
 constexpr int kF32Warps = 4;
-constexpr int kF32MaxDim = 256;
+constexpr int kF32MaxDim = 512; /* any head dim that is a multiple of 4 up to this */
 
 /* A template so that only inst_f32.cu instantiates it. */
 template <int kWarps>

@@ -48,8 +48,9 @@ struct KvPages {
  * read its page id (the read's latency hides behind a tile of math), then
  * store the row's K and V offsets in a shared slot. Step 2: every thread
  * issues its 16-byte copies from those offsets. Keys outside [lo, hi) are
- * masked anyway: offset -1, the copy zero-fills. WG: the tiles are stored
- * swizzled for wgmma. */
+ * masked anyway: offset -1, the copy zero-fills; so do the columns from
+ * p.head_dim on (a head dim padded to the compiled one). WG: the tiles are
+ * stored swizzled for wgmma. */
 template <typename T, class S, bool WG>
 struct KvCopies {
   static constexpr int ROWS_PT = (S::BN + S::THREADS - 1) / S::THREADS; /* page ids per thread */
@@ -77,6 +78,7 @@ struct KvCopies {
     const int tid = pg.g.tid;
     T *dk = sm.k + stage * S::BN * S::ROW;
     T *dv = sm.v + stage * S::BN * S::ROW;
+    const int nch = pg.p.head_dim >> 3; /* 16-byte chunks of a cache row */
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
       int r, c;
@@ -90,7 +92,7 @@ struct KvCopies {
       /* tid < THREADS: with an exact split every r is in range */
       if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
         const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
-        const bool ok = ok_ >= 0;
+        const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
         const uint32_t pad = (uint32_t)((r * S::ROW + c * 8) * sizeof(T)), sw = kv_smem_offset<S::BN>(r, c);
         async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG ? sw : pad), pg.kc + (ok ? ok_ + c * 8 : 0), ok);
         async_copy16(reinterpret_cast<unsigned char *>(dv) + (WG ? sw : pad), pg.vc + (ok ? ov_ + c * 8 : 0), ok);

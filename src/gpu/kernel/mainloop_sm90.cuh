@@ -76,7 +76,8 @@ struct PipelinedTile {
     for (int k = 0; k < LOADS; k++) {
       const int r = lt / CH + k * (128 / CH), c = lt % CH;
       const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
-      async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (o >= 0 ? o + c * 8 : 0), o >= 0);
+      const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
+      async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
     }
     mbar_arrive_copies(sm.bar + 2 * grp + stage);
     async_commit();
@@ -89,6 +90,7 @@ struct PipelinedTile {
   __device__ __forceinline__ void fill(int stage, int slot, int n0, int pg) const {
     if (box(n0)) {
       uint64_t *bar = sm.bar + 2 * grp + stage;
+      /* whole boxes, the zeros past the tensor's head dim included */
       if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * S::HD * sizeof(T)));
       else mbar_arrive(bar);
       if (box_owner()) {

@@ -45,6 +45,12 @@ struct AttnParams {
   int num_qblocks; /* Q blocks the grid covers: num_tokens / bq + num_seqs */
   int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
   int num_q_heads;
+  /* The problem's head dim (a multiple of 8, at most the kernel's compiled
+   * HEAD_DIM): q, out, the cache rows and the split partials are head_dim
+   * elements wide; the kernel works on HEAD_DIM columns, those past head_dim
+   * zero in shared memory (copies of 0 bytes, or TMA boxes past the tensor's
+   * edge) and never stored. */
+  int head_dim;
   int group;     /* q heads per kv head */
   int gh;        /* q heads of the group per program: min(group, BLOCK_M) */
   int bq;        /* query tokens per program: BLOCK_M / gh */
@@ -81,8 +87,9 @@ struct AttnParams {
   /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
    * boxes of this many cache rows (min(block_size, BLOCK_N)) through k_map
    * and v_map, 4-d views (head_dim, kv head, row in page, page) of the
-   * caches whose rows are HEAD_DIM + 8 elements wide, the last 8 outside
-   * the tensor and so zeros: the padded shared-memory rows. 0: cp.async. */
+   * caches whose box rows are HEAD_DIM + 8 elements wide, the columns from
+   * head_dim on outside the tensor and so zeros: the padded shared-memory
+   * rows. 0: cp.async. */
   int tma_rows;
   TmaMap k_map, v_map;
 };

@@ -16,7 +16,6 @@ namespace aa {
  * with no key anywhere gets 0 / -inf, sinks or not. Rows past
  * cu_seqlens_q[num_seqs] are padding: never written. */
 constexpr int kReduceWarps = 4;
-constexpr int kReduceMaxDim = 256;
 constexpr int kReduceMaxSplits = 128; /* the launcher never splits wider */
 
 /* The merge is latency-bound (a few KB per row), so nothing waits in a chain.
@@ -26,12 +25,13 @@ constexpr int kReduceMaxSplits = 128; /* the launcher never splits wider */
  * lane issues the (m, l) of its own segments and the partial rows of the
  * whole batch before using any of them. Rows of segments that saw no key were
  * never written (their bytes are stale): they are read but never enter a sum
- * (a select, not a multiply by 0, so stale NaNs cannot leak). */
-constexpr int kReduceBatch = 16;
-
-template <typename T>
+ * (a select, not a multiply by 0, so stale NaNs cannot leak). Two builds per
+ * dtype: head dims up to 256 (16 segments a batch) and up to 512 (8, so the
+ * batch's registers stay the same). */
+template <typename T, int MAX_DIM>
 __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_kernel(const AttnParams p, int head_dim) {
-  constexpr int PAIRS = (kReduceMaxDim / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
+  constexpr int kReduceBatch = 16 * 256 / MAX_DIM;
+  constexpr int PAIRS = (MAX_DIM / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
   constexpr int SEGS = (kReduceMaxSplits + AA_WARP_SIZE - 1) / AA_WARP_SIZE;   /* segments per lane */
   const int warp = threadIdx.x / AA_WARP_SIZE, lane = lane_id();
   const int64_t row = (int64_t)blockIdx.x * kReduceWarps + warp;

@@ -29,7 +29,7 @@ struct TmaView {
   const void *base;
   const int64_t *strides; /* block, token, head, elements */
 };
-inline bool tma_maps(TmaMap *, TmaMap *, TmaView, TmaView, anyattn_dtype, int, int, int, int, int) { return false; }
+inline bool tma_maps(TmaMap *, TmaMap *, TmaView, TmaView, anyattn_dtype, int, int, int, int, int, int) { return false; }
 inline int tma_mode() { return 0; }
 
 }  // namespace aa

@@ -80,8 +80,10 @@ inline int cluster_active(const void *kernel, int threads, size_t smem, int c) {
  * head) through a 4-d view of each cache: (head_dim, kv head, row in page,
  * page), strides from the call, the page count unbounded (2^31: the block
  * table only names pages that exist). Kind 1 (the padded tiles): each box row
- * is head_dim + 8 elements wide; the last 8 fall outside the tensor, so TMA
- * writes them as zeros: exactly the padded shared-memory row of the tile.
+ * is the compiled head dim + 8 elements wide; the columns from the problem's
+ * head_dim on fall outside the tensor, so TMA writes them as zeros: exactly
+ * the padded shared-memory row of the tile (with a head dim padded to the
+ * compiled one, its zero columns too).
  * Kind 2 (the pipelined 128-row wgmma tile): 64-column boxes, 128-byte
  * swizzled, one per panel of its wgmma layout. Encoding fails, and run keeps
  * the 16-byte copies, where the view breaks a TMA rule (strides, sizes). */
@@ -117,10 +119,12 @@ struct TmaView {
   const int64_t *strides;
 };
 
-/* kind 1: boxes head_dim + 8 wide, unswizzled (the padded rows); kind 2:
- * 64 wide (128 bytes), 128-byte swizzled (the wgmma tiles' panels). */
-inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, int kv_heads, int block_size,
-                       int box_rows, int kind) {
+/* kind 1: boxes compiled_dim + 8 wide, unswizzled (the padded rows); kind 2:
+ * 64 wide (128 bytes), 128-byte swizzled (the wgmma tiles' panels, compiled_dim
+ * / 64 of them, those past head_dim partly or wholly zeros). The tensor is
+ * head_dim wide: every column past it reads as zero. */
+inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, int compiled_dim, int kv_heads,
+                       int block_size, int box_rows, int kind) {
   static_assert(sizeof(CUtensorMap) == sizeof(TmaMap), "a tensor map is 128 bytes");
   const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
   if (!enc) return false;
@@ -128,7 +132,7 @@ inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, i
   const cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)block_size, (cuuint64_t)1 << 31};
   const cuuint64_t strides[3] = {(cuuint64_t)c.strides[2] * es, (cuuint64_t)c.strides[1] * es,
                                  (cuuint64_t)c.strides[0] * es};
-  const cuuint32_t box[4] = {kind == 2 ? 64u : (cuuint32_t)head_dim + 8, 1, (cuuint32_t)box_rows, 1};
+  const cuuint32_t box[4] = {kind == 2 ? 64u : (cuuint32_t)compiled_dim + 8, 1, (cuuint32_t)box_rows, 1};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
   CUtensorMap m;
   const CUresult r = enc(&m, dt == ANYATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
@@ -144,25 +148,25 @@ inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, i
  * The last call's maps are kept per thread: a decode loop passes the same
  * caches and strides every step and pays a comparison, not two encodes (a
  * loop that alternates kinds re-encodes each call: host time only). */
-inline bool tma_maps(TmaMap *k_map, TmaMap *v_map, TmaView k, TmaView v, anyattn_dtype dt, int head_dim, int kv_heads,
-                     int block_size, int rows, int kind) {
+inline bool tma_maps(TmaMap *k_map, TmaMap *v_map, TmaView k, TmaView v, anyattn_dtype dt, int head_dim,
+                     int compiled_dim, int kv_heads, int block_size, int rows, int kind) {
   struct Key {
     const void *k, *v;
     int64_t ks[3], vs[3];
-    int dtype, head_dim, kv_heads, bs, rows, kind;
+    int dtype, head_dim, compiled_dim, kv_heads, bs, rows, kind;
   };
   Key key;
   memset(&key, 0, sizeof key);
   key.k = k.base, key.v = v.base;
   for (int i = 0; i < 3; i++) key.ks[i] = k.strides[i], key.vs[i] = v.strides[i];
-  key.dtype = (int)dt, key.head_dim = head_dim, key.kv_heads = kv_heads, key.bs = block_size, key.rows = rows,
+  key.dtype = (int)dt, key.head_dim = head_dim, key.compiled_dim = compiled_dim, key.kv_heads = kv_heads, key.bs = block_size, key.rows = rows,
   key.kind = kind;
   static thread_local Key last_key;
   static thread_local TmaMap last_k, last_v;
   static thread_local bool last_ok = false, have = false;
   if (!have || memcmp(&key, &last_key, sizeof key) != 0) {
-    last_ok = tma_encode(&last_k, k, dt, head_dim, kv_heads, block_size, rows, kind) &&
-              tma_encode(&last_v, v, dt, head_dim, kv_heads, block_size, rows, kind);
+    last_ok = tma_encode(&last_k, k, dt, head_dim, compiled_dim, kv_heads, block_size, rows, kind) &&
+              tma_encode(&last_v, v, dt, head_dim, compiled_dim, kv_heads, block_size, rows, kind);
     last_key = key, have = true;
     if (strcmp(tma_env(), "log") == 0)
       fprintf(stderr, "anyattn: cuda: TMA boxes of %d rows, %s (block size %d, d%d): %s\n", rows,

@@ -1,0 +1,3 @@
+// inst_f16_d80.cu: tensor-core kernels for f16, head dim 80, one per config.
+#include "kernels.cuh"
+AA_DEFINE_KERNEL_TABLE(f16, aa_f16, 80)
