@@ -145,6 +145,16 @@ typedef enum {
 
 ANYATTN_API size_t anyattn_dtype_size(anyattn_dtype dtype); /* 0 for unknown */
 
+typedef enum {
+  ANYATTN_KV_AS_Q = 0,          /* the caches hold the problem's dtype */
+  ANYATTN_KV_FP8_E4M3 = 1,      /* OCP FP8 E4M3 ("e4m3fn"): bias 7, no infinities, 0x7f/0xff NaN, max 448 */
+  ANYATTN_KV_FP8_E4M3FNUZ = 2   /* FP8 E4M3 FNUZ (AMD MI300): bias 8, 0x80 the only NaN, no -0, max 240 */
+} anyattn_kv_dtype;
+typedef enum {
+  ANYATTN_DESCALE_PER_TENSOR = 0,   /* k_descale[0], v_descale[0] */
+  ANYATTN_DESCALE_PER_SEQ_HEAD = 1  /* [num_seqs, num_kv_heads]: index seq * num_kv_heads + kv_head */
+} anyattn_descale_layout;
+
 /* What is fixed for a layer. Set struct_size = sizeof(anyattn_problem); zero
  * the struct first (anyattn_problem_init does both, with defaults). Plan
  * refuses (INVALID_SIZE) a cache page, block_size x num_kv_heads x head_dim
@@ -166,6 +176,8 @@ typedef struct {
                          * for decode-like batches (mean q_len <= 8; -k1 never splits) where
                          * the workspace holds S x num_tokens partial rows, else one segment;
                          * forcing changes what runs, not the plan's limits or workspace */
+  anyattn_kv_dtype kv_dtype; /* of k_cache and v_cache: ANYATTN_KV_AS_Q (init), or fp8 codes with
+                              * f16/bf16 q and out (strides then count 1-byte codes) */
 } anyattn_problem;
 
 ANYATTN_API void anyattn_problem_init(anyattn_problem *problem);
@@ -237,6 +249,12 @@ typedef struct {
   const float *sinks;        /* [num_q_heads] fp32 logits or NULL */
   void *out;                 /* [num_tokens, num_q_heads, head_dim], dense */
   float *lse;                /* [num_tokens, num_q_heads] fp32 or NULL */
+  /* fp8 caches: dequantisation factors in device memory (NULL: 1.0), laid out
+   * per descale_layout; k_descale scales the scores (with the softmax scale),
+   * v_descale the output (not the lse). */
+  const float *k_descale;
+  const float *v_descale;
+  anyattn_descale_layout descale_layout;
 } anyattn_tensors;
 
 ANYATTN_API void anyattn_tensors_init(anyattn_tensors *tensors);

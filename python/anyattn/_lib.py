@@ -91,6 +91,7 @@ class Problem(ctypes.Structure):
         ("scale", ctypes.c_float),
         ("softcap", ctypes.c_float),
         ("config", ctypes.c_char_p),
+        ("kv_dtype", ctypes.c_int),
     ]
 
 
@@ -134,6 +135,9 @@ class Tensors(ctypes.Structure):
         ("sinks", ctypes.c_void_p),
         ("out", ctypes.c_void_p),
         ("lse", ctypes.c_void_p),
+        ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
+        ("descale_layout", ctypes.c_int),
     ]
 
 

@@ -83,6 +83,9 @@ typedef struct {
   void *stream;
   int max_q_len;   /* host hints from the batch; 0 = unknown */
   int max_kv_len;
+  const float *k_descale; /* fp8 caches (problem.kv_dtype): tensors' descales and their layout */
+  const float *v_descale;
+  anyattn_descale_layout descale_layout;
 } anyattn_args;
 
 #ifdef __cplusplus

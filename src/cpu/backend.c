@@ -171,6 +171,8 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F32 || pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16,
            ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the CPU backend",
            (int)pr->dtype);
+  AA_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "problem->kv_dtype %d: the CPU backend takes caches in the problem's dtype only", (int)pr->kv_dtype);
   AA_CHECK(pr->block_size >= 1, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE, "problem->block_size is %d, must be >= 1",
            pr->block_size);
 
