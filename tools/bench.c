@@ -179,6 +179,25 @@ static void bench_problem(anyattn_problem *pr, const bench_options *o) {
   pr->block_size = BENCH_BS;
   pr->causal = 1;
   pr->config = o->config;
+  pr->kv_dtype = o->kv_dtype;
+}
+
+/* fp8 caches: the exact value of an E4M3 code (bench draws no NaN codes). */
+static double fp8_value(unsigned c, anyattn_kv_dtype kv) {
+  const int e = (c >> 3) & 15, m = c & 7, bias = kv == ANYATTN_KV_FP8_E4M3 ? 7 : 8;
+  const double v = e == 0 ? ldexp(m / 8.0, 1 - bias) : ldexp(1.0 + m / 8.0, e - bias);
+  return (c & 0x80) ? -v : v;
+}
+
+/* A chunk of random E4M3 codes of moderate size (|x| in [2^-4, 4) for e4m3fn). */
+static unsigned char *fp8_chunk(size_t bytes) {
+  unsigned char *c = (unsigned char *)malloc(bytes);
+  uint64_t rng = 0xF8F8u;
+  for (size_t i = 0; c && i < bytes; i++) {
+    const uint64_t x = tl_rng_next(&rng);
+    c[i] = (unsigned char)((x & 0x80) | (((x >> 8) % 6 + 3) << 3) | ((x >> 16) & 7));
+  }
+  return c;
 }
 
 /* ---- one case ---------------------------------------------------------------- */
@@ -210,7 +229,8 @@ static int fill_random(anyattn_backend be, void *dst, size_t bytes, const void *
  * benchmark of a wrong kernel is worthless, whatever config it forced.
  * Returns 1 when every sampled row is within a loose bound, else 0. */
 static int verify_sample(const bench_options *opt, const bench_case *c, const int32_t *cu, const int32_t *bt,
-                         int max_pages, const void *d_out, const void *chunk, size_t chunk_elems) {
+                         int max_pages, const void *d_out, const void *chunk, size_t chunk_elems,
+                         const unsigned char *codes, size_t code_bytes) {
   const anyattn_dtype dt = opt->dtype;
   const size_t es = anyattn_dtype_size(dt);
   const int num_tokens = cu[c->num_seqs];
@@ -233,7 +253,8 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
       const size_t qrow = ((size_t)t * BENCH_HQ + h) * BENCH_D;
       double dot = 0;
       for (int d = 0; d < BENCH_D; d++)
-        dot += (double)tl_load(dt, chunk, (qrow + d) % chunk_elems) * tl_load(dt, chunk, (krow + d) % chunk_elems);
+        dot += (double)tl_load(dt, chunk, (qrow + d) % chunk_elems) *
+               (codes ? fp8_value(codes[(krow + d) % code_bytes], opt->kv_dtype) : tl_load(dt, chunk, (krow + d) % chunk_elems));
       p[j] = scale * dot;
       m = fmax(m, p[j]);
     }
@@ -241,7 +262,8 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
       const size_t vrow = (((size_t)bt[(size_t)s * max_pages + j / BENCH_BS] * BENCH_BS + j % BENCH_BS) * BENCH_HKV + kvh) * BENCH_D;
       const double w = exp(p[j] - m);
       l += w;
-      for (int d = 0; d < BENCH_D; d++) o[d] += w * tl_load(dt, chunk, (vrow + d) % chunk_elems);
+      for (int d = 0; d < BENCH_D; d++)
+        o[d] += w * (codes ? fp8_value(codes[(vrow + d) % code_bytes], opt->kv_dtype) : tl_load(dt, chunk, (vrow + d) % chunk_elems));
     }
     if (dm_to_host(opt->backend, row, (const char *)d_out + ((size_t)t * BENCH_HQ + h) * BENCH_D * es, BENCH_D * es)) {
       ok = 0;
@@ -265,6 +287,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   const anyattn_backend be = opt->backend;
   const int gpu = be != ANYATTN_BACKEND_CPU;
   const size_t es = anyattn_dtype_size(opt->dtype);
+  const size_t kes = opt->kv_dtype != ANYATTN_KV_AS_Q ? 1 : es; /* bytes of a cache element */
   int num_tokens = 0, max_kv = 1, max_pages = 1;
   int64_t total_pages = 0;
   r->kv_bytes = 0;
@@ -276,7 +299,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     if (c->kv_lens[s] > max_kv) max_kv = c->kv_lens[s];
     if (pages > max_pages) max_pages = pages;
     total_pages += pages;
-    r->kv_bytes += 2.0 * c->kv_lens[s] * BENCH_HKV * BENCH_D * (double)es;
+    r->kv_bytes += 2.0 * c->kv_lens[s] * BENCH_HKV * BENCH_D * (double)kes;
     for (int i = 0; i < c->q_lens[s]; i++) {
       int p = c->kv_lens[s] - c->q_lens[s] + i;
       r->flops += 4.0 * BENCH_HQ * BENCH_D * (double)(p + 1); /* causal */
@@ -319,7 +342,8 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   dm_timer *timer = NULL;
   dm_graph *graph = NULL;
   double *times = NULL;
-  const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * es;
+  const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * kes;
+  unsigned char *codes = kes == 1 ? fp8_chunk(chunk_bytes) : NULL;
   const size_t q_bytes = (size_t)num_tokens * BENCH_HQ * BENCH_D * es;
 
   anyattn_status st = anyattn_plan_create(ctx, &pr, &lim, &plan);
@@ -337,15 +361,16 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   k = dm_alloc(be, cache_bytes);
   v = dm_alloc(be, cache_bytes);
   ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
-  if (!d_cu || !d_kvl || !d_bt || !q || !out || !k || !v || (ws_bytes && !ws)) {
+  if (!d_cu || !d_kvl || !d_bt || !q || !out || !k || !v || (ws_bytes && !ws) || (kes == 1 && !codes)) {
     fprintf(stderr, "bench: %s: allocation failed\n", c->name);
     goto done;
   }
   if (dm_to_device(be, d_cu, cu, ((size_t)c->num_seqs + 1) * 4) ||
       dm_to_device(be, d_kvl, kvl, (size_t)c->num_seqs * 4) ||
       dm_to_device(be, d_bt, bt, (size_t)c->num_seqs * max_pages * 4) ||
-      fill_random(be, q, q_bytes, chunk, chunk_bytes) || fill_random(be, k, cache_bytes, chunk, chunk_bytes) ||
-      fill_random(be, v, cache_bytes, chunk, chunk_bytes) || dm_fill_bytes(be, out, 0xff, q_bytes))
+      fill_random(be, q, q_bytes, chunk, chunk_bytes) ||
+      fill_random(be, k, cache_bytes, codes ? codes : chunk, chunk_bytes) ||
+      fill_random(be, v, cache_bytes, codes ? codes : chunk, chunk_bytes) || dm_fill_bytes(be, out, 0xff, q_bytes))
     goto done;
 
   {
@@ -420,7 +445,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     }
   }
   if (dm_sync(be)) goto done;
-  r->verified = verify_sample(opt, c, cu, bt, max_pages, out, chunk, chunk_bytes / es);
+  r->verified = verify_sample(opt, c, cu, bt, max_pages, out, chunk, chunk_bytes / es, codes, chunk_bytes);
   if (!r->verified) {
     fprintf(stderr, "bench: %s: sampled output rows differ from the recomputation\n", c->name);
     goto done;
@@ -441,6 +466,7 @@ done:
   dm_free(be, v);
   dm_free(be, ws);
   anyattn_plan_free(plan);
+  free(codes);
   free(cu);
   free(kvl);
   free(bt);
@@ -684,6 +710,8 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
   if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
   if (o->head_dim > 0) str_append(buf, n, " --head-dim %d", o->head_dim);
+  if (o->kv_dtype != ANYATTN_KV_AS_Q)
+    str_append(buf, n, " --kv-dtype %s", o->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "fp8" : "fp8-fnuz");
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);
   if (o->json_path) {

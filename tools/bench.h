@@ -21,6 +21,7 @@ typedef struct {
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
   int head_dim;          /* 0: BENCH_DEFAULT_D; else the shape's head dim (not the cp-* workloads) */
+  anyattn_kv_dtype kv_dtype; /* the caches' element type (not e2e-llama8b, not cp-*) */
 } bench_options;
 
 enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_BS = 16, BENCH_DEFAULT_D = 128, BENCH_MAX_D = 512 };

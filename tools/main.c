@@ -74,7 +74,7 @@ static const cli_command commands[] = {
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
      "--backend --device --workload --json --graph --config --iters --dtype --cases --filter --list --no-flush "
-     "--max-context --ranks-per-node --head-dim",
+     "--max-context --ranks-per-node --head-dim --kv-dtype",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -92,6 +92,8 @@ static const cli_command commands[] = {
      "                      query and key counts) and time nothing\n"
      "  --dtype T           bf16 (default), f16, f32\n"
      "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
+     "  --kv-dtype K        as-q (default: the caches hold --dtype), fp8 (E4M3), fp8-fnuz\n"
+     "                      (E4M3 FNUZ): 1-byte caches, descale 1 (GPU; not e2e-llama8b, cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
@@ -267,6 +269,7 @@ typedef struct {
   unsigned long long seed;
   anyattn_dtype dtype;
   int head_dim; /* bench --head-dim (0: the default) */
+  anyattn_kv_dtype kv_dtype; /* bench --kv-dtype */
 } cli_options;
 
 /* 1 when --help or -h stands where an option may (not as another option's value). */
@@ -372,6 +375,11 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     *(!strcmp(a, "--intra-gbs") ? &o->intra_gbs : &o->inter_gbs) = g;
   } else if (!strcmp(a, "--rates")) {
     o->rates = v;
+  } else if (!strcmp(a, "--kv-dtype")) {
+    if (!strcmp(v, "as-q")) o->kv_dtype = ANYATTN_KV_AS_Q;
+    else if (!strcmp(v, "fp8")) o->kv_dtype = ANYATTN_KV_FP8_E4M3;
+    else if (!strcmp(v, "fp8-fnuz")) o->kv_dtype = ANYATTN_KV_FP8_E4M3FNUZ;
+    else return usage_error("unknown --kv-dtype '%s' (as-q, fp8, fp8-fnuz)", shown(v));
   } else if (!strcmp(a, "--head-dim")) {
     if (parse_int_opt(v, 1, BENCH_MAX_D, &o->head_dim))
       return usage_error("bad --head-dim '%s' (1 to %d)", shown(v), BENCH_MAX_D);
@@ -510,6 +518,8 @@ static int cmd_bench(const cli_options *o) {
   if (rc) return rc;
   if (o->config && check_config(b, o->config)) return CLI_USAGE;
   if (b == ANYATTN_BACKEND_CPU && o->graph) return usage_error("--graph needs a GPU backend (this one is cpu)");
+  if (o->kv_dtype != ANYATTN_KV_AS_Q && (!strcmp(o->workload, "e2e-llama8b") || !strncmp(o->workload, "cp-", 3)))
+    return usage_error("--kv-dtype %s: workload %s takes caches in --dtype only", o->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "fp8" : "fp8-fnuz", o->workload);
   if (b == ANYATTN_BACKEND_CPU && !strcmp(o->workload, "e2e-llama8b"))
     return usage_error("workload e2e-llama8b needs a GPU backend (409,600 calls)");
   bench_options bo;
@@ -529,6 +539,7 @@ static int cmd_bench(const cli_options *o) {
   bo.dtype = o->dtype;
   bo.ranks_per_node = o->ranks_per_node;
   bo.head_dim = o->head_dim;
+  bo.kv_dtype = o->kv_dtype;
   return bench_main(&bo);
 }
 
