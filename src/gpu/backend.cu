@@ -64,7 +64,7 @@ anyattn_status context_init(anyattn_context *ctx) {
   /* Fail here, not at the first run, when this build has no code for the device. */
   AA_TRY(select_device(ctx->device));
   cudaFuncAttributes fa;
-  cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)aa::tc_kernel(ANYATTN_DTYPE_BF16, 128, 0));
+  cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)aa::tc_kernel(ANYATTN_DTYPE_BF16, 128, 0, false));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return aa_error(ANYATTN_STATUS_NO_DEVICE, "device %d (%s, %s): no kernel image in this build: %s",
@@ -92,7 +92,7 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
   const bool clusters = aa::kHasClusters && dev->arch >= 90 && !(env && strcmp(env, "0") == 0);
   for (int i = 0; i < st->num_configs; i++) {
     if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
-    const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i);
+    const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st->configs[i].smem));
     if (!clusters) continue;
     int active[AA_GPU_CLUSTER_MERGE + 1];
@@ -132,13 +132,17 @@ anyattn_status plan(anyattn_plan *plan) {
   AA_CHECK(pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16 || pr->dtype == ANYATTN_DTYPE_F32,
            ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->dtype %d is not supported by the " AA_GPU_NAME " backend",
            (int)pr->dtype);
-  AA_CHECK(pr->kv_dtype == ANYATTN_KV_AS_Q, ANYATTN_STATUS_UNSUPPORTED_OPTION,
-           "problem->kv_dtype %s: the " AA_GPU_NAME " backend does not read fp8 caches in this build",
-           anyattn_kv_dtype_name(pr->kv_dtype));
+  const bool fp8 = pr->kv_dtype != ANYATTN_KV_AS_Q;
+  AA_CHECK(!fp8 || ((pr->kv_dtype == ANYATTN_KV_FP8_E4M3 || pr->kv_dtype == ANYATTN_KV_FP8_E4M3FNUZ) &&
+                    (pr->dtype == ANYATTN_DTYPE_F16 || pr->dtype == ANYATTN_DTYPE_BF16)),
+           ANYATTN_STATUS_UNSUPPORTED_DTYPE,
+           "problem->kv_dtype %d with dtype %d: the " AA_GPU_NAME " backend takes fp8 (E4M3, E4M3FNUZ) caches "
+           "with f16 or bf16 q and out",
+           (int)pr->kv_dtype, (int)pr->dtype);
   aa_gpu_plan_state *st = static_cast<aa_gpu_plan_state *>(calloc(1, sizeof(aa_gpu_plan_state)));
   AA_CHECK(st != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " state allocation failed");
   plan->state = st;
-  AA_CHECK(aa::config_table(pr->head_dim, st), ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+  AA_CHECK(aa::config_table(pr->head_dim, fp8, st), ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim is %d; the " AA_GPU_NAME " backend supports the multiples of 8 from 32 to 512 "
            "(compiled at 64, 80, 96, 128, 192, 256 and 512, the others padded to the next of those)",
            pr->head_dim);
@@ -182,7 +186,9 @@ anyattn_status plan(anyattn_plan *plan) {
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
   st->config = cfg;
   AA_TRY(aa_gpu_plan_splits(plan, &dev));
-  describe(plan, &dev, pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16", forced >= 0);
+  const char *dt = pr->dtype == ANYATTN_DTYPE_F16 ? (!fp8 ? "f16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "f16/e4m3" : "f16/e4m3fnuz")
+                                                  : (!fp8 ? "bf16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "bf16/e4m3" : "bf16/e4m3fnuz");
+  describe(plan, &dev, dt, forced >= 0);
   return ANYATTN_STATUS_OK;
 }
 
@@ -195,20 +201,25 @@ anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
   const size_t es = anyattn_dtype_size(pr->dtype);
+  const bool fp8 = pr->kv_dtype != ANYATTN_KV_AS_Q;
   AA_CHECK(aligned16(a->k_cache) && aligned16(a->v_cache), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->k_cache and v_cache must be 16-byte aligned for the " AA_GPU_NAME " backend");
+  AA_CHECK(!fp8 || a->descale_layout == ANYATTN_DESCALE_PER_TENSOR || a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD,
+           ANYATTN_STATUS_INVALID_OPTION, "tensors->descale_layout is %d: 0 (per tensor) or 1 (per sequence and kv head)",
+           (int)a->descale_layout);
   AA_CHECK(aligned16(a->q) && aligned16(a->out), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->q and out must be 16-byte aligned for the " AA_GPU_NAME " backend");
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
-  const int64_t per16 = 16 / (int64_t)es; /* elements per 16 bytes (es is 2 or 4) */
+  /* elements per 16 bytes (es is 2 or 4); fp8 caches: rows 8-byte aligned (8-byte copies) */
+  const int64_t per16 = fp8 ? 8 : 16 / (int64_t)es;
   for (int i = 0; i < 3; i++) {
     AA_CHECK(ks[i] % per16 == 0, ANYATTN_STATUS_BAD_STRIDE,
-             "tensors->k_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
-             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i]);
+             "tensors->k_stride_%s is %lld elements: cache rows must be %s-byte aligned for the " AA_GPU_NAME " backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)ks[i], fp8 ? "8" : "16");
     AA_CHECK(vs[i] % per16 == 0, ANYATTN_STATUS_BAD_STRIDE,
-             "tensors->v_stride_%s is %lld elements: cache rows must be 16-byte aligned for the " AA_GPU_NAME " backend",
-             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i]);
+             "tensors->v_stride_%s is %lld elements: cache rows must be %s-byte aligned for the " AA_GPU_NAME " backend",
+             i == 0 ? "block" : i == 1 ? "token" : "head", (long long)vs[i], fp8 ? "8" : "16");
   }
   AA_TRY(select_device(plan->ctx->device));
   AA_TRY(aa::launch_attention(plan, a));

@@ -22,11 +22,12 @@ namespace {
 constexpr int kHeadDims[] = {AA_GPU_HEAD_DIMS(AA_HEAD_DIM_VALUE_)};
 constexpr int kNumHeadDims = (int)(sizeof kHeadDims / sizeof kHeadDims[0]);
 
-/* A row's shared memory and TMA kind at every compiled head dim. */
-template <int BM, int BN, int W, int S>
+/* A row's shared memory and TMA kind at every compiled head dim, for 16-bit
+ * (F8 0) or fp8 (F8 1) caches. */
+template <int BM, int BN, int W, int S, int F8>
 struct RowFacts {
-#define AA_SMEM_(hd) TileShape<hd, BM, BN, W, S>::SMEM_BYTES,
-#define AA_TMA_(hd) TileShape<hd, BM, BN, W, S>::TMA_KIND,
+#define AA_SMEM_(hd) TileShape<hd, BM, BN, W, S, F8>::SMEM_BYTES,
+#define AA_TMA_(hd) TileShape<hd, BM, BN, W, S, F8>::TMA_KIND,
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
   static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
 #undef AA_SMEM_
@@ -38,9 +39,13 @@ struct ConfigRow {
   int block_m, block_n, warps, stages;
   const size_t *smem; /* dynamic shared memory per compiled head dim (kHeadDims) */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
+  const size_t *smem8; /* the same two for fp8 caches (no boxes) */
+  const int *tma8;
 };
 
-#define AA_CONFIG_ROW_(name, bm, bn, w, s) {#name, bm, bn, w, s, RowFacts<bm, bn, w, s>::smem, RowFacts<bm, bn, w, s>::tma},
+#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                  \
+  {#name, bm, bn, w, s, RowFacts<bm, bn, w, s, 0>::smem, RowFacts<bm, bn, w, s, 0>::tma,                    \
+   RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 static_assert(kNumConfigs <= AA_GPU_MAX_CONFIGS, "the plan state holds AA_GPU_MAX_CONFIGS rows");
@@ -92,6 +97,13 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.num_tokens = a->num_tokens;
   p.num_q_heads = pr->num_q_heads;
   p.head_dim = pr->head_dim;
+  p.num_kv_heads = pr->num_kv_heads;
+  if (pr->kv_dtype != ANYATTN_KV_AS_Q) {
+    p.fp8_fnuz = pr->kv_dtype == ANYATTN_KV_FP8_E4M3FNUZ;
+    p.k_descale = a->k_descale;
+    p.v_descale = a->v_descale;
+    p.descale_per_head = a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD;
+  }
   p.group = plan->group;
   p.block_size = pr->block_size;
   fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
@@ -148,7 +160,7 @@ void config_info(int i, anyattn_config_info *info) {
   info->stages = c.stages;
 }
 
-bool config_table(int head_dim, aa_gpu_plan_state *st) {
+bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
   const int hdi = head_dim_index(head_dim);
   if (hdi < 0) return false;
   for (int i = 0; i < kNumConfigs; i++) {
@@ -156,8 +168,8 @@ bool config_table(int head_dim, aa_gpu_plan_state *st) {
     aa_gpu_config &c = st->configs[i];
     c.name = r.name;
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
-    c.smem = r.smem[hdi];
-    c.tma = r.tma[hdi];
+    c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
+    c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
   }
   st->num_configs = kNumConfigs;
   return true;
@@ -168,12 +180,15 @@ int compiled_head_dim(int head_dim) {
   return i < 0 ? 0 : kHeadDims[i];
 }
 
-KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg) {
+KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   const bool bf = dtype == ANYATTN_DTYPE_BF16;
   switch (compiled_head_dim(hd)) {
-#define AA_TABLE_CASE_(d) \
-  case d: bf ? aa_kernel_table_bf16_d##d(k) : aa_kernel_table_f16_d##d(k); break;
+#define AA_TABLE_CASE_(d)                                                                           \
+  case d:                                                                                           \
+    if (fp8) bf ? aa_kernel_table_bf16_fp8_d##d(k) : aa_kernel_table_f16_fp8_d##d(k);              \
+    else bf ? aa_kernel_table_bf16_d##d(k) : aa_kernel_table_f16_d##d(k);                           \
+    break;
     AA_GPU_HEAD_DIMS(AA_TABLE_CASE_)
 #undef AA_TABLE_CASE_
     default: return nullptr;
@@ -222,7 +237,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
-  AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config), grid, dim3(c.warps * AA_WARP_SIZE), c.smem, stream, pdl,
+  AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), c.smem, stream, pdl,
                 p.cluster ? p.num_splits : 0, p));
   if (p.num_splits > 1 && !p.cluster) {
     const long long rrows = (long long)a->num_tokens * pr->num_q_heads;

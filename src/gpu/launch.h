@@ -18,11 +18,11 @@ int config_count();
 /* Row i (name, tile shape) as the API reports it. */
 void config_info(int i, anyattn_config_info *info);
 /* The table as head dim `head_dim` sees it (shared memory, TMA kind: those of
- * its compiled head dim) into st->configs and st->num_configs; false if the
- * head dim is not supported. */
-bool config_table(int head_dim, aa_gpu_plan_state *st);
+ * its compiled head dim, with 16-bit or fp8 caches) into st->configs and
+ * st->num_configs; false if the head dim is not supported. */
+bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st);
 /* The tensor-core kernel of config cfg at head_dim's compiled head dim (nullptr where it is not compiled). */
-KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg);
+KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */
 aa_gpu_device device_of(const anyattn_context *ctx);
 /* One call: the choice (policy.h), the parameters, the launches. */

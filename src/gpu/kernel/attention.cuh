@@ -48,11 +48,12 @@ __device__ __forceinline__ void load_q(const AttnParams &p, const Program<S> &g,
   async_commit();
 }
 
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+/* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
-                                  (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>::MIN_BLOCKS))
+                                  (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>::MIN_BLOCKS))
     attn_tc_kernel(const AA_GRID_CONSTANT AttnParams p) {
-  using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>;
+  using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>;
   constexpr bool PP = PassCaps<S>::PP;
   extern __shared__ __align__(16) unsigned char smem[];
   const SmemTiles<T, S> sm(smem);

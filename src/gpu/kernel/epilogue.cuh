@@ -30,6 +30,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
   const int NS = p.num_splits;
   const float *cO = reinterpret_cast<const float *>(smem + S::CL_OFF);
   const float2 *cML = reinterpret_cast<const float2 *>(smem + S::CL_ML_OFF);
+  const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
   cluster_sync();
   for (int i = (int)threadIdx.x * NS + rank; i < BLOCK_M * CH; i += S::THREADS * NS) {
     const int r = i / CH, c = i % CH;
@@ -60,7 +61,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
       b.x = fmaf(wt, y.x, b.x), b.y = fmaf(wt, y.y, b.y), b.z = fmaf(wt, y.z, b.z), b.w = fmaf(wt, y.w, b.w);
     }
     if (any && sink != -INFINITY) L += fast_exp2(sink - M);
-    const float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+    const float f = any ? fast_rcp(L) * vd : 0.0f; /* L >= 1 when any */
     uint4 o;
     o.x = pack2<T>(a.x * f, a.y * f);
     o.y = pack2<T>(a.z * f, a.w * f);
@@ -207,11 +208,12 @@ struct Epilogue {
       dst[1] = make_float4(v[4], v[5], v[6], v[7]);
       return;
     }
+    const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* FP8: once, here */
     uint4 o;
-    o.x = pack2<T>(v[0], v[1]);
-    o.y = pack2<T>(v[2], v[3]);
-    o.z = pack2<T>(v[4], v[5]);
-    o.w = pack2<T>(v[6], v[7]);
+    o.x = pack2<T>(v[0] * vd, v[1] * vd);
+    o.y = pack2<T>(v[2] * vd, v[3] * vd);
+    o.z = pack2<T>(v[4] * vd, v[5] * vd);
+    o.w = pack2<T>(v[6] * vd, v[7] * vd);
     *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) = o;
   }
 

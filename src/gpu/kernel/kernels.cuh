@@ -20,24 +20,31 @@ namespace aa {
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). A
  * config that needs more at this head dim is not compiled; plan never picks it. */
 constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
-template <typename T, int HD, int BM, int BN, int W, int S>
+template <typename T, int HD, int BM, int BN, int W, int S, int F8>
 constexpr KernelFn kernel_or_null() {
-  if constexpr (TileShape<HD, BM, BN, W, S>::SMEM_BYTES <= kMaxSmemAnyDevice) return &attn_tc_kernel<T, HD, BM, BN, W, S>;
+  if constexpr (TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice)
+    return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
 }  // namespace aa
 
-#define AA_KERNEL_PTR_(name, bm, bn, w, s) aa::kernel_or_null<T, HD, bm, bn, w, s>(),
+#define AA_KERNEL_PTR_(name, bm, bn, w, s) aa::kernel_or_null<T, HD, bm, bn, w, s, F8>(),
 
-/* Defines aa_kernel_table_<TN>_d<HD_>(out): out[i] = kernel of config i. */
-#define AA_DEFINE_KERNEL_TABLE(TN, TYPE, HD_)                                  \
-  void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out) {                      \
+/* Defines aa_kernel_table_<TN>_d<HD_>(out): out[i] = kernel of config i, for
+ * caches of T (F8_ 0) or of fp8 codes (F8_ 1, the tables ..._fp8_d<HD_>). */
+#define AA_DEFINE_KERNEL_TABLE_(NAME, TYPE, HD_, F8_)                          \
+  void NAME(aa::KernelFn *out) {                                               \
     using T = TYPE;                                                            \
-    constexpr int HD = HD_;                                                    \
+    constexpr int HD = HD_, F8 = F8_;                                          \
     static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_KERNEL_PTR_)};     \
     for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];       \
   }
+#define AA_DEFINE_KERNEL_TABLE(TN, TYPE, HD_) AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_d##HD_, TYPE, HD_, 0)
+#define AA_DEFINE_KERNEL_TABLE_FP8(TN, TYPE, HD_) \
+  AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_fp8_d##HD_, TYPE, HD_, 1)
 
-#define AA_DECLARE_KERNEL_TABLE(TN, HD_) void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out);
+#define AA_DECLARE_KERNEL_TABLE(TN, HD_)                 \
+  void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out); \
+  void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out);
 
 #endif

@@ -17,13 +17,14 @@ template <typename T, class S>
 struct KvPages {
   const AttnParams &p;
   const Program<S> &g;
+  typedef typename CacheElem<T, S>::type KT; /* T, or an fp8 code */
   const int32_t *bt_row; /* the sequence's row of the block table */
-  const T *kc, *vc;      /* the caches at the program's kv head */
+  const KT *kc, *vc;     /* the caches at the program's kv head */
 
   __device__ __forceinline__ KvPages(const AttnParams &p_, const Program<S> &g_) : p(p_), g(g_) {
     bt_row = p.block_table + (int64_t)g.w.seq * p.bt_stride;
-    kc = static_cast<const T *>(p.k) + (int64_t)g.kvh * p.k_sh;
-    vc = static_cast<const T *>(p.v) + (int64_t)g.kvh * p.v_sh;
+    kc = static_cast<const KT *>(p.k) + (int64_t)g.kvh * p.k_sh;
+    vc = static_cast<const KT *>(p.v) + (int64_t)g.kvh * p.v_sh;
   }
   /* Page id of row r of the tile at n0 (-1 outside [lo, hi)). */
   __device__ __forceinline__ int page_id(int r, int n0) const {
@@ -50,7 +51,11 @@ struct KvPages {
  * issues its 16-byte copies from those offsets. Keys outside [lo, hi) are
  * masked anyway: offset -1, the copy zero-fills; so do the columns from
  * p.head_dim on (a head dim padded to the compiled one). WG: the tiles are
- * stored swizzled for wgmma. */
+ * stored swizzled for wgmma. FP8 caches (S::KV8): the same chunks of 8
+ * elements, as 8-byte copies of codes into the staging ring; after its
+ * copies of a tile have landed, each thread converts the chunks it copied
+ * into the 16-bit tiles (convert): no barrier between copy and conversion,
+ * the block barrier before the products covers both. */
 template <typename T, class S, bool WG>
 struct KvCopies {
   static constexpr int ROWS_PT = (S::BN + S::THREADS - 1) / S::THREADS; /* page ids per thread */
@@ -73,29 +78,73 @@ struct KvCopies {
       }
     }
   }
+  /* Chunk k of this thread: row r, 8-element column c of a tile. */
+  __device__ __forceinline__ static void chunk(int tid, int k, int &r, int &c) {
+    constexpr int CH = S::CHUNKS;
+    if constexpr (S::THREADS % CH == 0) { /* fixed column per thread: immediate smem offsets */
+      r = tid / CH + k * (S::THREADS / CH);
+      c = tid % CH;
+    } else {
+      r = (tid + k * S::THREADS) / CH;
+      c = (tid + k * S::THREADS) % CH;
+    }
+  }
+  /* Byte offset of chunk (r, c) in a 16-bit tile. */
+  __device__ __forceinline__ static uint32_t tile_offset(int r, int c) {
+    return WG ? kv_smem_offset<S::BN>(r, c) : (uint32_t)((r * S::ROW + c * 8) * sizeof(T));
+  }
   __device__ __forceinline__ void issue_tile(int stage, int slot) const {
     constexpr int CH = S::CHUNKS;
     const int tid = pg.g.tid;
+    const int nch = pg.p.head_dim >> 3; /* 8-element chunks of a cache row */
+    if constexpr (S::KV8) {
+      unsigned char *dk = sm.k8 + stage * S::KV8_TILE_BYTES, *dv = sm.v8 + stage * S::KV8_TILE_BYTES;
+#pragma unroll
+      for (int k = 0; k < LOADS; k++) {
+        int r, c;
+        chunk(tid, k, r, c);
+        if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
+          const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
+          const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
+          async_copy8(dk + r * S::HD + c * 8, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
+          async_copy8(dv + r * S::HD + c * 8, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+        }
+      }
+      return;
+    }
     T *dk = sm.k + stage * S::BN * S::ROW;
     T *dv = sm.v + stage * S::BN * S::ROW;
-    const int nch = pg.p.head_dim >> 3; /* 16-byte chunks of a cache row */
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
       int r, c;
-      if constexpr (S::THREADS % CH == 0) { /* fixed column per thread: immediate smem offsets */
-        r = tid / CH + k * (S::THREADS / CH);
-        c = tid % CH;
-      } else {
-        r = (tid + k * S::THREADS) / CH;
-        c = (tid + k * S::THREADS) % CH;
-      }
+      chunk(tid, k, r, c);
       /* tid < THREADS: with an exact split every r is in range */
       if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
         const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
         const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
-        const uint32_t pad = (uint32_t)((r * S::ROW + c * 8) * sizeof(T)), sw = kv_smem_offset<S::BN>(r, c);
-        async_copy16(reinterpret_cast<unsigned char *>(dk) + (WG ? sw : pad), pg.kc + (ok ? ok_ + c * 8 : 0), ok);
-        async_copy16(reinterpret_cast<unsigned char *>(dv) + (WG ? sw : pad), pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+        const uint32_t o = tile_offset(r, c);
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + o, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dv) + o, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+      }
+    }
+  }
+  /* FP8: this thread's chunks of the staged tile in `stage` (its own copies,
+   * landed) -> the 16-bit K and V tiles. Codes of masked keys and padded
+   * columns were zero-filled: they become zeros. */
+  __device__ __forceinline__ void convert(int stage) const {
+    constexpr int CH = S::CHUNKS;
+    const unsigned char *sk = sm.k8 + stage * S::KV8_TILE_BYTES, *sv = sm.v8 + stage * S::KV8_TILE_BYTES;
+    const bool fnuz = pg.p.fp8_fnuz != 0;
+#pragma unroll
+    for (int k = 0; k < LOADS; k++) {
+      int r, c;
+      chunk(pg.g.tid, k, r, c);
+      if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
+        const uint2 ck = *reinterpret_cast<const uint2 *>(sk + r * S::HD + c * 8);
+        const uint2 cv = *reinterpret_cast<const uint2 *>(sv + r * S::HD + c * 8);
+        const uint32_t o = tile_offset(r, c);
+        *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sm.k) + o) = fp8x8_to<T>(ck, fnuz);
+        *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sm.v) + o) = fp8x8_to<T>(cv, fnuz);
       }
     }
   }
@@ -121,7 +170,8 @@ struct KvCopies {
     lookup_pages(pg.g.n_begin + (nx + 1) * S::BN, ids);
     async_commit();
     async_wait<S::PIPE_STAGES - 1>();
-    if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies, before wgmma reads them */
+    if constexpr (S::KV8) convert((nx - (S::PIPE_STAGES - 1)) % S::PIPE_STAGES); /* the tile about to be used */
+    if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies (or conversions), before wgmma reads them */
     block_sync();
   }
 };

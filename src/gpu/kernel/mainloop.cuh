@@ -45,8 +45,9 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
     if (boxes.on) boxes.wait_tile(it, nx);
     else copies.wait_tile(nx, pg_next);
     const int n0 = g.n_begin + it * S::BN;
-    const T *tk = sm.k + (it % ST) * S::BN * S::ROW + g.wn * S::KW * S::ROW;
-    const T *tv = sm.v + (it % ST) * S::BN * S::ROW + g.wn * S::KW * S::ROW;
+    const int t16 = it % S::TILES16; /* FP8: the one converted tile */
+    const T *tk = sm.k + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
+    const T *tv = sm.v + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
     FragC s[S::NK];
     tile_scores<T, S, C::WG, C::QREG>(s, qf, sQw, smem_u32(sm.q), (g.warp >> 2) * 64, tk);
     FragA pa[S::NK];

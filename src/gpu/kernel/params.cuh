@@ -92,7 +92,22 @@ struct AttnParams {
    * rows. 0: cp.async. */
   int tma_rows;
   TmaMap k_map, v_map;
+  /* FP8 caches (the FP8 kernels only; kernel/shape.cuh): E4M3 variant, and
+   * the dequantisation factors in device memory (NULL: 1), one per tensor or
+   * per (sequence, kv head) (descale_per_head). k_descale multiplies the raw
+   * scores; v_descale the output, once, where out is written (epilogue,
+   * cluster merge, reduce): split partials and the lse never include it. */
+  int fp8_fnuz;
+  int descale_per_head;
+  int num_kv_heads;
+  const float *k_descale;
+  const float *v_descale;
 };
+
+/* A dequantisation factor of sequence seq, kv head kvh (d NULL: 1). */
+__device__ __forceinline__ float descale_of(const AttnParams &p, const float *d, int seq, int kvh) {
+  return d ? d[p.descale_per_head ? (int64_t)seq * p.num_kv_heads + kvh : 0] : 1.0f;
+}
 
 /* ---- per-key helpers shared by the tensor-core and the fp32 kernels ------------ */
 

@@ -107,7 +107,12 @@ __global__ void __launch_bounds__(kReduceWarps *AA_WARP_SIZE) attn_split_reduce_
     load_batch(s0);
   }
   if (any && sink != -INFINITY) L += fast_exp2(sink - M);
-  const float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+  float f = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+  if (p.v_descale) { /* FP8 caches: v_descale enters here, once (the partials and the lse exclude it) */
+    const int tok = fast_div((int)row, p.qh_magic, p.qh_shift);
+    const int seq = p.descale_per_head ? upper_search(p.num_seqs, tok, [&](int i) { return p.cu_seqlens_q[i]; }) : 0;
+    f *= descale_of(p, p.v_descale, seq, h / p.group);
+  }
   uint32_t *out = reinterpret_cast<uint32_t *>(static_cast<T *>(p.out) + row * head_dim);
 #pragma unroll
   for (int i = 0; i < PAIRS; i++) {

@@ -13,7 +13,13 @@
 
 namespace aa {
 
-template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+/* FP8 = 1: the caches hold 1-byte E4M3 codes (the problem's kv_dtype). Their
+ * tiles arrive as codes in a STAGES-deep staging ring (8-byte copies: half
+ * the bytes of a 16-bit tile), and each thread converts the chunks it copied
+ * into the one 16-bit K and V tile the products read (KvCopies::convert), so
+ * ldmatrix/wgmma read what they read for 16-bit caches. No TMA boxes and no
+ * two-warpgroup pipelined tile (its own loader) for FP8 shapes. */
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
   static constexpr int WN = WARPS / WM;         /* warps splitting the keys of a tile */
@@ -24,6 +30,9 @@ struct TileShape {
   static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
   static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M, PIPE_STAGES = STAGES;
+  static constexpr bool KV8 = FP8 != 0;
+  /* 16-bit K/V tiles the products read: the ring itself, or one (FP8) */
+  static constexpr int TILES16 = KV8 ? 1 : STAGES;
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
    * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
@@ -43,16 +52,19 @@ struct TileShape {
    * (ROW elements, at most 256: not d256). The mbarriers and the alignment
    * slack are reserved on every build of the shape, so host and device agree
    * on the size. */
-  static constexpr bool TMA = kTileTma && !WG && ROW <= 256;
+  static constexpr bool TMA = kTileTma && !WG && ROW <= 256 && !KV8;
   static constexpr size_t WG_ALIGN = WG ? 1024 : TMA ? 128 : 0;
   /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
   static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
   static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
   static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
+  /* FP8: a staged tile of codes, rows of HEAD_DIM bytes */
+  static constexpr size_t KV8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * HEAD_DIM : 0;
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
-  static constexpr size_t PIPE_BYTES = WG_ALIGN + Q_BYTES + 2 * STAGES * KV_TILE_BYTES + OFF_BYTES;
+  static constexpr size_t PIPE_BYTES =
+      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + 2 * STAGES * KV8_TILE_BYTES + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -65,7 +77,7 @@ struct TileShape {
   /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
    * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
    * the two stages) after the scratch. */
-  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128;
+  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && !KV8;
   /* The pipelined tile can take its K/V halves as 128-byte-swizzled TMA
    * boxes (64 columns each), which land in exactly its wgmma layout. */
   static constexpr bool TMA_PP = kTileTma && PP;
@@ -97,6 +109,16 @@ __device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
   return (uint32_t)((c >> 3) * (BN * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
+/* The type of a cache element: T, or an fp8 code. */
+template <typename T, class S>
+struct CacheElem {
+  typedef T type;
+};
+template <typename T, int HD, int BM, int BN, int W, int ST>
+struct CacheElem<T, TileShape<HD, BM, BN, W, ST, 1>> {
+  typedef unsigned char type;
+};
+
 /* What this compilation pass runs for shape S (unlike TileShape, these depend
  * on the device pass: wgmma needs sm_90a, TMA sm_90; false elsewhere and on AMD). */
 template <class S>
@@ -115,7 +137,8 @@ struct PassCaps {
 template <typename T, class S>
 struct SmemTiles {
   unsigned char *base;
-  T *q, *k, *v;
+  T *q, *k, *v;           /* Q; the 16-bit K and V tiles (TILES16 each) */
+  unsigned char *k8, *v8; /* FP8: the staged code tiles (STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] element offsets of the next tiles' rows */
   int *meta;    /* 4 ints: find_work's scratch */
   uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP) or [STAGES] (TMA) */
@@ -124,8 +147,10 @@ struct SmemTiles {
     unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
     q = reinterpret_cast<T *>(pipe);
     k = q + S::WM * 16 * S::ROW;
-    v = k + S::PIPE_STAGES * S::BN * S::ROW;
-    off = reinterpret_cast<int64_t *>(v + S::PIPE_STAGES * S::BN * S::ROW);
+    v = k + S::TILES16 * S::BN * S::ROW;
+    k8 = reinterpret_cast<unsigned char *>(v + S::TILES16 * S::BN * S::ROW);
+    v8 = k8 + S::PIPE_STAGES * S::KV8_TILE_BYTES;
+    off = reinterpret_cast<int64_t *>(v8 + S::PIPE_STAGES * S::KV8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);
     bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
   }

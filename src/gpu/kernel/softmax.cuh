@@ -39,6 +39,7 @@ struct OnlineSoftmax {
   int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots]; /* position and visible keys of each row */
   float slope[kFragCSlots];                                 /* ALiBi slope, log2 domain */
   bool plain;                                               /* no softcap, no ALiBi: scale folded in */
+  float kd;                                                 /* FP8: k_descale of the program's keys */
   float m_run[kFragCSlots], l_run[kFragCSlots];             /* running max (log2 domain) and sum */
 
   /* Per-lane rows: position, visible range and ALiBi slope of each row slot
@@ -55,6 +56,7 @@ struct OnlineSoftmax {
       slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
     }
     plain = p.alibi == nullptr && !(p.softcap > 0.0f);
+    kd = S::KV8 ? descale_of(p, p.k_descale, g.w.seq, g.kvh) : 1.0f;
   }
 
   __device__ __forceinline__ void reset() {
@@ -78,6 +80,12 @@ struct OnlineSoftmax {
     float mx[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
+    if constexpr (S::KV8) { /* dot products of codes -> of the dequantised keys (any sign of k_descale) */
+#pragma unroll
+      for (int n = 0; n < S::NK; n++)
+#pragma unroll
+        for (int e = 0; e < kFragCElems; e++) s[n].x[e] *= kd;
+    }
     const float sc = plain ? p.scale_log2 : 1.0f; /* raw dot products -> log2 domain */
     if (plain) {
       if (full) score_tile<true, false>(p, s, nw0, jlo, jhi, slope, pos, mx);

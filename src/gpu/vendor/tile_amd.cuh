@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "fp8.cuh"
 #include "vendor.h"
 
 namespace aa {
@@ -176,6 +177,12 @@ __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool 
   if (valid) v = *reinterpret_cast<const uint4 *>(gmem);
   *reinterpret_cast<uint4 *>(smem) = v;
 }
+/* 8 bytes (fp8 cache rows), likewise. */
+__device__ __forceinline__ void async_copy8(void *smem, const void *gmem, bool valid) {
+  uint2 v = make_uint2(0u, 0u);
+  if (valid) v = *reinterpret_cast<const uint2 *>(gmem);
+  *reinterpret_cast<uint2 *>(smem) = v;
+}
 /* Copies complete before the next block_sync(), which the body always places
  * before it reads a stage: commit and wait have nothing to track. */
 __device__ __forceinline__ void async_commit() {}
@@ -187,6 +194,18 @@ __device__ __forceinline__ void block_sync() { __syncthreads(); }
 __device__ __forceinline__ void warp_sync() { __builtin_amdgcn_wave_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "wavefront"); }
 /* A barrier that also returns how many threads of the block passed a true pred. */
 __device__ __forceinline__ int block_sync_count(int pred) { return __syncthreads_count(pred); }
+
+/* ---- fp8 cache codes ----------------------------------------------------------- */
+/* Eight E4M3 codes (8 bytes, lowest first) -> eight values of the compute type
+ * T, exactly: the portable bit path (fp8.cuh) on gfx90a (no fp8 hardware) and
+ * gfx942 alike. */
+template <typename T>
+__device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
+  uint32_t a, b, c, d;
+  fp8x4_to_f16_portable(v.x, fnuz, a, b);
+  fp8x4_to_f16_portable(v.y, fnuz, c, d);
+  return f16x8_to<T>(a, b, c, d);
+}
 
 /* ---- dependent launches ---------------------------------------------------------- */
 /* HIP has no programmatic dependent launch: a kernel starts after the previous

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "fp8.cuh"
 #include "vendor.h"
 
 namespace aa {
@@ -166,6 +167,12 @@ __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
+/* 8 bytes (fp8 cache rows, which are 8-byte aligned), through L1 (.cg takes
+ * 16 bytes only); when !valid nothing is read and the destination is zero-filled. */
+__device__ __forceinline__ void async_copy8(void *smem, const void *gmem, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(valid ? 8 : 0));
+}
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void async_wait() {
@@ -193,6 +200,32 @@ __device__ __forceinline__ void grid_dependents_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+/* ---- fp8 cache codes ----------------------------------------------------------- */
+/* Eight E4M3 codes (8 bytes, lowest first) -> eight values of the compute type
+ * T, exactly (fp8.cuh). sm_89+ converts e4m3fn pairs with cvt.rn.f16x2.e4m3x2
+ * (NaN to NaN); e4m3fnuz, and sm_80, take the portable bit path. */
+template <typename T>
+__device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
+  uint32_t a, b, c, d;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (!fnuz) {
+    asm("{\n.reg .b16 l0, h0, l1, h1;\n"
+        "mov.b32 {l0, h0}, %4;\n"
+        "mov.b32 {l1, h1}, %5;\n"
+        "cvt.rn.f16x2.e4m3x2 %0, l0;\n"
+        "cvt.rn.f16x2.e4m3x2 %1, h0;\n"
+        "cvt.rn.f16x2.e4m3x2 %2, l1;\n"
+        "cvt.rn.f16x2.e4m3x2 %3, h1;\n}\n"
+        : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+        : "r"(v.x), "r"(v.y));
+    return f16x8_to<T>(a, b, c, d);
+  }
+#endif
+  fp8x4_to_f16_portable(v.x, fnuz, a, b);
+  fp8x4_to_f16_portable(v.y, fnuz, c, d);
+  return f16x8_to<T>(a, b, c, d);
 }
 
 /* ---- math ------------------------------------------------------------------------ */

@@ -1,0 +1,3 @@
+// inst_f16_fp8_d256.cu: tensor-core kernels for f16 q/out with fp8 K/V caches, head dim 256, one per config.
+#include "kernels.cuh"
+AA_DEFINE_KERNEL_TABLE_FP8(f16, aa_f16, 256)

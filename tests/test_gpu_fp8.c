@@ -1,0 +1,254 @@
+/* test_gpu_fp8.c: the GPU backend with FP8 E4M3 K/V caches (problem->kv_dtype)
+ * against the double reference run on the dequantised caches (each code's
+ * exact value times its descale, as fp32): decode, prefill and mixed batches,
+ * causal and not, GQA, page sizes 1 to 64, head dims 64 to 256 with 72, 80
+ * and 192 among them, both E4M3 variants, per-tensor, per-(sequence, kv head)
+ * and absent (NULL) descales, split-KV merged by the reduce and (sm_90) in
+ * clusters, and forced tiles. Codes are random bytes without NaN codes; out
+ * and lse are poisoned before each run. Exit: 0 pass, 1 fail, 77 skip (no CUDA
+ * build or device). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "reference.h"
+#include "tl_util.h"
+
+#define FP32_EPS 5.9604644775390625e-08 /* 2^-24 */
+
+enum { DECODE, PREFILL, MIXED };
+enum { PER_TENSOR, PER_SEQ_HEAD, NO_DESCALE };
+
+typedef struct {
+  anyattn_dtype dtype;
+  anyattn_kv_dtype kv;
+  int head_dim, num_kv_heads, group, block_size, causal, kind, descale, hnd;
+  int num_seqs, max_kv;
+  const char *config; /* NULL: the backend chooses */
+  int no_clusters;    /* ANYATTN_CUDA_CLUSTERS=0: split segments merge in the reduce */
+} fp8_case;
+
+static const fp8_case kCases[] = {
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 8, 4, 16, 1, DECODE, PER_TENSOR, 0, 6, 900, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 2, 3000, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 2, 3000, NULL, 1},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 128, 4, 2, 32, 1, PREFILL, PER_TENSOR, 0, 2, 300, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, PREFILL, PER_SEQ_HEAD, 0, 2, 400, "m128n128w8s2", 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 64, 2, 8, 16, 1, PREFILL, PER_TENSOR, 1, 2, 300, "m64n64w4s2", 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 128, 2, 4, 16, 0, MIXED, PER_SEQ_HEAD, 0, 5, 500, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 64, 1, 8, 1, 1, DECODE, PER_TENSOR, 0, 4, 700, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 80, 2, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 3, 1500, NULL, 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 80, 2, 4, 5, 1, PREFILL, PER_TENSOR, 1, 2, 250, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 192, 1, 16, 64, 1, PREFILL, PER_SEQ_HEAD, 0, 2, 300, NULL, 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 192, 2, 4, 16, 1, DECODE, NO_DESCALE, 0, 3, 2000, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 72, 2, 3, 32, 0, MIXED, PER_TENSOR, 1, 4, 400, NULL, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 256, 1, 8, 16, 1, MIXED, PER_SEQ_HEAD, 0, 3, 600, NULL, 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_TENSOR, 0, 3, 2000, "m16n64w4s3-k4", 0},
+};
+
+/* The exact value of a code (NaN codes are never drawn). */
+static double fp8_value(unsigned c, anyattn_kv_dtype kv) {
+  const int s = c >> 7, e = (c >> 3) & 15, m = c & 7, bias = kv == ANYATTN_KV_FP8_E4M3 ? 7 : 8;
+  const double v = e == 0 ? ldexp(m / 8.0, 1 - bias) : ldexp(1.0 + m / 8.0, e - bias);
+  return s ? -v : v;
+}
+
+/* A code of moderate size (exponent 0..10), one in 64 of any finite size. */
+static unsigned char fp8_draw(uint64_t *r, anyattn_kv_dtype kv) {
+  const int big = tl_rng_int(r, 0, 63) == 0;
+  unsigned c = (unsigned)(tl_rng_int(r, 0, 1) << 7 | tl_rng_int(r, 0, big ? 15 : 10) << 3 | tl_rng_int(r, 0, 7));
+  if (kv == ANYATTN_KV_FP8_E4M3 && (c & 0x7f) == 0x7f) c &= ~1u; /* 0x7f/0xff: NaN */
+  if (kv == ANYATTN_KV_FP8_E4M3FNUZ && c == 0x80) c = 0;          /* 0x80: NaN */
+  return (unsigned char)c;
+}
+
+static void draw_batch(const fp8_case *c, uint64_t *r, int *ql, int *kl) {
+  for (int s = 0; s < c->num_seqs; s++) {
+    kl[s] = tl_rng_int(r, 1, c->max_kv);
+    const int kind = c->kind == MIXED ? (s % 2 ? DECODE : PREFILL) : c->kind;
+    ql[s] = kind == DECODE ? 1 : c->kind == MIXED ? tl_rng_int(r, 1, kl[s] < 48 ? kl[s] : 48) : kl[s];
+  }
+}
+
+static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t seed) {
+  const anyattn_backend be = ANYATTN_BACKEND_CUDA;
+  uint64_t r = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(idx + 1));
+  const int d = c->head_dim, hkv = c->num_kv_heads, hq = hkv * c->group, bs = c->block_size, N = c->num_seqs;
+  int ql[16], kl[16], cu[17] = {0};
+  draw_batch(c, &r, ql, kl);
+  int pages = 0, max_kv = 0, max_q = 0, bt_stride = 0;
+  for (int s = 0; s < N; s++) {
+    cu[s + 1] = cu[s] + ql[s];
+    const int p = (kl[s] + bs - 1) / bs;
+    pages += p, bt_stride = p > bt_stride ? p : bt_stride;
+    max_kv = kl[s] > max_kv ? kl[s] : max_kv, max_q = ql[s] > max_q ? ql[s] : max_q;
+  }
+  const int T = cu[N], nb = pages + 1;
+  char name[160];
+  snprintf(name, sizeof name, "%s/%s d%d h%dk%d bs%d %s %s %s%s%s%s", tl_dtype_name(c->dtype),
+           c->kv == ANYATTN_KV_FP8_E4M3 ? "e4m3" : "e4m3fnuz", d, hq, hkv, bs, c->causal ? "causal" : "full",
+           c->kind == DECODE ? "decode" : c->kind == PREFILL ? "prefill" : "mixed",
+           c->descale == PER_TENSOR ? "per-tensor" : c->descale == PER_SEQ_HEAD ? "per-seq-head" : "no-descale",
+           c->hnd ? " hnd" : "", c->config ? " config " : "", c->config ? c->config : "");
+  if (c->no_clusters) strncat(name, " reduce-merge", sizeof name - strlen(name) - 1);
+
+  /* pages in shuffled order, each owned by one sequence (its descale) */
+  int32_t *bt = (int32_t *)calloc((size_t)N * bt_stride, sizeof(int32_t));
+  int *perm = (int *)malloc(sizeof(int) * nb), *page_seq = (int *)malloc(sizeof(int) * nb);
+  for (int i = 0; i < nb; i++) perm[i] = i, page_seq[i] = 0;
+  for (int i = nb - 1; i > 0; i--) {
+    const int j = tl_rng_int(&r, 0, i), t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  for (int s = 0, n = 0; s < N; s++)
+    for (int p = 0; p < (kl[s] + bs - 1) / bs; p++) bt[(size_t)s * bt_stride + p] = perm[n], page_seq[perm[n++]] = s;
+  const int64_t st_tok = c->hnd ? d : (int64_t)hkv * d, st_head = c->hnd ? (int64_t)bs * d : d;
+  const int64_t st_blk = (int64_t)bs * hkv * d;
+  const size_t cache_elems = (size_t)nb * st_blk, q_elems = (size_t)T * hq * d, es = anyattn_dtype_size(c->dtype);
+
+  float kd[64], vd[64]; /* per tensor: [0]; per (seq, kv head): [seq * hkv + h] */
+  const int nd = c->descale == PER_SEQ_HEAD ? N * hkv : 1;
+  for (int i = 0; i < nd; i++) kd[i] = (float)(0.02 + 0.3 * tl_rng_uniform(&r)), vd[i] = (float)(0.05 + tl_rng_uniform(&r));
+  if (c->descale == NO_DESCALE) kd[0] = vd[0] = 1.0f;
+  unsigned char *k8 = (unsigned char *)malloc(cache_elems), *v8 = (unsigned char *)malloc(cache_elems);
+  float *kf = (float *)malloc(sizeof(float) * cache_elems), *vf = (float *)malloc(sizeof(float) * cache_elems);
+  for (int b = 0; b < nb; b++)
+    for (int t = 0; t < bs; t++)
+      for (int h = 0; h < hkv; h++)
+        for (int e = 0; e < d; e++) {
+          const size_t i = (size_t)b * st_blk + (size_t)t * st_tok + (size_t)h * st_head + e;
+          const int di = c->descale == PER_SEQ_HEAD ? page_seq[b] * hkv + h : 0;
+          k8[i] = fp8_draw(&r, c->kv), v8[i] = fp8_draw(&r, c->kv);
+          kf[i] = (float)(fp8_value(k8[i], c->kv) * kd[di]), vf[i] = (float)(fp8_value(v8[i], c->kv) * vd[di]);
+        }
+  void *q = malloc(q_elems * es);
+  float *qf = (float *)malloc(sizeof(float) * q_elems);
+  tl_fill_normal(c->dtype, q, q_elems, 1.0f, &r);
+  for (size_t i = 0; i < q_elems; i++) qf[i] = tl_load(c->dtype, q, i);
+
+  anyattn_problem pr;
+  anyattn_problem_init(&pr);
+  pr.num_q_heads = hq, pr.num_kv_heads = hkv, pr.head_dim = d, pr.dtype = c->dtype, pr.block_size = bs;
+  pr.causal = c->causal, pr.kv_dtype = c->kv, pr.config = c->config;
+  anyattn_batch hb;
+  anyattn_batch_init(&hb);
+  hb.num_seqs = N, hb.num_tokens = T, hb.cu_seqlens_q = cu, hb.seq_lens_k = kl, hb.block_table = bt;
+  hb.block_table_stride = bt_stride;
+  anyattn_tensors ht;
+  anyattn_tensors_init(&ht);
+  ht.q = qf, ht.k_cache = kf, ht.v_cache = vf, ht.num_blocks = nb;
+  ht.k_stride_block = ht.v_stride_block = st_blk, ht.k_stride_token = ht.v_stride_token = st_tok;
+  ht.k_stride_head = ht.v_stride_head = st_head;
+  anyattn_problem rp = pr;
+  rp.dtype = ANYATTN_DTYPE_F32, rp.kv_dtype = ANYATTN_KV_AS_Q;
+  const size_t rows = (size_t)T * hq;
+  double *ref = (double *)malloc(sizeof(double) * q_elems), *ref_abs = (double *)malloc(sizeof(double) * q_elems);
+  double *ref_lse = (double *)malloc(sizeof(double) * rows), *xmag = (double *)malloc(sizeof(double) * rows);
+  int fail = tl_reference(&rp, &hb, &ht, ref, ref_lse, ref_abs, xmag) != 0;
+
+  if (c->no_clusters) setenv("ANYATTN_CUDA_CLUSTERS", "0", 1);
+  else unsetenv("ANYATTN_CUDA_CLUSTERS");
+  anyattn_limits lim;
+  anyattn_limits_init(&lim);
+  lim.max_seqs = N, lim.max_tokens = T, lim.max_context = max_kv;
+  anyattn_plan *plan = NULL;
+  if (!fail && anyattn_plan_create(ctx, &pr, &lim, &plan) != ANYATTN_STATUS_OK) {
+    printf("FAIL %s: plan_create: %s\n", name, anyattn_last_error());
+    fail = 1;
+  }
+  void *dq = dm_alloc(be, q_elems * es), *dout = dm_alloc(be, q_elems * es), *dk = dm_alloc(be, cache_elems);
+  void *dv = dm_alloc(be, cache_elems), *dcu = dm_alloc(be, sizeof cu), *dkl = dm_alloc(be, sizeof kl);
+  void *dbt = dm_alloc(be, sizeof(int32_t) * (size_t)N * bt_stride), *dlse = dm_alloc(be, sizeof(float) * rows);
+  void *dkd = dm_alloc(be, sizeof kd), *dvd = dm_alloc(be, sizeof vd);
+  const size_t ws_bytes = plan ? anyattn_plan_workspace_size(plan) : 0;
+  void *dws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
+  void *out = malloc(q_elems * es);
+  float *lse = (float *)malloc(sizeof(float) * rows);
+  if (!fail && (!dq || !dout || !dk || !dv || !dcu || !dkl || !dbt || !dlse || !dkd || !dvd || (ws_bytes && !dws) ||
+                dm_to_device(be, dq, q, q_elems * es) || dm_to_device(be, dk, k8, cache_elems) ||
+                dm_to_device(be, dv, v8, cache_elems) || dm_to_device(be, dcu, cu, sizeof(int) * (N + 1)) ||
+                dm_to_device(be, dkl, kl, sizeof(int) * N) ||
+                dm_to_device(be, dbt, bt, sizeof(int32_t) * (size_t)N * bt_stride) ||
+                dm_to_device(be, dkd, kd, sizeof kd) || dm_to_device(be, dvd, vd, sizeof vd) ||
+                dm_fill_bytes(be, dout, 0xff, q_elems * es) || dm_fill_bytes(be, dlse, 0xff, sizeof(float) * rows))) {
+    printf("FAIL %s: device memory\n", name);
+    fail = 1;
+  }
+  if (!fail) {
+    anyattn_batch db = hb;
+    db.cu_seqlens_q = (const int32_t *)dcu, db.seq_lens_k = (const int32_t *)dkl, db.block_table = (const int32_t *)dbt;
+    db.max_q_len = max_q, db.max_kv_len = max_kv;
+    anyattn_tensors dt = ht;
+    dt.q = dq, dt.k_cache = dk, dt.v_cache = dv, dt.out = dout, dt.lse = (float *)dlse;
+    dt.k_descale = c->descale == NO_DESCALE ? NULL : (const float *)dkd;
+    dt.v_descale = c->descale == NO_DESCALE ? NULL : (const float *)dvd;
+    dt.descale_layout = c->descale == PER_SEQ_HEAD ? ANYATTN_DESCALE_PER_SEQ_HEAD : ANYATTN_DESCALE_PER_TENSOR;
+    if (anyattn_run(plan, &db, &dt, dws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+      printf("FAIL %s: run: %s\n", name, anyattn_last_error());
+      fail = 1;
+    } else if (dm_sync(be) || dm_to_host(be, out, dout, q_elems * es) || dm_to_host(be, lse, dlse, sizeof(float) * rows)) {
+      printf("FAIL %s: device error after run\n", name);
+      fail = 1;
+    }
+  }
+  if (!fail) { /* the conformance bounds (testkit/conformance.c): P rounded to the dtype, fp32 logits */
+    const double rtol = c->dtype == ANYATTN_DTYPE_F16 ? 2.5e-3 : 1.6e-2, atol = c->dtype == ANYATTN_DTYPE_F16 ? 2e-4 : 1e-3;
+    long bad = 0;
+    double worst = 0;
+    for (size_t row = 0; row < rows; row++) {
+      const double xe = 4.0 * FP32_EPS * xmag[row];
+      for (int e = 0; e < d; e++) {
+        const size_t i = row * d + e;
+        const double got = tl_load(c->dtype, out, i), err = fabs(got - ref[i]);
+        const double bound = atol + (rtol + 2.0 * xe) * ref_abs[i];
+        if (err / bound > worst || isnan(got)) worst = isnan(got) ? INFINITY : err / bound;
+        if (!(err <= bound) && bad++ == 0)
+          printf("  %s: out[token %zu, head %zu, %d] = %.7g, reference %.7g, bound %.3g\n", name, row / hq, row % hq,
+                 e, got, ref[i], bound);
+      }
+      const double lb = 1e-3 + xe + 4.0 * FP32_EPS * fabs(ref_lse[row]);
+      if (!(fabs(lse[row] - ref_lse[row]) <= lb) && !(isinf(ref_lse[row]) && lse[row] == ref_lse[row]) && bad++ == 0)
+        printf("  %s: lse[token %zu, head %zu] = %.9g, reference %.9g\n", name, row / hq, row % hq, lse[row],
+               ref_lse[row]);
+    }
+    fail = bad != 0;
+    printf("%s %s  worst=%.2f [%d seqs, %d tokens, kv<=%d] %s\n", fail ? "FAIL" : "PASS", name, worst, N, T, max_kv,
+           plan ? anyattn_plan_describe(plan) : "");
+  }
+  anyattn_plan_free(plan);
+  dm_free(be, dq), dm_free(be, dout), dm_free(be, dk), dm_free(be, dv), dm_free(be, dcu), dm_free(be, dkl);
+  dm_free(be, dbt), dm_free(be, dlse), dm_free(be, dkd), dm_free(be, dvd), dm_free(be, dws);
+  free(bt), free(perm), free(page_seq), free(k8), free(v8), free(kf), free(vf), free(q), free(qf), free(ref);
+  free(ref_abs), free(ref_lse), free(xmag), free(out), free(lse);
+  return fail;
+}
+
+int main(void) {
+  const uint64_t seed = tl_seed_from_env_or_time();
+  printf("test_gpu_fp8: seed 0x%llx, rerun with ANYATTN_SEED=0x%llx\n", (unsigned long long)seed,
+         (unsigned long long)seed);
+  if (!anyattn_backend_compiled(ANYATTN_BACKEND_CUDA)) {
+    printf("SKIP all (the CUDA backend is not compiled into this library)\n");
+    return 77;
+  }
+  anyattn_context *ctx = NULL;
+  const anyattn_status s = anyattn_context_create(ANYATTN_BACKEND_CUDA, 0, &ctx);
+  if (s == ANYATTN_STATUS_NO_DEVICE || s == ANYATTN_STATUS_BACKEND_UNAVAILABLE) {
+    printf("SKIP all (%s)\n", anyattn_last_error());
+    return 77;
+  }
+  if (s != ANYATTN_STATUS_OK || dm_set_device(ANYATTN_BACKEND_CUDA, 0) != 0) {
+    printf("FAIL context (%s)\n", anyattn_last_error());
+    return 1;
+  }
+  int failures = 0;
+  const int n = (int)(sizeof kCases / sizeof kCases[0]);
+  for (int i = 0; i < n; i++) failures += run_case(ctx, &kCases[i], i, seed);
+  anyattn_context_free(ctx);
+  printf("%s: %d of %d cases failed (seed 0x%llx)\n", failures ? "FAIL" : "PASS", failures, n,
+         (unsigned long long)seed);
+  return failures ? 1 : 0;
+}
