@@ -4,10 +4,15 @@
  *
  *   cc -O2 -o /tmp/cpu_ab dev/cpu_ab.c -ldl -lm
  *   /tmp/cpu_ab build/libanyattn.so:fp32 build/libanyattn.so:amx p1x1024 bf16 [rounds]
- * A side is LIB[:ISA] (ISA: the ANYATTN_CPU_ISA value its plans are made with);
+ * A side is LIB[:ISA][@KV] (ISA: the ANYATTN_CPU_ISA value its plans are made with;
+ * KV: fp8 or fnuz for caches of fp8 codes, random finite ones, bf16/f16 only);
  * a case is pBxL (causal prefill), dBxC (decode, B sequences at context C) or
  * mixed (one 512-token prefill and 31 decodes at 1024); shapes as `anyattn bench`
- * (32 q heads, 8 kv heads, head dim 128, page 16, shuffled pages). */
+ * (32 q heads, 8 kv heads, head dim 128, page 16, shuffled pages).
+ * AB_CLOCK=thread times each call in the calling thread's CPU time instead
+ * of wall time: with OMP_NUM_THREADS=1 the time a shared machine gives other
+ * processes then stays out of the figures:
+ *   AB_CLOCK=thread OMP_NUM_THREADS=1 /tmp/cpu_ab LIB LIB@fp8 d16x4096 bf16 11 */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -47,7 +52,9 @@ static void *sym(void *h, const char *n) {
 
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  static int thread = -1;
+  if (thread < 0) thread = getenv("AB_CLOCK") && !strcmp(getenv("AB_CLOCK"), "thread");
+  clock_gettime(thread ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
@@ -96,10 +103,19 @@ int main(int argc, char **argv) {
   for (int s = 0, at = 0; s < ns; s++)
     for (int j = 0; j < (kl[s] + BS - 1) / BS; j++) bt[s * maxp + j] = perm[at++];
   const size_t es = dt == ANYATTN_DTYPE_F32 ? 4 : 2;
+  anyattn_kv_dtype kvd[2] = {ANYATTN_KV_AS_Q, ANYATTN_KV_AS_Q};
   const size_t cache = (size_t)pages * BS * HKV * D, qn = (size_t)nt * HQ * D;
   char *k = malloc(cache * es), *v = malloc(cache * es), *q = malloc(qn * es), *out = malloc(qn * es);
   char *bufs[3] = {k, v, q};
   size_t cnt[3] = {cache, cache, qn};
+  char *k8 = malloc(cache), *v8 = malloc(cache); /* fp8 codes: finite in both formats */
+  for (size_t i = 0; i < cache; i++) {
+    for (int x = 0; x < 2; x++) {
+      int c = rand() & 0xFF;
+      if ((c & 0x7F) == 0x7F || c == 0x80) c = 0x38; /* NaN in e4m3fn or fnuz: 1.0 or 0.5 */
+      (x ? v8 : k8)[i] = (char)c;
+    }
+  }
   for (int x = 0; x < 3; x++)
     for (size_t i = 0; i < cnt[x]; i++) {
       const float f = (float)rand() / RAND_MAX * 2.0f - 1.0f;
@@ -113,6 +129,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s", argv[1 + i]);
+    char *kvs = strchr(path, '@');
+    if (kvs) {
+      *kvs++ = '\0';
+      kvd[i] = !strcmp(kvs, "fnuz") ? ANYATTN_KV_FP8_E4M3FNUZ : ANYATTN_KV_FP8_E4M3;
+    }
     char *isa = strchr(path, ':');
     if (isa) *isa++ = '\0';
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -141,6 +162,7 @@ int main(int argc, char **argv) {
     pr.num_kv_heads = HKV;
     pr.head_dim = D;
     pr.dtype = dt;
+    pr.kv_dtype = kvd[i];
     pr.block_size = BS;
     pr.causal = 1;
     S->limits_init(&lim);
@@ -174,6 +196,8 @@ int main(int argc, char **argv) {
   for (int r = -1; r < rounds; r++)
     for (int i = 0; i < 2; i++) {
       const double t0 = now();
+      t.k_cache = kvd[i] == ANYATTN_KV_AS_Q ? k : k8;
+      t.v_cache = kvd[i] == ANYATTN_KV_AS_Q ? v : v8;
       if (sd[i].run(sd[i].plan, &bb, &t, sd[i].ws, sd[i].ws_bytes, NULL)) {
         fprintf(stderr, "cpu_ab: run: %s\n", sd[i].last_error());
         return 1;

@@ -1,8 +1,9 @@
 /* test_fp8.c: fp8 caches on the CPU backend beyond the conformance suite:
- * every code of both formats read back exactly (through V, with one visible
- * key), descales applied as docs/semantics.md says, and NaN codes propagating
- * like NaN in a 16-bit cache; under each product kind (ANYATTN_CPU_ISA) this
- * machine has, on the decode and the prefill paths. */
+ * every code of both formats read back exactly (through V with one visible
+ * key, and through the scores), descales applied as docs/semantics.md says,
+ * and NaN codes propagating like NaN in a 16-bit cache; under each product
+ * kind (ANYATTN_CPU_ISA) this machine has, on the decode and the prefill
+ * paths. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -118,6 +119,50 @@ static void test_every_code(anyattn_kv_dtype kv, anyattn_dtype dt, const char *i
   CHECK(nans == HQ * (kv == ANYATTN_KV_FP8_E4M3 ? 2 : 1), "%s: %d NaN codes seen", tl_kv_name(kv), nans);
 }
 
+/* Every code through the scores: one key, so lse = x = scale * dot(q, k);
+ * q one-hot (1 at one dim per q head) and scale 1/16 make it the code's
+ * value / 16 exactly. Over 32 runs the 8 q heads pick 256 (kv head, dim)
+ * pairs that hold the 256 codes, spread over every dim of the row (the fused
+ * decode path reads dims in a permuted order). A NaN code gives a NaN lse
+ * to every q head of its kv head (0 * NaN). */
+static void test_every_code_k(anyattn_kv_dtype kv, anyattn_dtype dt, const char *isa) {
+  enum { D = 256 };
+  static uint16_t q[HQ * D], out[HQ * D];
+  static uint8_t k[BS * HKV * D], v[BS * HKV * D];
+  static float lse[HQ];
+  static double ref[HQ * D], ref_lse[HQ];
+  const uint16_t one = dt == ANYATTN_DTYPE_BF16 ? 0x3F80 : 0x3C00;
+  int bad = 0, nans = 0;
+  memset(v, 0, sizeof v);
+  for (int s = 0; s < 32; s++) {
+    memset(q, 0, sizeof q);
+    memset(k, 0, sizeof k);
+    for (int h = 0; h < HQ; h++) {
+      const int g = h / GROUP, r = h % GROUP, c = (r * 32 + s) * 2 + g;
+      k[g * D + c] = (uint8_t)(g * 128 + r * 32 + s);
+      q[h * D + c] = one;
+    }
+    const fp8_setup S = {kv, dt, D, 1, 1, isa};
+    if (run_one(&S, q, k, v, NULL, NULL, ANYATTN_DESCALE_PER_TENSOR, out, lse, ref, ref_lse) != 0) return;
+    int row_nan[HKV] = {0}; /* 0 * NaN: a NaN code makes its whole kv head's scores NaN */
+    for (int h = 0; h < HQ; h++)
+      row_nan[h / GROUP] |= isnan(tl_fp8_value(kv, (uint8_t)(h / GROUP * 128 + h % GROUP * 32 + s)));
+    for (int h = 0; h < HQ; h++) {
+      const int g = h / GROUP, r = h % GROUP;
+      const uint8_t code = (uint8_t)(g * 128 + r * 32 + s);
+      nans += isnan(tl_fp8_value(kv, code));
+      const double want = row_nan[g] ? NAN : tl_fp8_value(kv, code) / 16.0;
+      if (isnan(want) ? !isnan(lse[h]) : (double)lse[h] != want) {
+        if (bad++ == 0)
+          printf("  %s %s isa %s: K code 0x%02x scores %.9g, want %.9g\n", tl_kv_name(kv), tl_dtype_name(dt), isa, code,
+                 lse[h], want);
+      }
+    }
+  }
+  CHECK(bad == 0, "%s %s isa %s: %d K codes score wrong", tl_kv_name(kv), tl_dtype_name(dt), isa, bad);
+  CHECK(nans == (kv == ANYATTN_KV_FP8_E4M3 ? 2 : 1), "%s: %d NaN K codes seen", tl_kv_name(kv), nans);
+}
+
 /* Same NaN-ness as the reference everywhere and the 16-bit tolerance on the
  * finite elements, relative to sum_j p_j |v_j| (ref_abs: the scale of rounding
  * error in out, which does not cancel as out itself can): counts mismatches. */
@@ -193,7 +238,9 @@ int main(void) {
     for (int f = 0; f < 2; f++)
       for (int t = 0; t < 2; t++) {
         test_every_code(kvs[f], dts[t], isas[i]);
+        test_every_code_k(kvs[f], dts[t], isas[i]);
         test_nan(kvs[f], dts[t], isas[i], 1, 128);  /* decode */
+        test_nan(kvs[f], dts[t], isas[i], 1, 96);   /* decode: 64 dims and a 32-dim tail */
         test_nan(kvs[f], dts[t], isas[i], 40, 128); /* prefill */
         test_nan(kvs[f], dts[t], isas[i], 3, 45);   /* an odd head dim */
       }

@@ -19,10 +19,40 @@
  *   those 16 lanes; then P.V from the V rows into fp32 accumulators kept in
  *   aa_dec_load32's element order until the output is written.
  * fp16 never takes vdpbf16ps: rounding q and K to bf16 would cost fp16 its
- * 3 extra mantissa bits. fp8 caches (kv, a constant 1 or 2 where they are
- * read, 0 for 16-bit ones) widen their codes exactly 16 at a time, with q in
- * fp32 in natural order. Needs head_dim % 32 == 0 (32 dims per step). */
+ * 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per step).
+ * fp8 caches (kv below) convert exactly where they are read, the row in place
+ * as for 16-bit caches (rows are d bytes, half the lines):
+ *   AVX512-VBMI: 64 codes at a time to bf16 by two byte lookups
+ *   (aa_load_fp8x64_vbmi, five ops), so bf16 q keeps the vdpbf16ps scores
+ *   of bf16 caches (q's words permuted once per item to the lookups' order,
+ *   aa_dec_wpos) and V splits into fp32 pairs like a bf16 row; a 32-dim
+ *   tail through aa_load_fp8x32_bf16. AVX-512BW without VBMI: K to bf16 by
+ *   shifts and a subnormal table (aa_load_fp8x32_bf16), V (and K under fp16
+ *   q) to fp32 through the fp16 bit pattern (aa_load_fp8x32_f16; the power
+ *   of two it leaves folds into the q scale and v_descale). Elsewhere the
+ *   exact fp32 widening aa_load_fp8. NaN codes: e4m3fn's lookup table holds
+ *   the NaN; otherwise the touch pass flags key blocks with a NaN code and
+ *   only those run the conversions with their NaN fix.
+ * decode 16x4096, one thread on the shared 2-core Xeon (AMX, VBMI), thread
+ * CPU time: bf16 caches 55 ms, e4m3fn 49-51 ms with this (66-77 ms widening
+ * 16 codes at a time to fp32); the touch pass alone (no math) 27 ms bf16,
+ * 15 ms fp8, but the math does not overlap the reads, and with the cache in
+ * L2 (decode 4x256) fp8's math costs 1.28x bf16's (the conversions): fp8
+ * gains the halved bytes less the conversions, about 1.1x. Measured and dropped: P.V by vdpbf16ps on key pairs (P
+ * rounded to bf16; 3-5% slower: vdpbf16ps issues on one port, the FMAs on
+ * two) and fp32 q with FMA scores instead of vdpbf16ps (the same speed). */
 #define AA_DEC_KB 16 /* keys per block: one score vector per row */
+typedef uint8_t aa_vB __attribute__((vector_size(64)));
+/* Bytewise unsigned max (GCC 12 scalarises the generic form's compare). */
+AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
+#if defined(__AVX512BW__)
+  const __m512i r = _mm512_max_epu8((__m512i)a, (__m512i)b);
+  return (aa_vB)r;
+#else
+  const aa_vB gt = (aa_vB)(a > b); /* lanes all ones or zero */
+  return (a & gt) | (b & ~gt);
+#endif
+}
 /* Software prefetch distance in key blocks: 1 and 2 measured the same
  * within noise (decode 16x4096 bf16, 1 and 2 threads, Zen 5). */
 #ifndef AA_DEC_PF_BLOCKS
@@ -33,9 +63,22 @@
 #else
 #define AA_DEC_QBF16 0
 #endif
-/* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches; otherwise
- * fp32, scaled. */
-#define AA_DEC_QRAW(dt, kv) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16 && (kv) == 0)
+/* kv: 0 for 16-bit caches, else the fp8 format (AA_DEC_FMT: 1 e4m3fn, 2
+ * e4m3fnuz) plus AA_DEC_NAN in key blocks that hold a NaN code. */
+#define AA_DEC_NAN 4
+#define AA_DEC_FMT(kv) ((kv) & 3)
+/* fp8 K rows converted to bf16 for vdpbf16ps (aa_load_fp8x32_bf16). */
+#define AA_DEC_FP8BF16 (AA_DEC_QBF16 && AA_FP8_F16)
+/* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches and fp8
+ * caches converted to bf16; otherwise fp32, scaled. */
+#define AA_DEC_QRAW(dt, kv) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16 && ((kv) == 0 || AA_DEC_FP8BF16))
+/* What q's scale and v_descale multiply by to undo the factor fp8 codes
+ * read with in fp32 (aa_load_fp8x32_f16: 2^-8 e4m3fn, 2^-7 fnuz); 1 where
+ * the codes go through exact bf16 or aa_load_fp8. */
+#define AA_DEC_UNIT(kv) (!(kv) || AA_FP8_VBMI || !AA_FP8_F16 ? 1.0f : AA_DEC_FMT(kv) == 2 ? 128.0f : 256.0f)
+/* fp8 rows read 64 codes at a time through aa_load_fp8x64_vbmi, in its word
+ * order (aa_dec_slot), with a 32-code tail in bf16 pair order. */
+#define AA_DEC_W(kv) ((kv) && AA_FP8_VBMI)
 
 /* ---- building blocks ------------------------------------------------------------ */
 /* 32 consecutive cache elements as two fp32 vectors, in the order every fp32
@@ -53,11 +96,18 @@ AA_INLINE void aa_dec_load32_(const anyattn_dtype dt, const uint16_t *p, aa_vf *
   }
 }
 /* Elements c .. c + 31 of a cache row (at byte address p) in that order:
- * fp8 codes (kv 1 e4m3fn, 2 e4m3fnuz) in natural order. */
+ * fp8 codes in natural order, times 1 / AA_DEC_UNIT(kv). */
 AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p, int c, aa_vf *lo, aa_vf *hi) {
   if (kv) {
-    *lo = aa_load_fp8((const uint8_t *)p + c, kv == 2);
-    *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, kv == 2);
+#if AA_FP8_VBMI /* exact bf16 words, then as bf16 pairs */
+    const __m512i w = aa_load_fp8x32_bf16((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
+    aa_load_bf16_pairs((const uint16_t *)&w, lo, hi);
+#elif AA_FP8_F16
+    aa_load_fp8x32_f16((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, lo, hi);
+#else
+    *lo = aa_load_fp8((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2);
+    *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, AA_DEC_FMT(kv) == 2);
+#endif
   } else {
     aa_dec_load32_(dt, (const uint16_t *)p + c, lo, hi);
   }
@@ -71,9 +121,35 @@ AA_INLINE void aa_dec_loadq32(const anyattn_dtype dt, const int kv, const uint16
     aa_dec_load32_(dt, p, lo, hi);
   }
 }
-/* Where element c of a row sits in aa_dec_load32's order. */
-AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, int c) {
-  return dt == ANYATTN_DTYPE_BF16 && !kv ? (c & ~31) + (c & 1) * 16 + ((c & 31) >> 1) : c;
+#if AA_FP8_VBMI
+/* Elements c .. c + 63 of an fp8 cache row as four fp32 vectors: the even
+ * and the odd words of aa_load_fp8x64_vbmi's *w0, then of *w1. */
+AA_INLINE void aa_dec_load64w(const int kv, const char *p, int c, aa_vf v[4]) {
+  __m512i w[2];
+  aa_load_fp8x64_vbmi((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, &w[0], &w[1]);
+  aa_load_bf16_pairs((const uint16_t *)&w[0], &v[0], &v[1]);
+  aa_load_bf16_pairs((const uint16_t *)&w[1], &v[2], &v[3]);
+}
+#endif
+/* Where element c of a 16-bit word row (raw bf16 q) sits: for fp8 caches
+ * read 64 codes at a time, aa_load_fp8x64_vbmi's word order. */
+AA_INLINE int aa_dec_wpos(const int kv, const int d, int c) {
+#if AA_FP8_VBMI
+  if (kv && (c & ~63) + 64 <= d) return (c & ~63) + aa_fp8_vbmi_pos(c & 63);
+#endif
+  (void)kv, (void)d;
+  return c;
+}
+/* Where element c of an fp32 row (of d) sits in the order its cache rows
+ * load in: bf16 pairs (16 even elements, then 16 odd, per 32) for bf16
+ * caches and fp8 tails, the even and odd words of aa_dec_wpos's order for
+ * fp8 read 64 at a time, else natural. */
+AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int c) {
+  if (AA_DEC_W(kv) || (dt == ANYATTN_DTYPE_BF16 && !kv)) {
+    const int w = aa_dec_wpos(kv, d, c), b = w & ~31;
+    return b + (w & 1) * 16 + ((w & 31) >> 1);
+  }
+  return c;
 }
 
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
@@ -85,11 +161,34 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     __m512 t[16];
     for (int i = 0; i < 16; i++) t[i] = _mm512_setzero_ps();
     const uint16_t *qb = (const uint16_t *)q;
-    for (int c = 0; c < d; c += 32) {
+    int c = 0;
+#if AA_FP8_VBMI
+    if (kv) /* 64 codes per load; q words in the same order */
+      for (; c + 64 <= d; c += 64) {
+        __m512bh qv[4][2];
+        for (int r = 0; r < 4; r++)
+          for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c + 32 * h);
+        for (int j = 0; j < 4; j++) {
+          __m512i w[2];
+          aa_load_fp8x64_vbmi((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, &w[0], &w[1]);
+          for (int r = 0; r < 4; r++) {
+            t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r][0], (__m512bh)w[0]);
+            t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r][1], (__m512bh)w[1]);
+          }
+        }
+      }
+#endif
+    for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
       for (int j = 0; j < 4; j++) {
+#if AA_DEC_FP8BF16
+        const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
+                                                               (kv & AA_DEC_NAN) != 0)
+                               : (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
+#else
         const __m512bh kb = (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
+#endif
         for (int r = 0; r < 4; r++) t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r], kb);
       }
     }
@@ -99,7 +198,18 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
   const float *qf = (const float *)q;
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
-  for (int c = 0; c < d; c += 32) {
+  int c = 0;
+#if AA_FP8_VBMI
+  if (kv)
+    for (; c + 64 <= d; c += 64)
+      for (int j = 0; j < 4; j++) {
+        aa_vf kk[4];
+        aa_dec_load64w(kv, k[j], c, kk);
+        for (int r = 0; r < 4; r++)
+          for (int i = 0; i < 4; i++) acc[r * 4 + j] += aa_ld(qf + (size_t)r * d + c + i * AA_VL) * kk[i];
+      }
+#endif
+  for (; c < d; c += 32) {
     aa_vf qe[4], qo[4];
     for (int r = 0; r < 4; r++) {
       qe[r] = aa_ld(qf + (size_t)r * d + c);
@@ -131,7 +241,11 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   }
   for (int j = 0; j < nk; j++) {
     aa_vf vv[4];
-    for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, v[j], c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+#if AA_FP8_VBMI
+    if (kv && NC == 2) aa_dec_load64w(kv, v[j], c0, vv);
+    else
+#endif
+      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, v[j], c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
     for (int r = 0; r < 4; r++) {
       const aa_vf pb = aa_splat(P[r * AA_DEC_KB + j]);
       for (int k = 0; k < 2 * NC; k++) a[r][k] += pb * vv[k];
@@ -146,9 +260,8 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
  * receives its probabilities, alpha[r] the factor that rescales its
  * accumulator; m and l (the rows' running max and sum) are updated. */
 AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
-                               const aa_vf sc[4],
-                               float *restrict m, float *restrict l, float *restrict P, float alpha[4], int rc, int g,
-                               int j0, int nk) {
+                               const aa_vf sc[4], const float qs, float *restrict m, float *restrict l,
+                               float *restrict P, float alpha[4], int rc, int g, int j0, int nk) {
   const anyattn_problem *pr = &job->plan->problem;
   const anyattn_args *a = job->a;
   const int group = job->group;
@@ -163,7 +276,7 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
       continue;
     }
     aa_vf x = sc[r];
-    if (AA_DEC_QRAW(dt, kv)) x *= aa_splat(job->plan->scale); /* q was kept unscaled in bf16 */
+    if (AA_DEC_QRAW(dt, kv)) x *= aa_splat(qs); /* q was kept unscaled in bf16 */
     if (pr->softcap > 0.0f) {
       const float cap = pr->softcap, inv = 1.0f / cap;
       for (int j = jlo; j < jhi; j++) x[j] = cap * tanhf(x[j] * inv);
@@ -187,16 +300,17 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
 
 /* One key block for rows [rc, rc + 4) of kv head g: scores, online softmax
  * (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row pointers (k
- * padded past nk with valid rows whose scores are masked). */
+ * padded past nk with valid rows whose scores are masked); qs multiplies the
+ * scores of raw bf16 q (AA_DEC_QRAW). */
 AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const int d,
-                            const aa_cpu_rows *rw, const void *restrict q, float *restrict acc, float *restrict m,
-                            float *restrict l, float *restrict P, int rc, int g, int j0, int nk, const char *const *k,
-                            const char *const *v) {
+                            const aa_cpu_rows *rw, const float qs, const void *restrict q, float *restrict acc,
+                            float *restrict m, float *restrict l, float *restrict P, int rc, int g, int j0, int nk,
+                            const char *const *k, const char *const *v) {
   aa_vf blk[4], sc[4];
   for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d);
   aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
   float alpha[4];
-  aa_dec_softmax4(job, dt, kv, rw, sc, m, l, P, alpha, rc, g, j0, nk);
+  aa_dec_softmax4(job, dt, kv, rw, sc, qs, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
   for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, nk);
   for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, nk);
@@ -215,15 +329,22 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
   const int group = job->group, R = rw->R, R4 = rw->R4;
   const uint16_t *qsrc = (const uint16_t *)a->q;
   for (int hb = 0; hb < nh; hb++) {
-    const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh);
+    const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) * AA_DEC_UNIT(kv);
     for (int r = 0; r < R4; r++) {
       const size_t row = (size_t)hb * R4 + r;
       const int h = (g0 + hb) * group + r % group;
       const uint16_t *src = qsrc + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d;
       if (AA_DEC_QRAW(dt, kv)) {
         uint16_t *dst = (uint16_t *)Q + row * d;
-        if (r < R) memcpy(dst, src, (size_t)d * sizeof(uint16_t));
-        else memset(dst, 0, (size_t)d * sizeof(uint16_t));
+        if (r >= R) memset(dst, 0, (size_t)d * sizeof(uint16_t));
+        else if (AA_DEC_W(kv))
+          for (int c = 0; c < d; c++) dst[aa_dec_wpos(kv, d, c)] = src[c];
+        else memcpy(dst, src, (size_t)d * sizeof(uint16_t));
+      } else if (AA_DEC_W(kv)) { /* once per item: scalar */
+        float *dst = (float *)Q + row * d;
+        for (int c = 0; c < d; c++)
+          dst[aa_dec_slot(dt, kv, d, c)] =
+              r >= R ? 0.0f : (dt == ANYATTN_DTYPE_BF16 ? aa_bf16_to_f32(src[c]) : aa_f16_to_f32(src[c])) * scale;
       } else {
         float *dst = (float *)Q + row * d;
         const aa_vf sc = aa_splat(scale);
@@ -252,13 +373,21 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
  * or not, against 31-35 GB/s in address order (39 GB/s streaming).
  * decode 16x4096, 1 thread: 9.4 GB/s head by head, 13.7 copying the block
  * into scratch in address order, 16.5 with this touch pass. Returns the OR
- * of the loaded data, which the caller keeps so the loads are not dropped. */
-AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
-                             int *pf_next, int ihi, const char **kr, const char **vr) {
+ * of the loaded data, which the caller keeps so the loads are not dropped.
+ * fp8 rows are d bytes, half the lines of bf16 ones; a row of 32 x odd
+ * bytes ends in half a line, which the pass loads as such (a whole line
+ * would read past the cache's last row). With scan set, *nan says whether
+ * any of the codes is a NaN (a bytewise max of the codes mapped so that only
+ * NaN codes give 0xFF: two ops a line), so that the conversions with a NaN
+ * fix run only in such blocks. */
+AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, const int kv, const int scan, int nh, const int d, int nk,
+                             aa_kv_walks *rd, aa_kv_walks *pf, int *pf_next, int ihi, const char **kr,
+                             const char **vr, int *nan) {
   const anyattn_args *a = job->a;
   const size_t es = job->kes, row_bytes = (size_t)d * es;
   const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
   aa_vu touched = {0};
+  aa_vB top = {0};
   for (int j = 0; j < nk; j++) {
     kr[j] = aa_walk_next(&rd->k);
     vr[j] = aa_walk_next(&rd->v);
@@ -274,12 +403,25 @@ AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int nk,
           __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
           __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
         }
-        aa_vu tk, tv;
-        memcpy(&tk, kr[j] + hb * kh + o, sizeof tk);
-        memcpy(&tv, vr[j] + hb * vh + o, sizeof tv);
+        aa_vu tk = {0}, tv = {0};
+        if (kv && o + 64 > row_bytes) { /* two constant-size copies: a variable one is a call */
+          memcpy(&tk, kr[j] + hb * kh + o, 32);
+          memcpy(&tv, vr[j] + hb * vh + o, 32);
+        } else {
+          memcpy(&tk, kr[j] + hb * kh + o, 64);
+          memcpy(&tv, vr[j] + hb * vh + o, 64);
+        }
         touched |= tk | tv;
+        if (kv && scan) {
+          const aa_vB x = AA_DEC_FMT(kv) == 2 ? (aa_vB)tk ^ 0x7F : (aa_vB)tk | 0x80; /* fnuz 0x80, e4m3fn x7F */
+          const aa_vB y = AA_DEC_FMT(kv) == 2 ? (aa_vB)tv ^ 0x7F : (aa_vB)tv | 0x80;
+          top = aa_dec_bmax(aa_dec_bmax(top, x), y);
+        }
       }
   }
+  *nan = 0;
+  if (kv && scan)
+    for (int i = 0; i < 64; i++) *nan |= top[i] == 0xFF;
   return touched;
 }
 
@@ -292,7 +434,7 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
   const anyattn_args *a = job->a;
   const int group = job->group;
   for (int hb = 0; hb < nh; hb++) {
-    const float vd = aa_descale_of(a, a->v_descale, s, g0 + hb, job->kvh);
+    const float vd = aa_descale_of(a, a->v_descale, s, g0 + hb, job->kvh) * AA_DEC_UNIT(kv);
     for (int r = 0; r < rw->R; r++) {
       const int t = rw->tok0 + r / group, h = (g0 + hb) * group + r % group;
       const size_t o = (size_t)t * job->nqh + h, rr = (size_t)hb * rw->R4 + r;
@@ -301,9 +443,9 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
       const float *ar = acc + rr * d;
       uint16_t *out = (uint16_t *)a->out + o * d;
       if (dt == ANYATTN_DTYPE_BF16)
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, c)] * inv);
+        for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       else
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, c)] * inv);
+        for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
@@ -333,12 +475,17 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     aa_walks_init(&pf, job, s, g0, pf0);
   }
   int pf_next = pf0;   /* first key not yet prefetched */
+  /* NaN codes need their fix in the conversions, except e4m3fn read 64 at a
+   * time, whose lookup table holds the NaN */
+  const int scan = kv && !(AA_FP8_VBMI && AA_DEC_FMT(kv) == 1 && d % 64 == 0);
   aa_vu touched = {0}; /* the touch loads feed this, so they are not dropped */
   const char *kr[AA_DEC_KB], *vr[AA_DEC_KB];
   for (int j0 = ilo; j0 < ihi; j0 += AA_DEC_KB) {
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
-    touched |= aa_dec_touch(job, nh, d, nk, &rd, &pf, &pf_next, ihi, kr, vr);
+    int nan;
+    touched |= aa_dec_touch(job, kv, scan, nh, d, nk, &rd, &pf, &pf_next, ihi, kr, vr, &nan);
     for (int hb = 0; hb < nh; hb++) {
+      const float qs = job->plan->scale * (kv ? aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) : 1.0f);
       const char *k[AA_DEC_KB], *v[AA_DEC_KB];
       for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
         k[j] = kr[j < nk ? j : 0] + hb * kh;
@@ -348,7 +495,11 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
         const size_t row = (size_t)hb * R4 + rc;
         const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
                                                : (const void *)((const float *)Q + row * d);
-        aa_dec_rows4(job, dt, kv, d, &rw, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
+        if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
+          aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
+                       nk, k, v);
+        else
+          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
       }
     }
   }
