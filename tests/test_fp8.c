@@ -143,7 +143,7 @@ static void test_every_code_k(anyattn_kv_dtype kv, anyattn_dtype dt, const char 
       q[h * D + c] = one;
     }
     const fp8_setup S = {kv, dt, D, 1, 1, isa};
-    if (run_one(&S, q, k, v, NULL, NULL, ANYATTN_DESCALE_PER_TENSOR, out, lse, ref, ref_lse) != 0) return;
+    if (run_one(&S, q, k, v, NULL, NULL, ANYATTN_DESCALE_PER_TENSOR, out, lse, ref, ref_lse, NULL) != 0) return;
     int row_nan[HKV] = {0}; /* 0 * NaN: a NaN code makes its whole kv head's scores NaN */
     for (int h = 0; h < HQ; h++)
       row_nan[h / GROUP] |= isnan(tl_fp8_value(kv, (uint8_t)(h / GROUP * 128 + h % GROUP * 32 + s)));
