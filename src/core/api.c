@@ -227,9 +227,6 @@ static anyattn_status aa_check_problem(const anyattn_problem *p) {
            "problem->head_dim is %d, must be in 1..%d", p->head_dim, AA_MAX_HEAD_DIM);
   AA_CHECK(anyattn_dtype_size(p->dtype) != 0, ANYATTN_STATUS_UNSUPPORTED_DTYPE,
            "problem->dtype is %d, not one of F32 (0), F16 (1), BF16 (2)", (int)p->dtype);
-  AA_CHECK(p->kv_dtype == ANYATTN_KV_AS_Q || p->kv_dtype == ANYATTN_KV_FP8_E4M3 || p->kv_dtype == ANYATTN_KV_FP8_E4M3FNUZ,
-           ANYATTN_STATUS_UNSUPPORTED_DTYPE, "problem->kv_dtype is %d, not one of AS_Q (0), FP8_E4M3 (1), FP8_E4M3FNUZ (2)",
-           (int)p->kv_dtype);
   AA_CHECK(p->block_size > 0, ANYATTN_STATUS_UNSUPPORTED_BLOCK_SIZE,
            "problem->block_size is %d, must be >= 1", p->block_size);
   AA_CHECK(p->causal == 0 || p->causal == 1, ANYATTN_STATUS_INVALID_OPTION,
