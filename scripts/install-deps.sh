@@ -37,6 +37,7 @@ PIP_PACKAGES=(
   "numpy               the Python binding's array path and its tests"
   "pytest              runs python/tests"
   "matplotlib          the plots of python -m anyattn.report (its test, report_cpu, skips without it)"
+  "ml_dtypes           NumPy fp8 dtypes for fp8 KV caches (python/tests/test_fp8.py's ml_dtypes cases)"
 )
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
