@@ -39,6 +39,26 @@ int dm_set_device(anyattn_backend backend, int device) {
   return dm_no_backend(backend);
 }
 
+int dm_gpu_test_context(anyattn_backend backend, anyattn_context **ctx) {
+  *ctx = NULL;
+  if (!anyattn_backend_compiled(backend)) {
+    printf("SKIP all (the %s backend is not compiled into this library)\n", anyattn_backend_name(backend));
+    return 77;
+  }
+  const anyattn_status s = anyattn_context_create(backend, 0, ctx);
+  if (s == ANYATTN_STATUS_NO_DEVICE || s == ANYATTN_STATUS_BACKEND_UNAVAILABLE) {
+    printf("SKIP all (%s)\n", anyattn_last_error());
+    return 77;
+  }
+  if (s != ANYATTN_STATUS_OK || dm_set_device(backend, 0) != 0) {
+    printf("FAIL context (%s)\n", anyattn_last_error());
+    anyattn_context_free(*ctx);
+    *ctx = NULL;
+    return 1;
+  }
+  return 0;
+}
+
 void *dm_alloc(anyattn_backend backend, size_t bytes) {
   if (bytes == 0) bytes = 256;
   if (!dm_is_gpu(backend)) {

@@ -14,6 +14,11 @@ extern "C" {
 
 /* All return 0 on success, else -1 after printing the runtime's message to stderr. */
 int dm_set_device(anyattn_backend backend, int device);
+/* A GPU test's start: a context on device 0 of `backend` made current. 0 with
+ * *ctx set; 77 (ctest's skip code) after printing "SKIP all (why)" when the
+ * backend is not compiled in or finds no device; 1 after printing "FAIL
+ * context (why)" on any other failure. */
+int dm_gpu_test_context(anyattn_backend backend, anyattn_context **ctx);
 void *dm_alloc(anyattn_backend backend, size_t bytes);          /* 256-byte aligned; NULL on failure */
 void dm_free(anyattn_backend backend, void *ptr);               /* accepts NULL */
 int dm_to_device(anyattn_backend backend, void *dst, const void *src, size_t bytes);

@@ -307,20 +307,9 @@ int main(void) {
   const uint64_t seed = tl_seed_from_env_or_time();
   printf("test_graph_replay: seed 0x%llx, rerun with ANYATTN_SEED=0x%llx\n", (unsigned long long)seed,
          (unsigned long long)seed);
-  if (!anyattn_backend_compiled(ANYATTN_BACKEND_CUDA)) {
-    printf("SKIP all (the CUDA backend is not compiled into this library)\n");
-    return 77;
-  }
   anyattn_context *ctx = NULL;
-  const anyattn_status s = anyattn_context_create(ANYATTN_BACKEND_CUDA, 0, &ctx);
-  if (s == ANYATTN_STATUS_NO_DEVICE || s == ANYATTN_STATUS_BACKEND_UNAVAILABLE) {
-    printf("SKIP all (%s)\n", anyattn_last_error());
-    return 77;
-  }
-  if (s != ANYATTN_STATUS_OK || dm_set_device(ANYATTN_BACKEND_CUDA, 0) != 0) {
-    printf("FAIL context (%s)\n", anyattn_last_error());
-    return 1;
-  }
+  const int open = dm_gpu_test_context(ANYATTN_BACKEND_CUDA, &ctx);
+  if (open != 0) return open;
   int failures = 0;
   for (size_t i = 0; i < sizeof kSpecs / sizeof kSpecs[0]; i++) failures += run_spec(ctx, &kSpecs[i], seed);
   anyattn_context_free(ctx);
