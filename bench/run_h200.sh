@@ -104,6 +104,14 @@ if has sanitize; then
   rc=$?
   tail -3 "$OUT/.san" | tee -a "$LOG"
   note "sanitizer memcheck test_graph_replay: rc=$rc, $(grep -E 'ERROR SUMMARY' "$OUT/.san" | tail -1)"
+  # The split-KV merge by the last arrival (counters, fences, two streams) under every tool.
+  for tool in memcheck racecheck synccheck; do
+    say "compute-sanitizer --tool $tool test_split_merge"
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build/tests/test_split_merge >"$OUT/.san" 2>&1
+    rc=$?
+    tail -3 "$OUT/.san" | tee -a "$LOG"
+    note "sanitizer $tool test_split_merge: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1)"
+  done
 fi
 
 if has bench; then

@@ -56,6 +56,7 @@ int main(void) {
   CHECK(anyattn_plan_create(ctx, &pr, &lim, &plan));
   size_t ws_bytes = anyattn_plan_workspace_size(plan);
   void *ws = ws_bytes ? aligned_alloc(256, (ws_bytes + 255) / 256 * 256) : NULL; /* the caller owns it */
+  CHECK(anyattn_workspace_prepare(plan, ws, ws_bytes, NULL)); /* once per workspace, before its first run */
 
   anyattn_batch b;
   anyattn_batch_init(&b);

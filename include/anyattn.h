@@ -219,8 +219,26 @@ ANYATTN_API anyattn_status anyattn_plan_create(anyattn_context *ctx, const anyat
                                                const anyattn_limits *limits, anyattn_plan **plan);
 ANYATTN_API void anyattn_plan_free(anyattn_plan *plan); /* accepts NULL */
 /* Bytes of workspace run() needs (0 is possible). Device memory for GPU
- * backends, host memory for the CPU; alignment 256 bytes. */
+ * backends, host memory for the CPU; alignment 256 bytes. Prepare a new
+ * workspace once with anyattn_workspace_prepare before its first run. */
 ANYATTN_API size_t anyattn_plan_workspace_size(const anyattn_plan *plan);
+/* Makes a workspace ready for runs of `plan`; call it once after allocating
+ * the workspace, before its first run, on the stream of its runs (or with
+ * that stream ordered after it). GPU plans that split decode-like batches
+ * over KV segments keep one arrival counter per program at the workspace's
+ * head, which must be zero before a run; every run leaves them zero again
+ * (the last segment to arrive resets its counter), so no run needs this
+ * again. Prepare again when anything but a run has written the workspace,
+ * and before runs of a plan with another problem or other limits (their
+ * counters lie elsewhere: a workspace serves plans of one problem and
+ * limits). GPU: one cudaMemsetAsync / hipMemsetAsync of the counters on
+ * `stream`, never synchronised, legal inside a graph capture; the CPU
+ * backend and plans that never split need nothing (OK, nothing written).
+ * Checks workspace and workspace_size as run does. A run on a workspace that
+ * was not prepared computes wrong results or none: the library cannot see
+ * device memory from the host. */
+ANYATTN_API anyattn_status anyattn_workspace_prepare(const anyattn_plan *plan, void *workspace,
+                                                     size_t workspace_size, void *stream);
 /* One line describing the choice plan made (config, split), for logs and CLI. */
 ANYATTN_API const char *anyattn_plan_describe(const anyattn_plan *plan);
 

@@ -119,6 +119,12 @@ ANYATTN_API void anyattn_cp_plan_free(anyattn_cp_plan *plan); /* accepts NULL */
 /* Bytes of workspace a run needs: device memory on the CUDA backend, host
  * memory on the CPU; 256-byte aligned. */
 ANYATTN_API size_t anyattn_cp_plan_workspace_size(const anyattn_cp_plan *plan);
+/* Makes a workspace ready for runs of `plan`, once after allocating it
+ * (anyattn_workspace_prepare for the local attention's part of it; the same
+ * rules). Enqueued on `stream`; checks workspace and workspace_size as the
+ * runs do. */
+ANYATTN_API anyattn_status anyattn_cp_workspace_prepare(const anyattn_cp_plan *plan, void *workspace,
+                                                        size_t workspace_size, void *stream);
 /* One line: mode, ranks and nodes, steps, workspace. */
 ANYATTN_API const char *anyattn_cp_plan_describe(const anyattn_cp_plan *plan);
 

@@ -990,7 +990,19 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     goto internal;
   }
 
-  /* Two runs on the same workspace: the second must not depend on what the first left there. */
+  /* A workspace full of stale bytes, then prepared as the API asks: the
+   * split-KV partials must not depend on what was there before. */
+  if (ws_size && dm_fill_bytes(backend, b.d_ws, 0xff, ws_size)) {
+    snprintf(why, sizeof why, "workspace fill failed");
+    goto internal;
+  }
+  s = anyattn_workspace_prepare(plan, b.d_ws, ws_size, NULL);
+  if (s != ANYATTN_STATUS_OK) {
+    snprintf(why, sizeof why, "workspace_prepare: %s", anyattn_last_error());
+    goto fail;
+  }
+  /* Two runs on the same workspace: the second must not depend on what the
+   * first left there (split-KV counters come back to zero). */
   tl_stats st[2];
   int bitwise_same = 1;
   void *first_out = NULL;
@@ -999,6 +1011,10 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
         dm_to_device(backend, b.d_lse, b.lse_init, b.lse_elems * sizeof(float))) {
       snprintf(why, sizeof why, "copy to device failed");
       free(first_out);
+  if (!bitwise_same) { /* every backend's merges run in a fixed order (docs/semantics.md, determinism) */
+    snprintf(why, sizeof why, "two runs of the same inputs differ bitwise");
+    goto fail;
+  }
       goto internal;
     }
     s = anyattn_run(plan, &db, &dt, b.d_ws, ws_size, NULL);

@@ -80,6 +80,19 @@ void *dm_alloc(anyattn_backend backend, size_t bytes) {
   return NULL;
 }
 
+void *dm_alloc_workspace(anyattn_backend backend, const anyattn_plan *plan) {
+  const size_t bytes = anyattn_plan_workspace_size(plan);
+  void *ws = dm_alloc(backend, bytes);
+  if (!ws) return NULL;
+  if ((bytes && dm_fill_bytes(backend, ws, 0xff, bytes)) ||
+      anyattn_workspace_prepare(plan, ws, bytes, NULL) != ANYATTN_STATUS_OK || dm_sync(backend)) {
+    fprintf(stderr, "workspace of %zu bytes: %s\n", bytes, anyattn_last_error());
+    dm_free(backend, ws);
+    return NULL;
+  }
+  return ws;
+}
+
 void dm_free(anyattn_backend backend, void *ptr) {
   if (!ptr) return;
   if (!dm_is_gpu(backend)) {

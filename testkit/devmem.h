@@ -21,6 +21,11 @@ int dm_set_device(anyattn_backend backend, int device);
 int dm_gpu_test_context(anyattn_backend backend, anyattn_context **ctx);
 void *dm_alloc(anyattn_backend backend, size_t bytes);          /* 256-byte aligned; NULL on failure */
 void dm_free(anyattn_backend backend, void *ptr);               /* accepts NULL */
+/* A workspace for runs of `plan` (anyattn_plan_workspace_size bytes, at least
+ * 256): allocated, filled with 0xff as stale memory would be, then prepared
+ * with anyattn_workspace_prepare on the default stream and synchronised (so
+ * runs on any stream may use it). NULL on failure, after printing why. */
+void *dm_alloc_workspace(anyattn_backend backend, const anyattn_plan *plan);
 int dm_to_device(anyattn_backend backend, void *dst, const void *src, size_t bytes);
 int dm_to_host(anyattn_backend backend, void *dst, const void *src, size_t bytes);
 /* Within the backend's memory; the ranges must not overlap. */

@@ -74,7 +74,7 @@ static int single_device(anyattn_context *ctx, const gcase *c, const int32_t *cu
   int rc = anyattn_plan_create(ctx, &pr, &lim, &plan) != ANYATTN_STATUS_OK;
   void *dcu = up(cu, (c->n + 1) * 4), *dkv = up(kv, c->n * 4), *dbt = up(bt, (size_t)c->n * maxp * 4), *ws = NULL;
   if (!rc) {
-    ws = dm_alloc(GPU, anyattn_plan_workspace_size(plan));
+    ws = dm_alloc_workspace(GPU, plan);
     anyattn_batch b;
     anyattn_batch_init(&b);
     b.num_seqs = c->n, b.num_tokens = cu[c->n], b.cu_seqlens_q = (const int32_t *)dcu, b.seq_lens_k = (const int32_t *)dkv;
@@ -202,6 +202,10 @@ static anyattn_status cp_prefill_run(const gcase *c, const anyattn_cp_plan *plan
   void *dout = dm_alloc(GPU, rows * qrow + 1), *dlse = dm_alloc(GPU, (size_t)rows * c->hq * 4 + 4);
   const size_t wsz = anyattn_cp_plan_workspace_size(plan);
   void *ws = dm_alloc(GPU, wsz);
+  if (ws && (dm_fill_bytes(GPU, ws, 0xff, wsz) || anyattn_cp_workspace_prepare(plan, ws, wsz, NULL) != ANYATTN_STATUS_OK)) {
+    dm_free(GPU, ws);
+    ws = NULL;
+  }
   dm_fill_bytes(GPU, dout, 0xff, rows * qrow + 1); /* NaN in every dtype */
   anyattn_cp_tensors t;
   anyattn_cp_tensors_init(&t);
@@ -250,6 +254,10 @@ static anyattn_status cp_decode_run(const gcase *c, const anyattn_cp_plan *plan,
   dm_fill_bytes(GPU, dout, 0xff, rows * qrow);
   const size_t wsz = anyattn_cp_plan_workspace_size(plan);
   void *ws = dm_alloc(GPU, wsz);
+  if (ws && (dm_fill_bytes(GPU, ws, 0xff, wsz) || anyattn_cp_workspace_prepare(plan, ws, wsz, NULL) != ANYATTN_STATUS_OK)) {
+    dm_free(GPU, ws);
+    ws = NULL;
+  }
   anyattn_batch b;
   anyattn_batch_init(&b);
   b.num_seqs = c->n, b.num_tokens = rows, b.cu_seqlens_q = (const int32_t *)dcu, b.seq_lens_k = (const int32_t *)dkv;

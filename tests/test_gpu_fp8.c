@@ -164,7 +164,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
   void *dbt = dm_alloc(be, sizeof(int32_t) * (size_t)N * bt_stride), *dlse = dm_alloc(be, sizeof(float) * rows);
   void *dkd = dm_alloc(be, sizeof kd), *dvd = dm_alloc(be, sizeof vd);
   const size_t ws_bytes = plan ? anyattn_plan_workspace_size(plan) : 0;
-  void *dws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
+  void *dws = ws_bytes ? dm_alloc_workspace(be, plan) : NULL;
   void *out = malloc(q_elems * es);
   float *lse = (float *)malloc(sizeof(float) * rows);
   if (!fail && (!dq || !dout || !dk || !dv || !dcu || !dkl || !dbt || !dlse || !dkd || !dvd || (ws_bytes && !dws) ||

@@ -78,8 +78,11 @@ static void test_plan_splits(void) {
   EXPECT(aa_gpu_plan_splits(&f.plan, &kH200) == ANYATTN_STATUS_OK, "plan splits");
   EXPECT(f.st.num_splits == 16 && f.st.split_rows == 128, "S_max %d rows %d, want 16 and 128", f.st.num_splits,
          f.st.split_rows);
-  const size_t ml = (128 * 32 * 8 + 255) / 256 * 256, want = ml + (size_t)128 * 32 * 128 * 4;
+  /* counters: min(max_tokens, rows / 2) = 64 tokens x 8 kv heads x 1 head chunk (group 4 fits every tile) */
+  const size_t cnt = 64 * 8 * 4, ml = (128 * 32 * 8 + 255) / 256 * 256, want = cnt + ml + (size_t)128 * 32 * 128 * 4;
   EXPECT(f.plan.workspace_size == want, "workspace %zu, want %zu", f.plan.workspace_size, want);
+  EXPECT(aa_gpu_split_counter_bytes(&f.plan) == cnt && f.st.split_counters == 512, "counter bytes %zu",
+         aa_gpu_split_counter_bytes(&f.plan));
   EXPECT(aa_gpu_split_ml_bytes(&f.plan) == ml, "ml bytes");
 
   /* short contexts: the 64-key tile, two per SM by shared memory, 3 by registers */

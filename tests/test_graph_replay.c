@@ -166,7 +166,7 @@ static int run_spec(anyattn_context *ctx, const spec *sp, uint64_t seed) {
   const size_t ws_bytes = anyattn_plan_workspace_size(plan);
   d.q = dm_alloc(be, q_elems * es), d.out = dm_alloc(be, q_elems * es);
   d.k = dm_alloc(be, cache_elems * es), d.v = dm_alloc(be, cache_elems * es);
-  d.ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
+  d.ws = ws_bytes ? dm_alloc_workspace(be, plan) : NULL;
   d.cu = dm_alloc(be, sizeof(int32_t) * (size_t)(N + 1)), d.kl = dm_alloc(be, sizeof(int32_t) * (size_t)N);
   d.bt = dm_alloc(be, sizeof(int32_t) * (size_t)N * pages);
   d.alibi = dm_alloc(be, sizeof(float) * hq), d.sinks = dm_alloc(be, sizeof(float) * hq);

@@ -152,7 +152,7 @@ static int single_threaded(shared_state *S, batch_case *c, void *host_k, void *h
   const anyattn_backend be = S->be;
   const size_t ob = out_bytes(c->num_tokens), lb = lse_bytes(c->num_tokens);
   const size_t ws_bytes = anyattn_plan_workspace_size(S->plan);
-  void *ws = dm_alloc(be, ws_bytes), *out = dm_alloc(be, ob), *lse = dm_alloc(be, lb);
+  void *ws = dm_alloc_workspace(be, S->plan), *out = dm_alloc(be, ob), *lse = dm_alloc(be, lb);
   c->want_out = malloc(ob);
   c->want_lse = malloc(lb);
   int bad = !ws || !out || !lse || !c->want_out || !c->want_lse;
@@ -259,7 +259,7 @@ static void *thread_main(void *arg) {
 
   void *stream = NULL;
   const size_t ws_bytes = anyattn_plan_workspace_size(S->plan);
-  void *ws = S->shared_ws ? S->shared_ws : dm_alloc(be, ws_bytes);
+  void *ws = S->shared_ws ? S->shared_ws : dm_alloc_workspace(be, S->plan);
   void *out[BATCHES], *host_out[BATCHES];
   float *lse[BATCHES], *host_lse[BATCHES];
   setup_bad |= stream_create(be, &stream) || !ws;
@@ -406,7 +406,7 @@ int main(int argc, char **argv) {
   int fails = setup_inputs(&S, &host_k, &host_v, &rng) != 0;
   for (int i = 0; i < BATCHES && !fails; i++) fails += single_threaded(&S, &S.b[i], host_k, host_v);
   free(host_k), free(host_v);
-  if (share && !fails) S.shared_ws = dm_alloc(S.be, anyattn_plan_workspace_size(plan));
+  if (share && !fails) S.shared_ws = dm_alloc_workspace(S.be, plan);
 
   thread_state T[THREADS];
   pthread_t tid[THREADS];

@@ -376,6 +376,10 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     fprintf(stderr, "bench: %s: allocation failed\n", c->name);
     goto done;
   }
+  if (anyattn_workspace_prepare(plan, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: %s: workspace_prepare: %s\n", c->name, anyattn_last_error());
+    goto done;
+  }
   if (dm_to_device(be, d_cu, cu, ((size_t)c->num_seqs + 1) * 4) ||
       dm_to_device(be, d_kvl, kvl, (size_t)c->num_seqs * 4) ||
       dm_to_device(be, d_bt, bt, (size_t)c->num_seqs * max_pages * 4) ||
@@ -548,6 +552,10 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   d_bt = dm_alloc(be, (size_t)pages * sizeof(int32_t));
   timer = dm_timer_create(be);
   if (!k || !v || !q || !out || (ws_bytes && !ws) || !d_cu || !d_kv || !d_bt || !timer || !kvc) goto done;
+  if (anyattn_workspace_prepare(plan, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: e2e: workspace_prepare: %s\n", anyattn_last_error());
+    goto done;
+  }
   if (fill_random(be, k, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
       fill_random(be, v, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
       fill_random(be, q, q_bytes, chunk, chunk_bytes) ||

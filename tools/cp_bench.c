@@ -171,6 +171,10 @@ static int measure(const cp_boot *b, const bench_options *o, anyattn_context *ct
   c->plan = plan;
   c->wsz = anyattn_cp_plan_workspace_size(plan);
   c->ws = dm_alloc(b->backend, c->wsz);
+  if (c->ws && anyattn_cp_workspace_prepare(plan, c->ws, c->wsz, NULL) != ANYATTN_STATUS_OK) {
+    dm_free(b->backend, c->ws);
+    c->ws = NULL;
+  }
   const int iters = o->iters > 0 ? o->iters : b->backend == ANYATTN_BACKEND_CPU ? 3 : 5;
   double mine = 0;
   int bad = !c->ws || time_calls(b, c, iters, &mine, &r->job_ms);

@@ -236,6 +236,7 @@ def _declare(lib):
         "anyattn_plan_create": (c_int, [c_void_p, P(Problem), P(Limits), P(c_void_p)]),
         "anyattn_plan_free": (None, [c_void_p]),
         "anyattn_plan_workspace_size": (c_size_t, [c_void_p]),
+        "anyattn_workspace_prepare": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p]),
         "anyattn_plan_describe": (c_char_p, [c_void_p]),
         "anyattn_run": (c_int, [c_void_p, P(Batch), P(Tensors), c_void_p, c_size_t, c_void_p]),
         "anyattn_validate": (c_int, [c_void_p, P(Batch), ctypes.c_int64]),

@@ -63,7 +63,7 @@ class _Plan:
         if self.backend == Backend.CPU:
             ws = getattr(self._local, "ws", None)
             if ws is None:
-                ws = self._local.ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
+                ws = self._local.ws = self._new_workspace(None)
             return ws[1]
         ws = self._by_stream.get(stream)
         if ws is None:
@@ -73,9 +73,18 @@ class _Plan:
                     # Allocated while `stream` is current, so torch's caching
                     # allocator orders its reuse after this stream's work; inside
                     # graph capture it comes from the graph's memory pool.
-                    ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
+                    ws = self._new_workspace(stream)
                     self._by_stream[stream] = ws
         return ws[1]
+
+    def _new_workspace(self, stream):
+        """A workspace made ready for this plan's runs on `stream`
+        (anyattn_workspace_prepare: zeroes the split-KV counters, enqueued
+        on the stream, so it may be captured)."""
+        ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
+        check(_lib.lib().anyattn_workspace_prepare(self.handle, ws[1], self.workspace_size, stream),
+              "anyattn_workspace_prepare")
+        return ws
 
     def workspaces(self):
         """(buffer, aligned address) of the calling thread (CPU) or of every stream (GPU)."""

@@ -424,6 +424,26 @@ static anyattn_status aa_check_descales(const anyattn_problem *pr, const anyattn
 
 static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
+/* What run checks of a workspace, for run and prepare alike. */
+static anyattn_status aa_check_workspace(const anyattn_plan *plan, const void *workspace, size_t workspace_size) {
+  AA_CHECK(workspace_size >= plan->workspace_size, ANYATTN_STATUS_WORKSPACE_TOO_SMALL,
+           "workspace_size is %zu bytes, the plan needs %zu", workspace_size, plan->workspace_size);
+  AA_CHECK(plan->workspace_size == 0 || workspace != NULL, ANYATTN_STATUS_NULL_POINTER,
+           "workspace is NULL, the plan needs %zu bytes", plan->workspace_size);
+  AA_CHECK(aa_aligned(workspace, 256), ANYATTN_STATUS_BAD_STRIDE,
+           "workspace %p is not 256-byte aligned", workspace);
+  return ANYATTN_STATUS_OK;
+}
+
+anyattn_status anyattn_workspace_prepare(const anyattn_plan *plan, void *workspace, size_t workspace_size,
+                                         void *stream) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(plan, "plan");
+  AA_TRY(aa_check_workspace(plan, workspace, workspace_size));
+  if (plan->workspace_size == 0 || !plan->ops->workspace_prepare) return ANYATTN_STATUS_OK;
+  return plan->ops->workspace_prepare(plan, workspace, stream);
+}
+
 anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
                            const anyattn_tensors *t, void *workspace, size_t workspace_size, void *stream) {
   aa_clear_error();
@@ -434,12 +454,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   AA_CHECK(t->struct_size == sizeof *t, ANYATTN_STATUS_STRUCT_SIZE,
            "tensors->struct_size is %zu, this library expects %zu (use anyattn_tensors_init)",
            t->struct_size, sizeof *t);
-  AA_CHECK(workspace_size >= plan->workspace_size, ANYATTN_STATUS_WORKSPACE_TOO_SMALL,
-           "workspace_size is %zu bytes, the plan needs %zu", workspace_size, plan->workspace_size);
-  AA_CHECK(plan->workspace_size == 0 || workspace != NULL, ANYATTN_STATUS_NULL_POINTER,
-           "workspace is NULL, the plan needs %zu bytes", plan->workspace_size);
-  AA_CHECK(aa_aligned(workspace, 256), ANYATTN_STATUS_BAD_STRIDE,
-           "workspace %p is not 256-byte aligned", workspace);
+  AA_TRY(aa_check_workspace(plan, workspace, workspace_size));
 
   const anyattn_problem *pr = &plan->problem;
   const size_t es = anyattn_dtype_size(pr->dtype), kes = anyattn_kv_dtype_size(pr->kv_dtype, pr->dtype);

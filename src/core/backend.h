@@ -27,6 +27,9 @@ struct aa_backend_ops {
   void (*plan_free)(anyattn_plan *plan); /* releases plan->state */
   /* Arguments are checked; launches (GPU) or computes (CPU). */
   anyattn_status (*run)(const anyattn_plan *plan, const anyattn_args *args);
+  /* anyattn_workspace_prepare once its arguments are checked (NULL: the
+   * backend's workspaces need no preparation). */
+  anyattn_status (*workspace_prepare)(const anyattn_plan *plan, void *workspace, void *stream);
   /* The tile-config table (0 rows and NULL: the backend has none). */
   int (*config_count)(void);
   anyattn_status (*config_get)(int index, anyattn_config_info *info);

@@ -17,6 +17,22 @@ static anyattn_status cp_check_workspace(const anyattn_cp_plan *p, const void *w
   return ANYATTN_STATUS_OK;
 }
 
+anyattn_status anyattn_cp_workspace_prepare(const anyattn_cp_plan *plan, void *workspace, size_t workspace_size,
+                                            void *stream) {
+  cp_clear_error();
+  CP_CHECK_NOT_NULL(plan, "plan");
+  CP_TRY(cp_check_workspace(plan, workspace, workspace_size));
+  /* the sub-plans share the local-attention region; their counters lie at its head alike */
+  anyattn_plan *subs[2] = {plan->causal_plan, plan->full_plan};
+  for (int i = 0; i < 2; i++) {
+    if (!subs[i] || plan->z.inner_bytes == 0) continue;
+    const anyattn_status s =
+        anyattn_workspace_prepare(subs[i], (char *)workspace + plan->z.off_inner, plan->z.inner_bytes, stream);
+    if (s != ANYATTN_STATUS_OK) return cp_lib_error(s, "the local attention's workspace");
+  }
+  return ANYATTN_STATUS_OK;
+}
+
 /* The batch of a prefill: counts within the limits; returns this rank's rows. */
 static anyattn_status cp_check_lens(const anyattn_cp_plan *p, int n, const int32_t *lens, int *rows) {
   const anyattn_limits *l = &p->limits;

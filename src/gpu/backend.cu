@@ -227,10 +227,19 @@ anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
   return ANYATTN_STATUS_OK;
 }
 
+/* The split-KV arrival counters at the workspace's head start at zero
+ * (kernel/merge.cuh; every run leaves them so). */
+anyattn_status workspace_prepare(const anyattn_plan *plan, void *workspace, void *stream) {
+  if (static_cast<const aa_gpu_plan_state *>(plan->state)->num_splits < 2) return ANYATTN_STATUS_OK; /* f32 too */
+  AA_TRY(select_device(plan->ctx->device));
+  AA_CUDA_TRY(cudaMemsetAsync(workspace, 0, aa_gpu_split_counter_bytes(plan), (cudaStream_t)stream));
+  return ANYATTN_STATUS_OK;
+}
+
 }  // namespace
 
 extern "C" const aa_backend_ops *AA_GPU_BACKEND_OPS(void) {
-  static const aa_backend_ops ops = {AA_GPU_BACKEND_ID, device_count, context_init, plan,
-                                     plan_free,         run,          config_count, config_get};
+  static const aa_backend_ops ops = {AA_GPU_BACKEND_ID, device_count,      context_init, plan,      plan_free,
+                                     run,               workspace_prepare, config_count, config_get};
   return &ops;
 }

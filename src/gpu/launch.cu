@@ -1,7 +1,8 @@
 /* launch.cu: the GPU backend's kernels as the host sees them (the config table
  * with each row's shared memory, the kernel tables of src/gpu/inst/) and one
  * call's launches: the policy's choice, the kernel parameters, the attention
- * kernel and, for segments that do not merge in a cluster, the reduce. */
+ * kernel (split-KV segments merge inside it: in a cluster, or by the last
+ * segment to arrive). */
 #include <string.h>
 
 #include "host.cuh"
@@ -11,8 +12,6 @@
 #define AA_DECLARE_TABLES_(hd) AA_DECLARE_KERNEL_TABLE(f16, hd) AA_DECLARE_KERNEL_TABLE(bf16, hd)
 AA_GPU_HEAD_DIMS(AA_DECLARE_TABLES_)
 aa::KernelF32Fn aa_kernel_f32(void);
-aa::KernelF32Fn aa_reduce_f16(int head_dim);
-aa::KernelF32Fn aa_reduce_bf16(int head_dim);
 
 namespace aa {
 namespace {
@@ -49,7 +48,7 @@ struct ConfigRow {
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 static_assert(kNumConfigs <= AA_GPU_MAX_CONFIGS, "the plan state holds AA_GPU_MAX_CONFIGS rows");
-static_assert(AA_GPU_MAX_SPLITS == kReduceMaxSplits, "the policy splits no wider than the reduce merges");
+static_assert(AA_GPU_MAX_SPLITS == kMergeMaxSplits, "the policy splits no wider than the merge merges");
 static_assert(AA_GPU_CLUSTER_MERGE <= kClusterMax, "the kernel's cluster merge holds kClusterMax segments");
 
 /* The compiled head dim a problem's head dim runs at (kHeadDims index; -1:
@@ -107,7 +106,6 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.group = plan->group;
   p.block_size = pr->block_size;
   fastdiv_init((uint32_t)pr->block_size, &p.bs_magic, &p.bs_shift);
-  fastdiv_init((uint32_t)pr->num_q_heads, &p.qh_magic, &p.qh_shift);
   p.causal = pr->causal;
   p.window_left = pr->window_left;
   p.window_right = pr->window_right;
@@ -217,8 +215,10 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   if (ch.splits > 1) {
     p.num_splits = ch.splits;
     p.cluster = ch.cluster;
-    p.part_ml = reinterpret_cast<float2 *>(a->workspace);
-    p.part_o = reinterpret_cast<float *>(static_cast<char *>(a->workspace) + aa_gpu_split_ml_bytes(plan));
+    char *ws = static_cast<char *>(a->workspace);
+    p.counters = reinterpret_cast<unsigned *>(ws);
+    p.part_ml = reinterpret_cast<float2 *>(ws + aa_gpu_split_counter_bytes(plan));
+    p.part_o = reinterpret_cast<float *>(ws + aa_gpu_split_counter_bytes(plan) + aa_gpu_split_ml_bytes(plan));
   }
   map_programs(p, plan, c);
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
@@ -232,19 +232,13 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
                  compiled_head_dim(pr->head_dim), pr->num_kv_heads, pr->block_size, rows, c.tma))
       p.tma_rows = rows;
   }
-  /* On sm_90 both kernels go out with programmatic dependent launch: each
+  /* On sm_90 the kernel goes out with programmatic dependent launch: it
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
   AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), c.smem, stream, pdl,
                 p.cluster ? p.num_splits : 0, p));
-  if (p.num_splits > 1 && !p.cluster) {
-    const long long rrows = (long long)a->num_tokens * pr->num_q_heads;
-    const dim3 rgrid((unsigned)((rrows + kReduceWarps - 1) / kReduceWarps));
-    KernelF32Fn reduce = pr->dtype == ANYATTN_DTYPE_BF16 ? aa_reduce_bf16(pr->head_dim) : aa_reduce_f16(pr->head_dim);
-    AA_TRY(launch(reduce, rgrid, dim3(kReduceWarps * AA_WARP_SIZE), 0, stream, pdl, 0, p, pr->head_dim));
-  }
   return ANYATTN_STATUS_OK;
 }
 

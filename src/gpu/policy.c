@@ -19,7 +19,12 @@
  *                   for the unforced split config, raised to a forced count
  *                   "C-kS" when S is larger
  *   rows  (plan)  = S_max * min(max_tokens, kSplitMaxTokens)
- *   workspace     = align256(rows * Hq * 8) + rows * Hq * head_dim * 4 bytes
+ *   counters      = min(max_tokens, rows / 2) x the most programs per Q block
+ *                   (kv heads x head chunks) of any config: a split run has
+ *                   num_tokens <= rows / 2, and each Q block with work its own
+ *                   first token
+ *   workspace     = align256(counters * 4) + align256(rows * Hq * 8)
+ *                   + rows * Hq * head_dim * 4 bytes
  *   S (run)       = min(S_max, rows / num_tokens, floor(occ * SMs / programs),
  *                       ceil(kv bound / block_n)), kv bound = batch->max_kv_len
  *                   when given, else limits.max_context      (< 2: no split)
@@ -70,6 +75,10 @@ void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
   st->small = aa_gpu_config_find(st, "m64n64w4s2", 10);
   st->large = aa_gpu_config_find(st, "m128n128w8s2", 12);
+  /* The AMD table (one stage; src/choose/configs.h): its 16-row decode tile
+   * runs decode and the split-KV segments, the 64-row tile the rest. */
+  if (st->decode < 0) st->decode = aa_gpu_config_find(st, "m16n64w4s1", 10);
+  if (st->small < 0) st->small = aa_gpu_config_find(st, "m64n64w4s1", 10);
 }
 
 static const aa_gpu_plan_state *aa_st(const anyattn_plan *plan) { return (const aa_gpu_plan_state *)plan->state; }
@@ -167,6 +176,11 @@ int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev) {
   return st->config_forced ? st->config : aa_split_config_auto(plan, dev);
 }
 
+size_t aa_gpu_split_counter_bytes(const anyattn_plan *plan) {
+  const size_t b = (size_t)aa_st(plan)->split_counters * 4;
+  return (b + 255) / 256 * 256;
+}
+
 size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan) {
   const size_t b = (size_t)aa_st(plan)->split_rows * plan->problem.num_q_heads * 8;
   return (b + 255) / 256 * 256;
@@ -201,14 +215,21 @@ anyattn_status aa_gpu_plan_splits(anyattn_plan *plan, const aa_gpu_device *dev) 
   if (smax < 2) return ANYATTN_STATUS_OK;
   st->num_splits = (int)smax;
   st->split_rows = (int)smax * (plan->limits.max_tokens < kSplitMaxTokens ? plan->limits.max_tokens : kSplitMaxTokens);
+  long long per_qblock = 0; /* the most programs per Q block of any config */
+  for (int i = 0; i < st->num_configs; i++) {
+    const long long n = (long long)pr->num_kv_heads * aa_gpu_rows(plan->group, st->configs[i].block_m).n_hchunks;
+    if (n > per_qblock) per_qblock = n;
+  }
+  const int split_tokens = plan->limits.max_tokens < st->split_rows / 2 ? plan->limits.max_tokens : st->split_rows / 2;
+  st->split_counters = (long long)split_tokens * per_qblock; /* <= 2^9 x 2^16 x 2^16 */
   size_t ml, rows_heads, o;
   AA_CHECK(aa_mul((size_t)st->split_rows, (size_t)pr->num_q_heads, &rows_heads) && aa_mul(rows_heads, 8, &ml) &&
-               aa_mul(rows_heads, (size_t)pr->head_dim * sizeof(float), &o) && ml <= SIZE_MAX - 255 &&
-               o <= SIZE_MAX - (ml + 255),
+               aa_mul(rows_heads, (size_t)pr->head_dim * sizeof(float), &o) && ml <= SIZE_MAX / 4 &&
+               (size_t)st->split_counters <= SIZE_MAX / 16 && o <= SIZE_MAX / 2 - (ml + (size_t)st->split_counters * 4 + 512),
            ANYATTN_STATUS_INVALID_SIZE,
            "problem->num_q_heads %d x head_dim %d: the split-KV workspace size overflows", pr->num_q_heads,
            pr->head_dim);
-  plan->workspace_size = aa_gpu_split_ml_bytes(plan) + o;
+  plan->workspace_size = aa_gpu_split_counter_bytes(plan) + aa_gpu_split_ml_bytes(plan) + o;
   return ANYATTN_STATUS_OK;
 }
 
@@ -298,6 +319,8 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = aa_split_count(plan, dev, scfg, a);
     if (c.splits > 1) c.config = scfg;
   }
+  /* the plan's counters cover every split run (num_tokens <= split_rows / 2); kept as a guard */
+  if (c.splits > 1 && aa_programs(plan, c.config, 0, a->num_tokens) > st->split_counters) c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
   return c;

@@ -16,12 +16,11 @@ extern "C" {
 #endif
 
 #define AA_GPU_MAX_CONFIGS 16
-/* Split-KV segments the reduce kernel merges at most (kernel/reduce.cuh's kReduceMaxSplits). */
+/* Split-KV segments one merge takes at most (kernel/merge.cuh's kMergeMaxSplits). */
 #define AA_GPU_MAX_SPLITS 128
-/* Segments that merge inside one thread-block cluster at most (sm_90; more go
- * to the reduce kernel). On one H200 the reduce, launched with programmatic
- * dependent launch, is as cheap as an 8-block cluster's merge
- * (docs/design/decode.md#merging-segments). */
+/* Segments that merge inside one thread-block cluster at most (sm_90; more
+ * merge by the last segment to arrive, which on one H200 is as cheap as an
+ * 8-block cluster's merge: docs/design/decode.md#merging-segments). */
 #define AA_GPU_CLUSTER_MERGE 4
 
 /* One row of the config table as the plan's head dim sees it. */
@@ -48,6 +47,7 @@ typedef struct {
   const aa_tree *tree; /* the tree serving the device when the plan was made, or NULL: the fallback heuristic */
   int num_splits;      /* split-KV segments per sequence (1: no split): the most run may use */
   int split_rows;      /* token rows of split-KV partials the workspace holds (segments x tokens) */
+  long long split_counters; /* arrival counters at the workspace's head: split tokens x programs per Q block */
   int forced_splits;   /* 0 the backend decides; 1 never split; S >= 2 exactly S segments for
                         * decode-like batches (problem->config "NAME-kS") */
   int cluster_max[AA_GPU_MAX_CONFIGS];   /* per config: the most segments merged inside one cluster (0: none) */
@@ -66,7 +66,7 @@ typedef struct {
 typedef struct {
   int config;  /* table row */
   int splits;  /* split-KV segments (1: none) */
-  int cluster; /* 1: the segments merge in a cluster, 0: in the reduce kernel */
+  int cluster; /* 1: the segments merge in a cluster, 0: by the last to arrive */
 } aa_gpu_choice;
 
 AA_HIDDEN aa_gpu_row_map aa_gpu_rows(int group, int block_m);
@@ -95,7 +95,10 @@ AA_HIDDEN int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device 
  * workspace they need (plan->workspace_size); ANYATTN_STATUS_INVALID_SIZE if
  * that size overflows. */
 AA_HIDDEN anyattn_status aa_gpu_plan_splits(anyattn_plan *plan, const aa_gpu_device *dev);
-/* Bytes of the split partials' (max, sum) rows at the head of the workspace. */
+/* The workspace of a split plan: the arrival counters (0 between calls:
+ * anyattn_workspace_prepare zeroes them once), then the partials' (max, sum)
+ * rows, then their output rows. Bytes of the first two, each 256-aligned. */
+AA_HIDDEN size_t aa_gpu_split_counter_bytes(const anyattn_plan *plan);
 AA_HIDDEN size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan);
 /* The most segments config cfg merges in a cluster on this device, given
  * active[i] = clusters of size 2^(i+1) the device co-schedules (-1: unknown):

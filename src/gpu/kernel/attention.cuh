@@ -6,9 +6,10 @@
  *   mainloop.cuh       the K/V ring and the products of every tile but one
  *   mainloop_sm90.cuh  the two-warpgroup wgmma tile (sm_90a)
  *   epilogue.cuh       the warps' merge; out and lse, a partial, or the cluster's merge
+ *   merge.cuh          split-KV segments: the last to arrive merges the partials
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
- * reduce.cuh (the split-KV merge kernel) and f32.cuh (fp32) are kernels of their own. */
+ * f32.cuh (fp32) is a kernel of its own. */
 #ifndef ANYATTN_GPU_KERNEL_ATTENTION_CUH
 #define ANYATTN_GPU_KERNEL_ATTENTION_CUH
 
@@ -16,7 +17,7 @@
 #include "f32.cuh"
 #include "mainloop.cuh"
 #include "mainloop_sm90.cuh"
-#include "reduce.cuh"
+#include "merge.cuh"
 
 namespace aa {
 
@@ -68,8 +69,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   g.map();
   if (g.split) {
     g.cut_segment();
-    if (g.ntiles == 0 && !g.cl) { /* nothing here: an empty partial, which the reduce skips */
+    if (g.ntiles == 0 && !g.cl) { /* nothing here: an empty partial, which the merge skips */
       write_empty_partial(p, g);
+      merge_if_last<T, S>(p, g, smem);
       return;
     }
   }
@@ -80,9 +82,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   if constexpr (PP) mainloop_sm90(p, g, sm, sx, acc);
   else mainloop(p, g, sm, sx, acc);
   async_wait<0>();
-  if (g.split) grid_dependents_launch(); /* the reduce may start launching; it waits for our writes */
+  if (g.split) grid_dependents_launch(); /* the next kernel may start launching; it waits for our writes */
   block_sync();
   Epilogue<T, S>(p, g, smem).run(sx, acc);
+  if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
 typedef void (*KernelFn)(AttnParams);

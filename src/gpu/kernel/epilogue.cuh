@@ -1,7 +1,7 @@
 /* epilogue.cuh: how a program's results leave. The WN warps that split a
  * tile's keys merge their rows through shared memory (by their log-sum-exp
  * weights), then the program writes out and lse, or, as a split-KV segment,
- * its fp32 partial (for the reduce kernel, reduce.cuh) or its rows to the
+ * its fp32 partial (merged by the program's last segment, merge.cuh) or its rows to the
  * cluster's merge (sm_90: the segments of a program merge through distributed
  * shared memory and write out themselves). Sinks enter once, in the last merge. */
 #ifndef ANYATTN_GPU_KERNEL_EPILOGUE_CUH
@@ -19,7 +19,7 @@ constexpr int kClusterMax = 8;
  * Every segment of the program has left its merged rows (fp32, normalised by
  * its own sum) and their (max, sum) in its shared memory; after a cluster
  * barrier, segment `rank` merges every S-th (row, 8-column chunk) of the
- * program from all S segments' shared memory, with the reduce kernel's
+ * program from all S segments' shared memory, with merge_row's
  * arithmetic (sinks, lse, rows with no key: 0 / -inf), and writes out and
  * lse. A second barrier (relaxed) keeps each block's shared memory alive
  * until the others have read it. Every thread of every segment must call it. */
@@ -75,7 +75,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
 }
 
 /* A split-KV segment with no tile of its program's keys: an empty partial,
- * which the reduce skips. */
+ * which the merge skips. */
 template <class S>
 __device__ __forceinline__ void write_empty_partial(const AttnParams &p, const Program<S> &g) {
   for (int r = g.tid; r < S::BM; r += S::THREADS)

@@ -64,7 +64,6 @@ struct AttnParams {
   uint32_t bq_magic, bq_shift; /* token / bq: Q block numbering */
   uint32_t hp_magic, hp_shift; /* blockIdx.x / hprogs */
   uint32_t hc_magic, hc_shift; /* hprog / n_hchunks */
-  uint32_t qh_magic, qh_shift; /* row / num_q_heads (the reduce) */
   int causal;
   int window_left;
   int window_right;
@@ -73,15 +72,16 @@ struct AttnParams {
   float softcap_in;     /* scale / softcap */
   float softcap_out;    /* softcap * log2(e) */
   /* Split-KV (gridDim.y segments per program when > 1): each segment writes
-   * partials for its rows to the workspace instead of out/lse, and
-   * attn_split_reduce_kernel (reduce.cuh) merges them. Row index of a partial:
-   * (segment * num_tokens + token) * num_q_heads + head. */
+   * partials for its rows to the workspace instead of out/lse, and the last
+   * segment of the program to arrive merges them (merge.cuh). Row index of a
+   * partial: (segment * num_tokens + token) * num_q_heads + head. */
   int num_splits;
   /* 1 (sm_90, num_splits <= kClusterMax): the num_splits segments of a
    * program are one thread-block cluster (launched with cluster dims
    * (1, num_splits, 1)); they merge through distributed shared memory at the
-   * end and write out/lse themselves: no partials, no reduce kernel. */
+   * end and write out/lse themselves: no partials, no counters. */
   int cluster;
+  unsigned *counters; /* [num_tokens * hprogs] arrivals per program, 0 between calls (the workspace's head) */
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
   /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
@@ -96,7 +96,7 @@ struct AttnParams {
    * the dequantisation factors in device memory (NULL: 1), one per tensor or
    * per (sequence, kv head) (descale_per_head). k_descale multiplies the raw
    * scores; v_descale the output, once, where out is written (epilogue,
-   * cluster merge, reduce): split partials and the lse never include it. */
+   * cluster merge, merge_row): split partials and the lse never include it. */
   int fp8_fnuz;
   int descale_per_head;
   int num_kv_heads;

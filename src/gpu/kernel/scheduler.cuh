@@ -91,8 +91,9 @@ struct Program {
   int pos_base, pos_min, pos_max; /* positions of the block's first and last tokens */
   int lo, hi;           /* keys [lo, hi) any row of the program may see (this segment's, when split) */
   int n_begin, ntiles;  /* the BLOCK_N-key tiles covering them */
-  bool split, cl;       /* split-KV segment; merged in the cluster (not the reduce kernel) */
+  bool split, cl;       /* split-KV segment; merged in the cluster (not by the last arrival) */
   int seg;              /* segment index (blockIdx.y) */
+  int s_eff;            /* segments that hold tiles of this program (cut_segment); the others are empty */
 
   /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
    * mask later blocks see more keys, so the longest programs start first and
@@ -131,7 +132,7 @@ struct Program {
    * pay a wide merge of near-empty partials at short ones; the idle segments
    * write empty partials (cheap: a few stores, no K/V). */
   __device__ __forceinline__ void cut_segment() {
-    const int s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
+    s_eff = max(1, min(p.num_splits, (ntiles + kSplitMinTiles - 1) / kSplitMinTiles));
     /* 32-bit unsigned: ntiles * (seg + 1) <= (2^31 / BLOCK_N) * 128 segments,
      * under 2^32 for 64-key tiles; 32-key tiles (AMD's table) would need a
      * 2^30-token context (a 4 TB cache at Llama-8B shapes) to overflow */

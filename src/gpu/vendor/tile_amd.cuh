@@ -207,6 +207,20 @@ __device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
   return f16x8_to<T>(a, b, c, d);
 }
 
+/* ---- split-KV arrivals (kernel/merge.cuh; tile_nv.cuh says what they do) ----------------
+ * The builtin is the wrapping increment (LLVM's atomicrmw uinc_wrap,
+ * buffer/global_atomic_inc); the HIP header's atomicInc names an intrinsic
+ * newer device libraries no longer have. The acquire fence the merge issues
+ * after the last arrival (__threadfence, agent scope) invalidates the CU's
+ * vector L1, so plain loads then see the other blocks' partials. */
+__device__ __forceinline__ unsigned arrive_counter(unsigned *counter, unsigned last) {
+  return __builtin_amdgcn_atomic_inc32(counter, last, __ATOMIC_RELAXED, "agent");
+}
+template <typename V>
+__device__ __forceinline__ V load_fresh(const V *p) {
+  return *p;
+}
+
 /* ---- dependent launches ---------------------------------------------------------- */
 /* HIP has no programmatic dependent launch: a kernel starts after the previous
  * one on its stream has finished, so there is nothing to signal or wait for. */
@@ -214,7 +228,7 @@ __device__ __forceinline__ void grid_dependents_launch() {}
 __device__ __forceinline__ void grid_dependency_wait() {}
 
 /* ---- thread-block clusters ------------------------------------------------------
- * CDNA has none: the split-KV segments always merge in the reduce kernel. The
+ * CDNA has none: the split-KV segments always merge by the last arrival (merge.cuh). The
  * names exist so the one kernel source compiles; the launcher never enables
  * the path. */
 constexpr bool kHasClusters = false;

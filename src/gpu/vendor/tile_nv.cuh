@@ -202,6 +202,23 @@ __device__ __forceinline__ void grid_dependents_launch() {
 #endif
 }
 
+/* ---- split-KV arrivals (kernel/merge.cuh) ---------------------------------------------
+ * The segments of a program count their arrivals on a 32-bit counter in the
+ * workspace; the last one merges the partials the others wrote.
+ * arrive_counter: every segment's one thread calls it after a fence that
+ * publishes its partials; atom.inc wraps at `last` (old >= last gives 0), so
+ * the last arrival of a call sees `last` and leaves the counter at 0 for the
+ * next call. load_fresh: partials written by other blocks during this grid,
+ * read through L2 (ld.global.cg): the merging block's L1 may hold an older
+ * copy of the line (neighbouring rows of other programs). */
+__device__ __forceinline__ unsigned arrive_counter(unsigned *counter, unsigned last) {
+  return atomicInc(counter, last);
+}
+template <typename V>
+__device__ __forceinline__ V load_fresh(const V *p) {
+  return __ldcg(p);
+}
+
 /* ---- fp8 cache codes ----------------------------------------------------------- */
 /* Eight E4M3 codes (8 bytes, lowest first) -> eight values of the compute type
  * T, exactly (fp8.cuh). sm_89+ converts e4m3fn pairs with cvt.rn.f16x2.e4m3x2
