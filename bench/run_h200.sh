@@ -13,11 +13,12 @@
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
-# calls).
+# calls), then e2e-llama8b-step (the same with a kernel writing Q and the
+# newest K/V before each call).
 #
 # Data files, named as in bench/results/h200/ (docs/performance.md says how to
 # refresh the table from them): {decode,decode_graph,prefill,mixed,ibm,
-# e2e-llama8b}.json from `anyattn bench --json`, peers.json from peers.py,
+# e2e-llama8b,e2e-llama8b-step}.json from `anyattn bench --json`, peers.json from peers.py,
 # h200_tune_<grid>.csv from `anyattn tune` with h200_tune_<grid>.meta.json
 # beside it. Each records its commit: ANYATTN_COMMIT if set (the device
 # machine has no git: pass `ANYATTN_COMMIT=<sha>` in the command), else
@@ -140,7 +141,14 @@ if has e2e; then
   rc=$?
   cat "$OUT/e2e.txt" >>"$LOG"
   note "bench e2e-llama8b: rc=$rc"
-  grep -E "^e2e" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
+  grep -E "^e2e-llama8b:" "$OUT/e2e.txt" | sed 's/^/  /' >>"$SUMMARY"
+  say "bench e2e-llama8b-step"
+  timeout 240 $CLI bench --backend cuda --workload e2e-llama8b-step --json "$OUT/e2e-llama8b-step.json" >"$OUT/.bench" 2>&1
+  rc=$?
+  cat "$OUT/.bench" >>"$OUT/e2e.txt"
+  cat "$OUT/.bench" >>"$LOG"
+  note "bench e2e-llama8b-step: rc=$rc"
+  grep -E "^e2e-llama8b-step:" "$OUT/.bench" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
 build_tune() { # the tune rows of src/choose/configs.h (-DANYATTN_GPU_CONFIGS_TUNING) live in a second build

@@ -85,6 +85,8 @@ expect_usage_error bench --max-context 0
 expect_error "unknown --kv-dtype 'fp4'" bench --kv-dtype fp4
 expect_error "--kv-dtype fp8_e4m3 needs --dtype bf16 or f16" bench --backend cpu --kv-dtype fp8 --dtype f32
 expect_error "--kv-dtype: the cp-prefill workload" bench --backend cpu --workload cp-prefill --kv-dtype fp8_e4m3fnuz
+expect_error "workload e2e-llama8b needs a GPU backend" bench --backend cpu --workload e2e-llama8b
+expect_error "workload e2e-llama8b-step needs a GPU backend" bench --backend cpu --workload e2e-llama8b-step
 expect_usage_error fit --eval
 expect_usage_error tune --out x.csv --cells 9:5
 expect_usage_error tune --out x.csv --cells 5

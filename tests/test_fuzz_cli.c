@@ -58,7 +58,7 @@ static const char *const dict[] = {
     "1 ", "+1", "1x512", "p2x64", "0x512", "1x", "x", ",", "1x512,", ",1x512", "p", "p0x1", "2147483647x2147483647",
     "1:2", ":", "5:", ":5", "-1:3", "999999:1000000", "0:99999999999999999999", "cpu", "cuda", "hip", "auto", "bf16",
     "f16", "f32", "m16n64w4s3", "m16n64w4s3-k4", "m16n64w4s3-k0", "m16n64w4s3-k129", "cpu-k4", "-k", "-k-1", "ibm",
-    "full", "default", "e2e-llama8b", "%s%n%s%n", "%999999999d", "\xff\xfe", "\xc3\xa9", "a_b", "A", "=",
+    "full", "default", "e2e-llama8b", "e2e-llama8b-step", "%s%n%s%n", "%999999999d", "\xff\xfe", "\xc3\xa9", "a_b", "A", "=",
     "--iters=5", "---", "--help=1", "cp-model", "cp-prefill", "cp-decode", "--ranks-per-node", "--rates",
     "--intra-gbs", "--inter-gbs", "--gpus-per-node", "0.1", "1.5.2", "."};
 enum { DICT = sizeof dict / sizeof dict[0] };

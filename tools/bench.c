@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_step.h"
 #include "ceilings.h"
 #include "cp_bench.h"
 #include "devmem.h"
@@ -120,11 +121,11 @@ int bench_parse_cases(case_list *l, const char *list) {
   return l->count > 0 ? 0 : -1;
 }
 
-static const char *const workload_names[] = {"default", "decode",      "prefill",    "mixed",
-                                             "ibm",     "e2e-llama8b", "cp-prefill", "cp-decode"};
+static const char *const workload_names[] = {"default",     "decode",           "prefill",    "mixed",    "ibm",
+                                             "e2e-llama8b", "e2e-llama8b-step", "cp-prefill", "cp-decode"};
 
 const char *bench_workload_names(void) {
-  return "default, decode, prefill, mixed, ibm, e2e-llama8b, cp-prefill, cp-decode";
+  return "default, decode, prefill, mixed, ibm, e2e-llama8b, e2e-llama8b-step, cp-prefill, cp-decode";
 }
 
 int bench_workload_known(const char *name) {
@@ -504,29 +505,73 @@ done:
  * layer; then every step replays one graph holding the 32 layers' decode
  * calls, with the context grown on the device in between (the graph was
  * captured once, so the kernels must read lengths on the device only).
- * Reported: total attention seconds and µs per call. */
+ * Reported: total attention seconds and µs per call.
+ *
+ * e2e-llama8b-step: the same steps with a small kernel before each layer's
+ * call (tools/bench_step.cu) that writes the layer's Q and the newest K/V
+ * row, as a step's QKV projection and cache write do; all layers share the Q
+ * buffer, so it waits for the attention call before it (programmatic
+ * dependent launch on sm_90). Each attention call then starts after a kernel
+ * that wrote its inputs, not right after the call before it, as in a model.
+ * A second graph holds the 32 in-between kernels alone, replayed over the
+ * same steps; the attention figure is the step total less that. */
 enum { E2E_LAYERS = 32, E2E_PROMPT = 500, E2E_STEPS = 12800 };
 
 typedef struct {
   double prefill_ms, decode_s, us_per_call, kv_gbs, total_s;
+  int step;                       /* e2e-llama8b-step: the two totals below are set */
+  double step_total_s, between_s; /* its whole steps, and its in-between kernels alone */
   char plan[192];
 } e2e_result;
 
-static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes,
-                   e2e_result *res) {
-  const anyattn_backend be = o->backend;
-  const size_t es = anyattn_dtype_size(o->dtype), kes = anyattn_kv_dtype_size(o->kv_dtype, o->dtype);
+static int is_e2e(const char *workload) {
+  return !strcmp(workload, "e2e-llama8b") || !strcmp(workload, "e2e-llama8b-step");
+}
+
+/* What both e2e workloads set up: the plan, each layer's caches and output,
+ * one Q buffer all layers share, the metadata on the device, the call's
+ * batch and tensors. */
+typedef struct {
+  anyattn_backend be;
+  size_t es, kes, layer_elems, q_bytes, ws_bytes;
+  int pages;
+  anyattn_plan *plan;
+  void *k, *v, *q, *out, *ws, *d_cu, *d_kv, *d_bt;
+  int32_t *bt;
+  dm_timer *timer;
+  anyattn_batch b;
+  anyattn_tensors t;
+} e2e_state;
+
+static void e2e_free(e2e_state *s) {
+  dm_timer_free(s->timer);
+  dm_free(s->be, s->k);
+  dm_free(s->be, s->v);
+  dm_free(s->be, s->q);
+  dm_free(s->be, s->out);
+  dm_free(s->be, s->ws);
+  dm_free(s->be, s->d_cu);
+  dm_free(s->be, s->d_kv);
+  dm_free(s->be, s->d_bt);
+  anyattn_plan_free(s->plan);
+  free(s->bt);
+}
+
+/* The plan, random caches and Q, pages in reverse order; 0, else -1 (what
+ * failed has printed). *s is freeable by e2e_free either way. */
+static int e2e_setup(e2e_state *s, const bench_options *o, anyattn_context *ctx, const void *chunk,
+                     size_t chunk_bytes) {
+  memset(s, 0, sizeof *s);
+  s->be = o->backend;
+  s->es = anyattn_dtype_size(o->dtype);
+  s->kes = anyattn_kv_dtype_size(o->kv_dtype, o->dtype);
   const int max_ctx = E2E_PROMPT + E2E_STEPS;
-  const int pages = (max_ctx + BENCH_BS - 1) / BENCH_BS;
-  const size_t layer_elems = (size_t)pages * BENCH_BS * BENCH_HKV * BENCH_D;
-  const size_t q_bytes = (size_t)E2E_PROMPT * BENCH_HQ * BENCH_D * es;
-  int rc = 1;
-  anyattn_plan *plan = NULL;
-  void *k = NULL, *v = NULL, *q = NULL, *out = NULL, *ws = NULL, *d_cu = NULL, *d_kv = NULL, *d_bt = NULL;
-  dm_graph *graph = NULL;
-  dm_timer *timer = NULL;
-  int32_t *bt = (int32_t *)malloc((size_t)pages * sizeof(int32_t));
-  for (int j = 0; j < pages; j++) bt[j] = pages - 1 - j; /* reversed: no two pages adjacent in order */
+  const int pages = s->pages = (max_ctx + BENCH_BS - 1) / BENCH_BS;
+  s->layer_elems = (size_t)pages * BENCH_BS * BENCH_HKV * BENCH_D;
+  s->q_bytes = (size_t)E2E_PROMPT * BENCH_HQ * BENCH_D * s->es;
+  s->bt = (int32_t *)malloc((size_t)pages * sizeof(int32_t));
+  if (!s->bt) return -1;
+  for (int j = 0; j < pages; j++) s->bt[j] = pages - 1 - j; /* reversed: no two pages adjacent in order */
 
   anyattn_problem pr;
   bench_problem(&pr, o);
@@ -535,133 +580,309 @@ static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chu
   lim.max_seqs = 1;
   lim.max_tokens = E2E_PROMPT;
   lim.max_context = max_ctx;
-  if (anyattn_plan_create(ctx, &pr, &lim, &plan) != ANYATTN_STATUS_OK) {
+  if (anyattn_plan_create(ctx, &pr, &lim, &s->plan) != ANYATTN_STATUS_OK) {
     fprintf(stderr, "bench: e2e: plan failed: %s\n", anyattn_last_error());
-    goto done;
+    return -1;
   }
-  size_t ws_bytes = anyattn_plan_workspace_size(plan);
+  s->ws_bytes = anyattn_plan_workspace_size(s->plan);
   size_t kv_elems;
   const void *kvc = kv_chunk(o, chunk, chunk_bytes, &kv_elems);
-  k = dm_alloc(be, layer_elems * kes * E2E_LAYERS);
-  v = dm_alloc(be, layer_elems * kes * E2E_LAYERS);
-  q = dm_alloc(be, q_bytes);
-  out = dm_alloc(be, q_bytes * E2E_LAYERS);
-  ws = ws_bytes ? dm_alloc(be, ws_bytes) : NULL;
-  d_cu = dm_alloc(be, 2 * sizeof(int32_t));
-  d_kv = dm_alloc(be, sizeof(int32_t));
-  d_bt = dm_alloc(be, (size_t)pages * sizeof(int32_t));
-  timer = dm_timer_create(be);
-  if (!k || !v || !q || !out || (ws_bytes && !ws) || !d_cu || !d_kv || !d_bt || !timer || !kvc) goto done;
-  if (anyattn_workspace_prepare(plan, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+  const size_t cache_bytes = s->layer_elems * s->kes * E2E_LAYERS;
+  s->k = dm_alloc(s->be, cache_bytes);
+  s->v = dm_alloc(s->be, cache_bytes);
+  s->q = dm_alloc(s->be, s->q_bytes);
+  s->out = dm_alloc(s->be, s->q_bytes * E2E_LAYERS);
+  s->ws = s->ws_bytes ? dm_alloc(s->be, s->ws_bytes) : NULL;
+  s->d_cu = dm_alloc(s->be, 2 * sizeof(int32_t));
+  s->d_kv = dm_alloc(s->be, sizeof(int32_t));
+  s->d_bt = dm_alloc(s->be, (size_t)pages * sizeof(int32_t));
+  s->timer = dm_timer_create(s->be);
+  if (!s->k || !s->v || !s->q || !s->out || (s->ws_bytes && !s->ws) || !s->d_cu || !s->d_kv || !s->d_bt || !s->timer ||
+      !kvc)
+    return -1;
+  if (anyattn_workspace_prepare(s->plan, s->ws, s->ws_bytes, NULL) != ANYATTN_STATUS_OK) {
     fprintf(stderr, "bench: e2e: workspace_prepare: %s\n", anyattn_last_error());
-    goto done;
+    return -1;
   }
-  if (fill_random(be, k, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
-      fill_random(be, v, layer_elems * kes * E2E_LAYERS, kvc, kv_elems * kes) ||
-      fill_random(be, q, q_bytes, chunk, chunk_bytes) ||
-      dm_to_device(be, d_bt, bt, (size_t)pages * sizeof(int32_t)))
-    goto done;
+  if (fill_random(s->be, s->k, cache_bytes, kvc, kv_elems * s->kes) ||
+      fill_random(s->be, s->v, cache_bytes, kvc, kv_elems * s->kes) ||
+      fill_random(s->be, s->q, s->q_bytes, chunk, chunk_bytes) ||
+      dm_to_device(s->be, s->d_bt, s->bt, (size_t)pages * sizeof(int32_t)))
+    return -1;
 
-  anyattn_batch b;
-  anyattn_batch_init(&b);
-  b.num_seqs = 1;
-  b.cu_seqlens_q = (const int32_t *)d_cu;
-  b.seq_lens_k = (const int32_t *)d_kv;
-  b.block_table = (const int32_t *)d_bt;
-  b.block_table_stride = pages;
-  anyattn_tensors t;
-  anyattn_tensors_init(&t);
-  t.q = q;
-  t.num_blocks = pages;
+  anyattn_batch_init(&s->b);
+  s->b.num_seqs = 1;
+  s->b.cu_seqlens_q = (const int32_t *)s->d_cu;
+  s->b.seq_lens_k = (const int32_t *)s->d_kv;
+  s->b.block_table = (const int32_t *)s->d_bt;
+  s->b.block_table_stride = pages;
+  anyattn_tensors_init(&s->t);
+  s->t.q = s->q;
+  s->t.num_blocks = pages;
+  return 0;
+}
 
-  /* Prefill: the 500-token prompt, once per layer. */
+/* Layer l's caches (the K cache, or the V cache when is_v) and output. */
+static char *e2e_cache(const e2e_state *s, int l, int is_v) {
+  return (char *)(is_v ? s->v : s->k) + (size_t)l * s->layer_elems * s->kes;
+}
+static void e2e_layer(e2e_state *s, int l) {
+  s->t.k_cache = e2e_cache(s, l, 0);
+  s->t.v_cache = e2e_cache(s, l, 1);
+  s->t.out = (char *)s->out + (size_t)l * s->q_bytes;
+}
+
+/* The 500-token prompt, once per layer (stream launches, timed); then the
+ * metadata of the decode steps: one query token. 0, else -1. */
+static int e2e_prefill(e2e_state *s, double *prefill_ms) {
   int32_t cu[2] = {0, E2E_PROMPT}, kvlen = E2E_PROMPT;
-  if (dm_to_device(be, d_cu, cu, sizeof cu) || dm_to_device(be, d_kv, &kvlen, sizeof kvlen)) goto done;
-  b.num_tokens = E2E_PROMPT;
-  double prefill_ms = 0;
+  if (dm_to_device(s->be, s->d_cu, cu, sizeof cu) || dm_to_device(s->be, s->d_kv, &kvlen, sizeof kvlen)) return -1;
+  s->b.num_tokens = E2E_PROMPT;
+  *prefill_ms = 0;
   for (int l = 0; l < E2E_LAYERS; l++) {
-    t.k_cache = (const char *)k + (size_t)l * layer_elems * kes;
-    t.v_cache = (const char *)v + (size_t)l * layer_elems * kes;
-    t.out = (char *)out + (size_t)l * q_bytes;
-    if (dm_timer_start(timer)) goto done;
-    if (anyattn_run(plan, &b, &t, ws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+    e2e_layer(s, l);
+    if (dm_timer_start(s->timer)) return -1;
+    if (anyattn_run(s->plan, &s->b, &s->t, s->ws, s->ws_bytes, NULL) != ANYATTN_STATUS_OK) {
       fprintf(stderr, "bench: e2e: prefill: %s\n", anyattn_last_error());
-      goto done;
+      return -1;
     }
-    double ms = dm_timer_stop(timer);
-    if (ms < 0) goto done;
-    prefill_ms += ms;
+    double ms = dm_timer_stop(s->timer);
+    if (ms < 0) return -1;
+    *prefill_ms += ms;
   }
-
-  /* Decode: one graph with the 32 layers' calls, captured once. */
   cu[1] = 1;
-  if (dm_to_device(be, d_cu, cu, sizeof cu)) goto done;
-  b.num_tokens = 1;
+  if (dm_to_device(s->be, s->d_cu, cu, sizeof cu)) return -1;
+  s->b.num_tokens = 1;
+  return 0;
+}
+
+/* e2e-llama8b-step's kernel, where this build has it (CUDA). */
+#if defined(ANYATTN_BENCH_STEP_KERNEL)
+static const int bench_step_built = 1;
+#else
+static const int bench_step_built = 0;
+#endif
+static int e2e_step_launch(const bench_step_args *a, void *stream) {
+#if defined(ANYATTN_BENCH_STEP_KERNEL)
+  return bench_step_kernel_launch(a, stream);
+#else
+  (void)a;
+  (void)stream;
+  fprintf(stderr, "bench: e2e-llama8b-step: this build has no step kernel (it is CUDA)\n");
+  return -1;
+#endif
+}
+
+/* One decode step as a graph, captured once: per layer the in-between kernel
+ * (step non-NULL: its arguments but for the layer's) and the attention call
+ * (attention 1). NULL after a message on failure. */
+static dm_graph *e2e_capture(e2e_state *s, const bench_step_args *step, int attention) {
   void *stream = NULL;
-  graph = dm_graph_begin(be, &stream);
-  if (!graph) goto done;
+  dm_graph *graph = dm_graph_begin(s->be, &stream);
+  if (!graph) return NULL;
   anyattn_status st = ANYATTN_STATUS_OK;
-  for (int l = 0; l < E2E_LAYERS && st == ANYATTN_STATUS_OK; l++) {
-    t.k_cache = (const char *)k + (size_t)l * layer_elems * kes;
-    t.v_cache = (const char *)v + (size_t)l * layer_elems * kes;
-    t.out = (char *)out + (size_t)l * q_bytes;
-    st = anyattn_run(plan, &b, &t, ws, ws_bytes, stream);
-  }
-  if (dm_graph_end(graph) || st != ANYATTN_STATUS_OK) {
-    fprintf(stderr, "bench: e2e: capture failed: %s\n", anyattn_last_error());
-    goto done;
-  }
-  double decode_ms = 0, kv_bytes = 0;
-  for (int step = 0; step < E2E_STEPS; step++) {
-    kvlen = E2E_PROMPT + step + 1;
-    if (dm_to_device(be, d_kv, &kvlen, sizeof kvlen)) goto done;
-    if (dm_timer_start(timer) || dm_graph_launch(graph)) goto done;
-    double ms = dm_timer_stop(timer);
-    if (ms < 0) goto done;
-    decode_ms += ms;
-    kv_bytes += 2.0 * kvlen * BENCH_HKV * BENCH_D * (double)kes * E2E_LAYERS;
-  }
-  {
-    uint16_t h[64];
-    int bad = dm_to_host(be, h, out, sizeof h) != 0;
-    for (int i = 0; !bad && i < (int)(sizeof h / es); i++) bad = !isfinite(tl_load(o->dtype, h, (size_t)i));
-    if (bad) {
-      fprintf(stderr, "bench: e2e: output not finite\n");
-      goto done;
+  int step_bad = 0;
+  for (int l = 0; l < E2E_LAYERS && st == ANYATTN_STATUS_OK && !step_bad; l++) {
+    e2e_layer(s, l);
+    if (step) {
+      bench_step_args a = *step;
+      a.layer = l;
+      a.k_cache = e2e_cache(s, l, 0);
+      a.v_cache = e2e_cache(s, l, 1);
+      step_bad = e2e_step_launch(&a, stream) != 0;
     }
+    if (attention && !step_bad) st = anyattn_run(s->plan, &s->b, &s->t, s->ws, s->ws_bytes, stream);
   }
+  if (dm_graph_end(graph) || st != ANYATTN_STATUS_OK || step_bad) {
+    fprintf(stderr, "bench: e2e: capture failed: %s\n",
+            step_bad ? "the step kernel's launch (above)" : anyattn_last_error());
+    dm_graph_free(graph);
+    return NULL;
+  }
+  return graph;
+}
+
+/* Replays `graph` once per decode step, the context grown by one token before
+ * each (a host copy, outside the timing). Sums the replays' milliseconds and
+ * the K/V bytes the steps' attention calls read. 0, else -1. */
+static int e2e_replay(e2e_state *s, dm_graph *graph, double *total_ms, double *kv_bytes) {
+  *total_ms = 0, *kv_bytes = 0;
+  for (int step = 0; step < E2E_STEPS; step++) {
+    const int32_t kvlen = E2E_PROMPT + step + 1;
+    if (dm_to_device(s->be, s->d_kv, &kvlen, sizeof kvlen)) return -1;
+    if (dm_timer_start(s->timer) || dm_graph_launch(graph)) return -1;
+    double ms = dm_timer_stop(s->timer);
+    if (ms < 0) return -1;
+    *total_ms += ms;
+    *kv_bytes += 2.0 * kvlen * BENCH_HKV * BENCH_D * (double)s->kes * E2E_LAYERS;
+  }
+  return 0;
+}
+
+/* 1 when the first values of layer l's output are finite. */
+static int e2e_out_finite(const e2e_state *s, const bench_options *o, int l) {
+  uint16_t h[64];
+  int bad = dm_to_host(s->be, h, (const char *)s->out + (size_t)l * s->q_bytes, sizeof h) != 0;
+  for (int i = 0; !bad && i < (int)(sizeof h / s->es); i++) bad = !isfinite(tl_load(o->dtype, h, (size_t)i));
+  return !bad;
+}
+
+static void e2e_fill_result(e2e_result *res, const e2e_state *s, double prefill_ms, double decode_ms, double kv_bytes) {
   const double calls = (double)E2E_STEPS * E2E_LAYERS;
-  printf("e2e-llama8b: prefill %d tokens x %d layers %.3f ms; decode %d steps x %d layers %.3f s "
-         "(%.2f us per call, %.1f GB/s of K/V); attention total %.3f s  [%s]\n",
-         E2E_PROMPT, E2E_LAYERS, prefill_ms, E2E_STEPS, E2E_LAYERS, decode_ms * 1e-3, 1e3 * decode_ms / calls,
-         kv_bytes / (decode_ms * 1e-3) / 1e9, (prefill_ms + decode_ms) * 1e-3, anyattn_plan_describe(plan));
   res->prefill_ms = prefill_ms;
   res->decode_s = decode_ms * 1e-3;
   res->us_per_call = 1e3 * decode_ms / calls;
   res->kv_gbs = kv_bytes / (decode_ms * 1e-3) / 1e9;
   res->total_s = (prefill_ms + decode_ms) * 1e-3;
-  snprintf(res->plan, sizeof res->plan, "%s", anyattn_plan_describe(plan));
+  snprintf(res->plan, sizeof res->plan, "%s", anyattn_plan_describe(s->plan));
+}
+
+static int run_e2e(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes,
+                   e2e_result *res) {
+  e2e_state s;
+  dm_graph *graph = NULL;
+  double prefill_ms = 0, decode_ms = 0, kv_bytes = 0;
+  int rc = 1;
+  if (e2e_setup(&s, o, ctx, chunk, chunk_bytes) || e2e_prefill(&s, &prefill_ms)) goto done;
+  /* Decode: one graph with the 32 layers' calls, captured once. */
+  graph = e2e_capture(&s, NULL, 1);
+  if (!graph || e2e_replay(&s, graph, &decode_ms, &kv_bytes)) goto done;
+  if (!e2e_out_finite(&s, o, 0)) {
+    fprintf(stderr, "bench: e2e: output not finite\n");
+    goto done;
+  }
+  e2e_fill_result(res, &s, prefill_ms, decode_ms, kv_bytes);
+  printf("e2e-llama8b: prefill %d tokens x %d layers %.3f ms; decode %d steps x %d layers %.3f s "
+         "(%.2f us per call, %.1f GB/s of K/V); attention total %.3f s  [%s]\n",
+         E2E_PROMPT, E2E_LAYERS, prefill_ms, E2E_STEPS, E2E_LAYERS, res->decode_s, res->us_per_call, res->kv_gbs,
+         res->total_s, anyattn_plan_describe(s.plan));
   rc = 0;
 done:
   dm_graph_free(graph);
-  dm_timer_free(timer);
-  dm_free(be, k);
-  dm_free(be, v);
-  dm_free(be, q);
-  dm_free(be, out);
-  dm_free(be, ws);
-  dm_free(be, d_cu);
-  dm_free(be, d_kv);
-  dm_free(be, d_bt);
-  anyattn_plan_free(plan);
-  free(bt);
+  e2e_free(&s);
+  return rc;
+}
+
+/* The in-between kernels' sources: this many bytes of the inputs' random
+ * values (an odd number of words, so the offsets of successive steps do not
+ * line up with rows). */
+enum { E2E_STEP_SRC_BYTES = (1 << 17) + 4 * 37 };
+
+/* After the last step: Q holds the last layer's words and each layer's
+ * newest K and V rows their own, taken from the sources at the offsets the
+ * kernel uses (bench_step.h); checks Q, layer 0's K row and the last layer's
+ * V row. 0 when they match, else -1 after one line. */
+static int e2e_step_check(const e2e_state *s, const bench_step_args *a, const void *q_src, const void *kv_src) {
+  const int pos = E2E_PROMPT + E2E_STEPS - 1, last = E2E_LAYERS - 1;
+  const size_t row = (size_t)s->bt[pos / BENCH_BS] * BENCH_BS + pos % BENCH_BS, src_words = a->src_bytes / 4;
+  const struct {
+    const char *name;
+    const void *dev, *src;
+    size_t bytes;
+    int layer, tensor;
+  } t[3] = {{"Q", s->q, q_src, a->q_bytes, last, 0},
+            {"K", e2e_cache(s, 0, 0) + row * a->kv_row_bytes, kv_src, a->kv_row_bytes, 0, 1},
+            {"V", e2e_cache(s, last, 1) + row * a->kv_row_bytes, kv_src, a->kv_row_bytes, last, 2}};
+  uint32_t *h = (uint32_t *)malloc(a->q_bytes > a->kv_row_bytes ? a->q_bytes : a->kv_row_bytes);
+  int rc = h ? 0 : -1;
+  for (int i = 0; i < 3 && !rc; i++) {
+    if (dm_to_host(s->be, h, t[i].dev, t[i].bytes)) {
+      rc = -1;
+      break;
+    }
+    const size_t off = bench_step_src_offset(pos, t[i].layer, t[i].tensor, src_words);
+    for (size_t w = 0; w < t[i].bytes / 4; w++) {
+      uint32_t want;
+      memcpy(&want, (const char *)t[i].src + 4 * ((off + w) % src_words), 4);
+      if (h[w] != want) {
+        fprintf(stderr, "bench: e2e-step: layer %d's %s, word %zu: 0x%08x, the step kernel writes 0x%08x\n", t[i].layer,
+                t[i].name, w, (unsigned)h[w], (unsigned)want);
+        rc = -1;
+        break;
+      }
+    }
+  }
+  free(h);
+  return rc;
+}
+
+/* The two graphs of e2e-llama8b-step, captured once, and their replays over
+ * the same steps: the whole steps (*step_ms, with the K/V bytes the attention
+ * calls read) and the in-between kernels alone (*between_ms). 0, else -1. */
+static int e2e_step_time(e2e_state *s, const bench_step_args *a, double *step_ms, double *between_ms,
+                         double *kv_bytes) {
+  dm_graph *steps = e2e_capture(s, a, 1);
+  dm_graph *between = steps ? e2e_capture(s, a, 0) : NULL;
+  double unused;
+  const int rc =
+      between && !e2e_replay(s, steps, step_ms, kv_bytes) && !e2e_replay(s, between, between_ms, &unused) ? 0 : -1;
+  dm_graph_free(steps);
+  dm_graph_free(between);
+  return rc;
+}
+
+static int run_e2e_step(const bench_options *o, anyattn_context *ctx, const void *chunk, size_t chunk_bytes,
+                        e2e_result *res) {
+  e2e_state s;
+  void *q_src = NULL, *kv_src = NULL;
+  double prefill_ms = 0, step_ms = 0, between_ms = 0, kv_bytes = 0;
+  int rc = 1;
+  size_t kv_elems;
+  const void *kvc = kv_chunk(o, chunk, chunk_bytes, &kv_elems);
+  if (e2e_setup(&s, o, ctx, chunk, chunk_bytes) || e2e_prefill(&s, &prefill_ms)) goto done;
+  if (chunk_bytes < E2E_STEP_SRC_BYTES || kv_elems * s.kes < E2E_STEP_SRC_BYTES) {
+    fprintf(stderr, "bench: e2e-step: the random chunks are smaller than the step kernel's sources\n");
+    goto done;
+  }
+  q_src = dm_alloc(s.be, E2E_STEP_SRC_BYTES);
+  kv_src = dm_alloc(s.be, E2E_STEP_SRC_BYTES);
+  if (!q_src || !kv_src || dm_to_device(s.be, q_src, chunk, E2E_STEP_SRC_BYTES) ||
+      dm_to_device(s.be, kv_src, kvc, E2E_STEP_SRC_BYTES))
+    goto done;
+  bench_step_args a;
+  memset(&a, 0, sizeof a);
+  a.q = s.q; /* the first token's rows: the decode calls' query */
+  a.seq_lens_k = (const int32_t *)s.d_kv;
+  a.block_table = (const int32_t *)s.d_bt;
+  a.block_size = BENCH_BS;
+  a.q_bytes = (size_t)BENCH_HQ * BENCH_D * s.es;
+  a.kv_row_bytes = (size_t)BENCH_HKV * BENCH_D * s.kes;
+  a.q_src = q_src;
+  a.kv_src = kv_src;
+  a.src_bytes = E2E_STEP_SRC_BYTES;
+  if (e2e_step_time(&s, &a, &step_ms, &between_ms, &kv_bytes)) goto done;
+  if (!e2e_out_finite(&s, o, 0) || !e2e_out_finite(&s, o, E2E_LAYERS - 1)) {
+    fprintf(stderr, "bench: e2e-step: output not finite\n");
+    goto done;
+  }
+  if (e2e_step_check(&s, &a, chunk, kvc)) goto done;
+  const double attn_ms = step_ms - between_ms;
+  if (attn_ms <= 0) {
+    fprintf(stderr, "bench: e2e-step: the in-between kernels alone (%.3f s) took the steps' whole time (%.3f s)\n",
+            between_ms * 1e-3, step_ms * 1e-3);
+    goto done;
+  }
+  e2e_fill_result(res, &s, prefill_ms, attn_ms, kv_bytes);
+  res->step = 1;
+  res->step_total_s = step_ms * 1e-3;
+  res->between_s = between_ms * 1e-3;
+  printf("e2e-llama8b-step: prefill %d tokens x %d layers %.3f ms; decode %d steps x %d layers, a kernel writing "
+         "Q and the newest K/V before each call: step total %.3f s, in-between alone %.3f s, attention %.3f s "
+         "(%.2f us per call, %.1f GB/s of K/V); attention total %.3f s  [%s]\n",
+         E2E_PROMPT, E2E_LAYERS, prefill_ms, E2E_STEPS, E2E_LAYERS, res->step_total_s, res->between_s,
+         res->decode_s, res->us_per_call, res->kv_gbs, res->total_s, anyattn_plan_describe(s.plan));
+  rc = 0;
+done:
+  dm_free(s.be, q_src);
+  dm_free(s.be, kv_src);
+  e2e_free(&s);
   return rc;
 }
 
 /* ---- --json output -------------------------------------------------------------
  * One object per run: what ran (library version, workload, backend, device,
  * date, commit, command line), the ceilings measured in the run, the e2e
- * figures (e2e-llama8b) and one entry per case; bench/results/make_table.py
+ * figures (e2e-llama8b, e2e-llama8b-step) and one entry per case; bench/results/make_table.py
  * reads it. Every write is checked; the first failure is reported once, when
  * the file is closed, and makes bench exit 1. */
 typedef struct {
@@ -784,6 +1005,8 @@ static void json_e2e(json_out *j, const e2e_result *e) {
               "\"total_s\": %.4f, \"plan\": ",
               e->prefill_ms, e->decode_s, e->us_per_call, e->kv_gbs, e->total_s);
   json_string(j, e->plan);
+  if (e->step) /* e2e-llama8b-step: decode_s is the step total less the in-between kernels alone */
+    json_printf(j, ", \"step_total_s\": %.4f, \"between_alone_s\": %.4f", e->step_total_s, e->between_s);
   json_printf(j, "}, ");
 }
 
@@ -819,11 +1042,16 @@ static int name_matches(const char *name, const char *filter) {
 }
 
 /* The cases this run times: --cases, else the workload's list, less those
- * whose name matches no text of --filter. 0, or 2 (bad --cases, e2e on a CPU)
- * or 1 (the filter leaves nothing) after one line on stderr. */
+ * whose name matches no text of --filter. 0, or 2 (bad --cases, an e2e
+ * workload on a CPU, e2e-llama8b-step without CUDA) or 1 (the filter leaves
+ * nothing) after one line on stderr. */
 static int select_cases(const bench_options *o, int gpu, case_list *cases) {
-  if (!strcmp(o->workload, "e2e-llama8b") && !gpu) {
-    fprintf(stderr, "anyattn: workload e2e-llama8b needs a GPU backend (409,600 calls)\n");
+  if (is_e2e(o->workload) && !gpu) {
+    fprintf(stderr, "anyattn: workload %s needs a GPU backend (409,600 calls)\n", o->workload);
+    return 2;
+  }
+  if (!strcmp(o->workload, "e2e-llama8b-step") && (o->backend != ANYATTN_BACKEND_CUDA || !bench_step_built)) {
+    fprintf(stderr, "anyattn: workload e2e-llama8b-step needs the CUDA backend (its in-between kernel is CUDA)\n");
     return 2;
   }
   if (o->cases && bench_parse_cases(cases, o->cases)) {
@@ -946,10 +1174,11 @@ int bench_main(const bench_options *opt) {
     json_header(&json, opt, &o, dev, date, bw_gbs, peak_gflops);
   }
   int failures = 0, first = 1;
-  if (!strcmp(o.workload, "e2e-llama8b")) {
+  if (is_e2e(o.workload)) {
     e2e_result e2e;
     memset(&e2e, 0, sizeof e2e);
-    const int bad = run_e2e(&o, ctx, chunk, chunk_elems * es, &e2e);
+    const int bad = strcmp(o.workload, "e2e-llama8b-step") ? run_e2e(&o, ctx, chunk, chunk_elems * es, &e2e)
+                                                          : run_e2e_step(&o, ctx, chunk, chunk_elems * es, &e2e);
     failures += bad;
     if (!bad) json_e2e(&json, &e2e);
   }

@@ -7,7 +7,7 @@
 typedef struct {
   anyattn_backend backend;
   int device;
-  const char *workload;  /* default, decode, prefill, mixed, ibm, e2e-llama8b, cp-prefill, cp-decode */
+  const char *workload;  /* default, decode, prefill, mixed, ibm, e2e-llama8b(-step), cp-prefill, cp-decode */
   const char *json_path; /* NULL: no JSON */
   const char *config;    /* NULL: the library chooses */
   int graph;             /* time CUDA-graph replays */

@@ -82,8 +82,11 @@ static const cli_command commands[] = {
      "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
      "  --device N          device index, 0 to 1023 (default 0)\n"
      "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only),\n"
-     "                      cp-prefill, cp-decode (context parallelism: under mpirun, or one process\n"
-     "                      per GPU with RANK, WORLD_SIZE, LOCAL_RANK, ANYATTN_NCCL_ID_FILE set)\n"
+     "                      e2e-llama8b-step (CUDA only: e2e-llama8b with a kernel writing each\n"
+     "                      layer's Q and newest K/V before its call; attention = step total less\n"
+     "                      those kernels alone), cp-prefill, cp-decode (context parallelism: under\n"
+     "                      mpirun, or one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK,\n"
+     "                      ANYATTN_NCCL_ID_FILE set)\n"
      "  --cases LIST        instead of a workload: BxC (B sequences decoding at context C)\n"
      "                      and pBxL (B causal prompts of L tokens), comma separated\n"
      "  --filter TEXT       only the cases whose name contains TEXT (or one of the texts\n"
@@ -520,8 +523,8 @@ static int cmd_bench(const cli_options *o) {
   if (rc) return rc;
   if (o->config && check_config(b, o->config)) return CLI_USAGE;
   if (b == ANYATTN_BACKEND_CPU && o->graph) return usage_error("--graph needs a GPU backend (this one is cpu)");
-  if (b == ANYATTN_BACKEND_CPU && !strcmp(o->workload, "e2e-llama8b"))
-    return usage_error("workload e2e-llama8b needs a GPU backend (409,600 calls)");
+  if (b == ANYATTN_BACKEND_CPU && (!strcmp(o->workload, "e2e-llama8b") || !strcmp(o->workload, "e2e-llama8b-step")))
+    return usage_error("workload %s needs a GPU backend (409,600 calls)", o->workload);
   if (o->kv_dtype != ANYATTN_KV_AS_Q && o->dtype == ANYATTN_DTYPE_F32)
     return usage_error("--kv-dtype %s needs --dtype bf16 or f16 (fp8 caches widen to the 16-bit type)",
                        anyattn_kv_dtype_name(o->kv_dtype));

@@ -3,7 +3,7 @@
 
 Each folder bench/results/<device>/ holds the latest file of each workload as
 `anyattn bench --json` writes it (decode.json, decode_graph.json, prefill.json,
-mixed.json, ibm.json, e2e-llama8b.json; a CPU folder also prefill_f32.json),
+mixed.json, ibm.json, e2e-llama8b.json, e2e-llama8b-step.json; a CPU folder also prefill_f32.json),
 the peers of bench/peers.py or, for a CPU, bench/cpu_peers.py (peers.json) and the sweep a committed tree was fitted on (*.csv, from
 `anyattn tune`). Every file says when, at which commit, on which device and by
 which command it was measured: in its own fields (bench --json, peers.py), its
@@ -28,7 +28,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FACTS = ("date", "commit", "device", "command")
-ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "ibm", "default"]
+ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "e2e-llama8b-step", "ibm",
+         "default"]
 PEER_NAMES = {"flash": "FA2", "cudnn": "cuDNN"}
 SAME_RUN_MINUTES = 60  # peers count as the same run: same commit and device, dates this close
 
@@ -180,7 +181,9 @@ def bench_section(gpu, stem, entry, peers):
         out.append("")
         out.append(f"Note: {facts['note']}.")
     out.append("")
-    if "e2e" in obj:
+    if "e2e" in obj and "step_total_s" in obj["e2e"]:
+        out += e2e_step_table(obj, bw_unit, bw_div)
+    elif "e2e" in obj:
         e = obj["e2e"]
         out += ["| attention total | prefill | decode | per call | K/V " + bw_unit + " | % of bandwidth | config |",
                 "| --- | --- | --- | --- | --- | --- | --- |",
@@ -228,6 +231,19 @@ def bench_section(gpu, stem, entry, peers):
     if len(cases) > 12:
         out += [f"{len(cases)} cases, sum of medians {fmt(sum(c['us'] for c in cases) / 1e3, 2)} ms.", ""]
     return out
+
+
+def e2e_step_table(obj, bw_unit, bw_div):
+    """e2e-llama8b-step: the attention figure (the step total less the in-between kernels alone) and the two
+    totals it comes from."""
+    e = obj["e2e"]
+    return ["| attention total | prefill | decode attention (step total − in-between alone) | step total | "
+            "in-between alone | per call | K/V " + bw_unit + " | % of bandwidth | config |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            f"| {fmt(e['total_s'], 3)} s | {fmt(e['prefill_ms'], 3)} ms | {fmt(e['decode_s'], 3)} s | "
+            f"{fmt(e['step_total_s'], 3)} s | {fmt(e['between_alone_s'], 3)} s | {fmt(e['us_per_call'], 2)} µs | "
+            f"{fmt(e['kv_gbs'] / bw_div, 2)} | {fmt(100 * e['kv_gbs'] / obj['bandwidth_gbs'], 1)} | "
+            f"{config_of(e['plan'])} |", ""]
 
 
 def config_of(plan):
