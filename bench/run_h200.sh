@@ -149,6 +149,14 @@ if has e2e; then
   cat "$OUT/.bench" >>"$LOG"
   note "bench e2e-llama8b-step: rc=$rc"
   grep -E "^e2e-llama8b-step:" "$OUT/.bench" | sed 's/^/  /' >>"$SUMMARY"
+  say "bench e2e-llama8b-step --prior-writes new-keys"
+  timeout 240 $CLI bench --backend cuda --workload e2e-llama8b-step --prior-writes new-keys \
+    --json "$OUT/e2e-llama8b-step-newkeys.json" >"$OUT/.bench" 2>&1
+  rc=$?
+  cat "$OUT/.bench" >>"$OUT/e2e.txt"
+  cat "$OUT/.bench" >>"$LOG"
+  note "bench e2e-llama8b-step --prior-writes new-keys: rc=$rc"
+  grep -E "^e2e-llama8b-step:" "$OUT/.bench" | sed 's/^/  /' >>"$SUMMARY"
 fi
 
 build_tune() { # the tune rows of src/choose/configs.h (-DANYATTN_GPU_CONFIGS_TUNING) live in a second build

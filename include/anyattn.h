@@ -245,6 +245,23 @@ ANYATTN_API const char *anyattn_plan_describe(const anyattn_plan *plan);
 /* ------------------------------------------------------------------------ */
 /* Run.                                                                      */
 
+/* What the work before a call may write while the call starts
+ * (anyattn_batch.prior_writes). Values are fixed and append-only. */
+typedef enum {
+  /* Anything (init): the call reads nothing but its arguments before that
+   * work has finished. */
+  ANYATTN_PRIOR_WRITES_ANY = 0,
+  /* The caller promises that the work before the call writes none of this
+   * batch's metadata (cu_seqlens_q, seq_lens_k, q_pos, block_table), no
+   * alibi_slopes, sinks or descales, and of the caches only the rows of each
+   * sequence's newest q_len keys (positions kv_len - q_len .. kv_len - 1), as
+   * a serving step's QKV projection and cache write do. The call then finds
+   * its work, reads page ids and starts loading K/V tiles of older keys
+   * before that work has finished; q, out, lse and the workspace are touched
+   * only after it. A broken promise gives wrong results. */
+  ANYATTN_PRIOR_WRITES_NEW_KEYS = 1
+} anyattn_prior_writes;
+
 /* Batch metadata. All arrays live in the backend's memory (device memory
  * for GPU backends) and are int32. For anyattn_validate() they are host
  * copies instead. */
@@ -274,6 +291,12 @@ typedef struct {
    * q_pos, q_len may exceed kv_len. Rows that see no key get out 0, lse -inf.
    * Same memory as the other arrays. */
   const int32_t *q_pos;
+  /* What the work enqueued before this call on its stream may still be
+   * writing when the call's kernel starts (GPU backends that launch with
+   * programmatic dependent launch, sm_90: the kernel starts while the one
+   * before it drains; elsewhere no effect). docs/semantics.md, "Overlap with
+   * the work before a call". */
+  anyattn_prior_writes prior_writes;
 } anyattn_batch;
 
 ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);

@@ -365,10 +365,21 @@ static void test_run_and_validate(anyattn_context *ctx) {
     EXPECT(anyattn_run(plan, NULL, &t, ws_buf, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "batch");
     EXPECT(anyattn_run(plan, &b, NULL, ws_buf, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "tensors");
     EXPECT_TRUE(outputs_untouched());
+    /* anyattn_workspace_prepare checks what run checks of the workspace */
+    EXPECT(anyattn_workspace_prepare(NULL, ws_buf, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "plan");
+    EXPECT(anyattn_workspace_prepare(plan, ws_buf, g_ws + 256, NULL), ANYATTN_STATUS_OK, NULL);
+    if (g_ws > 0) {
+      EXPECT(anyattn_workspace_prepare(plan, ws_buf, g_ws - 1, NULL), ANYATTN_STATUS_WORKSPACE_TOO_SMALL,
+             "workspace_size");
+      EXPECT(anyattn_workspace_prepare(plan, NULL, g_ws, NULL), ANYATTN_STATUS_NULL_POINTER, "workspace");
+    }
+    EXPECT(anyattn_workspace_prepare(plan, (char *)ws_buf + 8, g_ws, NULL), ANYATTN_STATUS_BAD_STRIDE, "aligned");
   }
   EXPECT_RUN(b_.struct_size = 8, ANYATTN_STATUS_STRUCT_SIZE, "batch->struct_size");
   EXPECT_RUN(t_.struct_size = sizeof t_ * 2, ANYATTN_STATUS_STRUCT_SIZE, "tensors->struct_size");
   EXPECT_RUN(b_.num_seqs = -1, ANYATTN_STATUS_INVALID_SIZE, "num_seqs");
+  EXPECT_RUN(b_.prior_writes = (anyattn_prior_writes)2, ANYATTN_STATUS_INVALID_OPTION, "prior_writes");
+  EXPECT_RUN(b_.prior_writes = (anyattn_prior_writes)-1, ANYATTN_STATUS_INVALID_OPTION, "prior_writes");
   EXPECT_RUN(b_.num_seqs = 5, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_seqs");
   EXPECT_RUN(b_.num_tokens = -1, ANYATTN_STATUS_INVALID_SIZE, "num_tokens");
   EXPECT_RUN(b_.num_tokens = 17, ANYATTN_STATUS_LIMIT_EXCEEDED, "max_tokens");

@@ -6,7 +6,9 @@
  * (padding sequences with q_len 0 and kv_len 0 among them); every call's
  * output, poisoned before the call, is checked against the double reference.
  * Then one batch runs five times: the outputs must match bitwise, whichever
- * segment merged. Exit: 0 pass, 1 fail, 77 skip (no CUDA build or device). */
+ * segment merged. Every other call promises batch->prior_writes NEW_KEYS,
+ * so the kernel reads metadata and its first K/V tiles before its
+ * dependency wait (the work before it writes none of them here). Exit: 0 pass, 1 fail, 77 skip (no CUDA build or device). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,7 @@ typedef struct {
   int32_t cu[SEQS + 1], kl[SEQS], bt[SEQS * 256];
   void *out;
   float *lse;
+  int calls; /* odd calls promise batch->prior_writes NEW_KEYS (the early reads) */
 } lane;
 
 static int stream_new(void **s) {
@@ -184,6 +187,7 @@ static int enqueue(lane *L, uint64_t *r) {
   anyattn_batch_init(&b);
   b.num_seqs = SEQS, b.num_tokens = SEQS, b.cu_seqlens_q = L->dcu, b.seq_lens_k = L->dkl, b.block_table = L->dbt;
   b.block_table_stride = per;
+  b.prior_writes = L->calls++ & 1 ? ANYATTN_PRIOR_WRITES_NEW_KEYS : ANYATTN_PRIOR_WRITES_ANY;
   anyattn_tensors t;
   anyattn_tensors_init(&t);
   t.q = L->dq, t.k_cache = L->dk, t.v_cache = L->dv, t.num_blocks = L->pages, t.out = L->dout, t.lse = L->dlse;

@@ -409,6 +409,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   }
   anyattn_batch b;
   anyattn_batch_init(&b);
+  b.prior_writes = opt->prior_writes;
   b.num_seqs = c->num_seqs;
   b.num_tokens = num_tokens;
   b.cu_seqlens_q = (const int32_t *)d_cu;
@@ -611,6 +612,7 @@ static int e2e_setup(e2e_state *s, const bench_options *o, anyattn_context *ctx,
     return -1;
 
   anyattn_batch_init(&s->b);
+  s->b.prior_writes = o->prior_writes;
   s->b.num_seqs = 1;
   s->b.cu_seqlens_q = (const int32_t *)s->d_cu;
   s->b.seq_lens_k = (const int32_t *)s->d_kv;
@@ -959,6 +961,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->iters > 0) str_append(buf, n, " --iters %d", o->iters);
   if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
   if (o->kv_dtype != ANYATTN_KV_AS_Q) str_append(buf, n, " --kv-dtype %s", anyattn_kv_dtype_name(o->kv_dtype));
+  if (o->prior_writes == ANYATTN_PRIOR_WRITES_NEW_KEYS) str_append(buf, n, " --prior-writes new-keys");
   if (o->head_dim > 0) str_append(buf, n, " --head-dim %d", o->head_dim);
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);

@@ -19,6 +19,7 @@ typedef struct {
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype; /* the caches' storage: AS_Q (0), or fp8 (1 byte per K/V element) */
+  anyattn_prior_writes prior_writes; /* every call's batch->prior_writes */
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
   int head_dim;          /* 0: BENCH_DEFAULT_D; else the shape's head dim (not the cp-* workloads) */

@@ -73,7 +73,7 @@ static const cli_command commands[] = {
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
-     "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --cases --filter --list "
+     "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --prior-writes --cases --filter --list "
      "--no-flush --max-context --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
@@ -98,6 +98,9 @@ static const cli_command commands[] = {
      "                      also fp8_e4m3) or fp8_e4m3fnuz (AMD MI300), with per-tensor\n"
      "                      descales; needs --dtype bf16 or f16; K/V GB/s count 1 byte per\n"
      "                      element; not for the cp-* workloads\n"
+     "  --prior-writes P    every call's batch->prior_writes: any (default) or new-keys (the\n"
+     "                      work before a call writes only Q and the newest keys: the kernel\n"
+     "                      reads metadata and older K/V before its dependency wait)\n"
      "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
@@ -388,6 +391,10 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     else if (!strcmp(v, "f16")) o->dtype = ANYATTN_DTYPE_F16;
     else if (!strcmp(v, "f32")) o->dtype = ANYATTN_DTYPE_F32;
     else return usage_error("unknown --dtype '%s' (bf16, f16, f32)", shown(v));
+  } else if (!strcmp(a, "--prior-writes")) {
+    if (!strcmp(v, "any")) o->prior_writes = ANYATTN_PRIOR_WRITES_ANY;
+    else if (!strcmp(v, "new-keys")) o->prior_writes = ANYATTN_PRIOR_WRITES_NEW_KEYS;
+    else return usage_error("unknown --prior-writes '%s' (any, new-keys)", shown(v));
   } else if (!strcmp(a, "--kv-dtype")) {
     if (!strcmp(v, "as-q")) o->kv_dtype = ANYATTN_KV_AS_Q;
     else if (!strcmp(v, "fp8") || !strcmp(v, "fp8_e4m3")) o->kv_dtype = ANYATTN_KV_FP8_E4M3;

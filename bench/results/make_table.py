@@ -28,7 +28,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FACTS = ("date", "commit", "device", "command")
-ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "e2e-llama8b-step", "ibm",
+ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "e2e-llama8b-step",
+         "e2e-llama8b-step-newkeys", "ibm",
          "default"]
 PEER_NAMES = {"flash": "FA2", "cudnn": "cuDNN"}
 SAME_RUN_MINUTES = 60  # peers count as the same run: same commit and device, dates this close

@@ -127,6 +127,7 @@ class Batch(ctypes.Structure):
         ("max_q_len", ctypes.c_int),
         ("max_kv_len", ctypes.c_int),
         ("q_pos", ctypes.c_void_p),  # NULL: queries are the last q_len keys
+        ("prior_writes", ctypes.c_int),  # anyattn_prior_writes; 0: the work before may write anything
     ]
 
 

@@ -379,6 +379,9 @@ static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyat
   AA_CHECK(b->struct_size == sizeof *b, ANYATTN_STATUS_STRUCT_SIZE,
            "batch->struct_size is %zu, this library expects %zu (use anyattn_batch_init)",
            b->struct_size, sizeof *b);
+  AA_CHECK(b->prior_writes == ANYATTN_PRIOR_WRITES_ANY || b->prior_writes == ANYATTN_PRIOR_WRITES_NEW_KEYS,
+           ANYATTN_STATUS_INVALID_OPTION, "batch->prior_writes is %d, not one of ANY (0), NEW_KEYS (1)",
+           (int)b->prior_writes);
   AA_CHECK(b->num_seqs >= 0, ANYATTN_STATUS_INVALID_SIZE, "batch->num_seqs is %d, must be >= 0",
            b->num_seqs);
   AA_CHECK(b->num_seqs <= plan->limits.max_seqs, ANYATTN_STATUS_LIMIT_EXCEEDED,
@@ -466,6 +469,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.cu_seqlens_q = batch->cu_seqlens_q;
   a.seq_lens_k = batch->seq_lens_k;
   a.q_pos = batch->q_pos;
+  a.prior_writes = (int)batch->prior_writes;
   a.block_table = batch->block_table;
   a.block_table_stride = batch->block_table_stride;
   a.q = t->q;

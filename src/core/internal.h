@@ -67,6 +67,7 @@ typedef struct {
   const int32_t *cu_seqlens_q;
   const int32_t *seq_lens_k;
   const int32_t *q_pos; /* [num_seqs] first query's position, or NULL: kv_len - q_len */
+  int prior_writes;     /* anyattn_prior_writes, checked */
   const int32_t *block_table;
   int block_table_stride;
   const void *q;

@@ -114,6 +114,7 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.softcap_in = pr->softcap > 0.0f ? plan->scale / pr->softcap : 0.0f;
   p.softcap_out = pr->softcap * kLog2e;
   p.num_splits = 1;
+  p.early_reads = a->prior_writes == ANYATTN_PRIOR_WRITES_NEW_KEYS;
   return p;
 }
 

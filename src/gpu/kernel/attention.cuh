@@ -21,34 +21,6 @@
 
 namespace aa {
 
-/* Q block -> shared memory, as the oldest cp.async group; rows past the
- * block's tokens or heads, and columns from p.head_dim on, are zero. Swizzled
- * like K when Q K^T runs on wgmma (Q is then its A operand in shared memory).
- * Two copies of the loop, the compiled head dim's with a constant row stride:
- * a run-time one costs the decode tiles registers they do not have. */
-template <typename T, class S, bool PADDED>
-__device__ __forceinline__ void load_q_rows(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
-  constexpr int CH = S::CHUNKS, QL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
-  const T *q = static_cast<const T *>(p.q);
-  const int hd = PADDED ? p.head_dim : S::HD, nch = hd >> 3; /* 16-byte chunks of a q row */
-#pragma unroll
-  for (int k = 0; k < QL; k++) {
-    const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
-    if ((S::BM * CH) % S::THREADS == 0 || i < S::BM * CH) {
-      const bool ok = (!PADDED || c < nch) && g.row_valid(r);
-      unsigned char *dq = reinterpret_cast<unsigned char *>(sm.q) +
-                          (PassCaps<S>::WG ? kv_smem_offset<S::BM>(r, c) : (uint32_t)((r * S::ROW + c * 8) * sizeof(T)));
-      async_copy16(dq, ok ? q + g.row_offset(r) * hd + c * 8 : q, ok);
-    }
-  }
-}
-template <typename T, class S>
-__device__ __forceinline__ void load_q(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
-  if (p.head_dim == S::HD) load_q_rows<T, S, false>(p, g, sm);
-  else load_q_rows<T, S, true>(p, g, sm);
-  async_commit();
-}
-
 /* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
@@ -63,24 +35,32 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
    * before any input is read, for it to finish (a no-op otherwise). Only the
    * parameters are read before. */
   KvBoxes<T, S>::prefetch_maps(p);
-  grid_dependency_wait();
+  /* With p.early_reads the metadata is read before the wait too, and the
+   * mainloop may start the first K/V tiles (mainloop.cuh); the two-warpgroup
+   * prefill tile always waits first. */
+  const bool early = !PP && p.early_reads;
+  if (!early) grid_dependency_wait();
   if constexpr (PP) PipelinedTile<T, S>::init_barriers(sm);
   if (!g.find(sm.meta)) return;
   g.map();
   if (g.split) {
     g.cut_segment();
     if (g.ntiles == 0 && !g.cl) { /* nothing here: an empty partial, which the merge skips */
+      if (early) grid_dependency_wait(); /* the workspace is written after the wait only */
       write_empty_partial(p, g);
       merge_if_last<T, S>(p, g, smem);
       return;
     }
   }
-  load_q(p, g, sm);
 
   OnlineSoftmax<S> sx;
   FragC acc[S::DK];
-  if constexpr (PP) mainloop_sm90(p, g, sm, sx, acc);
-  else mainloop(p, g, sm, sx, acc);
+  if constexpr (PP) {
+    load_q(p, g, sm);
+    mainloop_sm90(p, g, sm, sx, acc);
+  } else {
+    mainloop(p, g, sm, sx, acc, early);
+  }
   async_wait<0>();
   if (g.split) grid_dependents_launch(); /* the next kernel may start launching; it waits for our writes */
   block_sync();

@@ -45,6 +45,34 @@ struct KvPages {
   }
 };
 
+/* Q block -> shared memory, as the oldest cp.async group; rows past the
+ * block's tokens or heads, and columns from p.head_dim on, are zero. Swizzled
+ * like K when Q K^T runs on wgmma (Q is then its A operand in shared memory).
+ * Two copies of the loop, the compiled head dim's with a constant row stride:
+ * a run-time one costs the decode tiles registers they do not have. */
+template <typename T, class S, bool PADDED>
+__device__ __forceinline__ void load_q_rows(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
+  constexpr int CH = S::CHUNKS, QL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
+  const T *q = static_cast<const T *>(p.q);
+  const int hd = PADDED ? p.head_dim : S::HD, nch = hd >> 3; /* 16-byte chunks of a q row */
+#pragma unroll
+  for (int k = 0; k < QL; k++) {
+    const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
+    if ((S::BM * CH) % S::THREADS == 0 || i < S::BM * CH) {
+      const bool ok = (!PADDED || c < nch) && g.row_valid(r);
+      unsigned char *dq = reinterpret_cast<unsigned char *>(sm.q) +
+                          (PassCaps<S>::WG ? kv_smem_offset<S::BM>(r, c) : (uint32_t)((r * S::ROW + c * 8) * sizeof(T)));
+      async_copy16(dq, ok ? q + g.row_offset(r) * hd + c * 8 : q, ok);
+    }
+  }
+}
+template <typename T, class S>
+__device__ __forceinline__ void load_q(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
+  if (p.head_dim == S::HD) load_q_rows<T, S, false>(p, g, sm);
+  else load_q_rows<T, S, true>(p, g, sm);
+  async_commit();
+}
+
 /* Paging in two steps. Step 1, one iteration ahead: the threads owning a row
  * read its page id (the read's latency hides behind a tile of math), then
  * store the row's K and V offsets in a shared slot. Step 2: every thread

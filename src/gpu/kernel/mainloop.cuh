@@ -4,7 +4,8 @@
  * while the warps compute S = Q K^T, the online softmax and O += P V of the
  * tile before (products.cuh, softmax.cuh). Warps split a tile's keys when the
  * shape has more warps than row bands (TileShape::WN > 1); the epilogue merges
- * them. Q arrives as the oldest cp.async group (attention.cuh). */
+ * them. Q arrives as the oldest cp.async group, or under early reads after
+ * the first tiles (below). */
 #ifndef ANYATTN_GPU_KERNEL_MAINLOOP_CUH
 #define ANYATTN_GPU_KERNEL_MAINLOOP_CUH
 
@@ -14,9 +15,15 @@
 
 namespace aa {
 
+/* early (p.early_reads, the caller's batch->prior_writes promise): when the
+ * first ST - 1 tiles all lie below the newest q_len keys (the only cache rows
+ * the work before the call may write), their page ids are read and their
+ * copies issued before grid_dependency_wait, and Q (which that work may
+ * write) after it, as the newest cp.async group; else the wait comes first,
+ * then Q as the oldest group, then the tiles. */
 template <typename T, class S>
 __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
-                                         OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+                                         OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], bool early) {
   using C = PassCaps<S>;
   using Copies = KvCopies<T, S, C::WG>;
   constexpr int ST = S::PIPE_STAGES;
@@ -24,11 +31,21 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
   const Copies copies{pages, sm};
   KvBoxes<T, S> boxes(pages, sm);
   int pg_next[Copies::ROWS_PT];
+  const bool pre = early && min(g.hi, g.n_begin + (ST - 1) * S::BN) <= g.w.kv_len - g.w.q_len;
+  if (!pre) {
+    if (early) grid_dependency_wait();
+    load_q(p, g, sm);
+  }
   if (boxes.on) boxes.prologue();
   else copies.prologue();
+  if (pre) {
+    grid_dependency_wait();
+    load_q(p, g, sm);
+  }
 
   sx.rows(p, g);
-  async_wait<ST - 1>(); /* the Q group is the oldest */
+  if (pre) async_wait<0>(); /* Q is the newest group */
+  else async_wait<ST - 1>(); /* the Q group is the oldest */
   block_sync();
   const T *sQw = sm.q + g.wm * 16 * S::ROW;
   FragA qf[C::QREG ? S::DK : 1];

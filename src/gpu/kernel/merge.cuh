@@ -107,8 +107,9 @@ __device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, floa
 
 /* ---- the last arrival ---------------------------------------------------------------
  * Called by every thread of a split segment once its partial rows are
- * written (or its empty partial). Each thread fences its own stores at device
- * scope; after a barrier one thread counts the arrival on the program's
+ * written (or its empty partial). After a block barrier, one thread fences at
+ * device scope (the barrier makes the fence cover every thread's stores, the
+ * pattern of a grid-wide barrier) and counts the arrival on the program's
  * counter (p.counters[tok0 * hprogs + hprog]: a Q block with work has a first
  * token of its own, so programs with work never share one; every call leaves
  * it at 0, arrive_counter wrapping at S - 1). The segment that sees S - 1 is the last: it fences again
@@ -123,9 +124,9 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   static_assert(S::SMEM_BYTES >= 64 + (size_t)WARPS * kMergeMaxSplits * 4, "the merge's scratch fits the tile's shared memory");
   int *flag = reinterpret_cast<int *>(smem);
   float *s_w = reinterpret_cast<float *>(smem + 64) + g.warp * kMergeMaxSplits;
-  __threadfence();
-  block_sync();
+  block_sync(); /* every thread's partial stores precede thread 0's fence (cumulative, as a grid barrier's) */
   if (g.tid == 0) {
+    __threadfence();
     const unsigned last = (unsigned)p.num_splits - 1;
     *flag = arrive_counter(p.counters + ((int64_t)g.w.tok0 * p.hprogs + g.hprog), last) == last;
   }

@@ -99,6 +99,10 @@ struct AttnParams {
    * cluster merge, merge_row): split partials and the lse never include it. */
   int fp8_fnuz;
   int descale_per_head;
+  /* 1 (batch->prior_writes NEW_KEYS): the work search, the page ids and the
+   * first K/V tiles wholly older than each sequence's newest q_len keys are
+   * read before grid_dependency_wait (attention.cuh); 0: nothing is. */
+  int early_reads;
   int num_kv_heads;
   const float *k_descale;
   const float *v_descale;
