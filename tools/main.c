@@ -277,6 +277,7 @@ typedef struct {
   unsigned long long seed;
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype;
+  anyattn_prior_writes prior_writes; /* bench --prior-writes */
   int head_dim; /* bench --head-dim (0: the default) */
 } cli_options;
 
@@ -553,6 +554,7 @@ static int cmd_bench(const cli_options *o) {
   bo.max_context = o->max_context;
   bo.dtype = o->dtype;
   bo.kv_dtype = o->kv_dtype;
+  bo.prior_writes = o->prior_writes;
   bo.ranks_per_node = o->ranks_per_node;
   bo.head_dim = o->head_dim;
   return bench_main(&bo);
