@@ -107,14 +107,14 @@ __device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, floa
 
 /* ---- the last arrival ---------------------------------------------------------------
  * Called by every thread of a split segment once its partial rows are
- * written (or its empty partial). After a block barrier, one thread fences at
- * device scope (the barrier makes the fence cover every thread's stores, the
- * pattern of a grid-wide barrier) and counts the arrival on the program's
+ * written (or its empty partial). After a block barrier, one thread counts
+ * the arrival with an acquire-release atomic at device scope (the barrier
+ * makes its release cover every thread's stores) on the program's
  * counter (p.counters[tok0 * hprogs + hprog]: a Q block with work has a first
  * token of its own, so programs with work never share one; every call leaves
- * it at 0, arrive_counter wrapping at S - 1). The segment that sees S - 1 is the last: it fences again
- * (acquire), and its warps merge the program's valid rows, one row per warp at
- * a time. The counters are touched only after grid_dependency_wait, so a call
+ * it at 0, arrive_counter wrapping at S - 1). The segment that sees S - 1 is
+ * the last: its warps merge the program's valid rows, one row per warp at a
+ * time. The counters are touched only after grid_dependency_wait, so a call
  * launched early under programmatic dependent launch cannot meet the previous
  * call's counts. smem: the kernel's shared memory, free once the epilogue has
  * run (its last reads precede the first barrier here). */
@@ -124,15 +124,13 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   static_assert(S::SMEM_BYTES >= 64 + (size_t)WARPS * kMergeMaxSplits * 4, "the merge's scratch fits the tile's shared memory");
   int *flag = reinterpret_cast<int *>(smem);
   float *s_w = reinterpret_cast<float *>(smem + 64) + g.warp * kMergeMaxSplits;
-  block_sync(); /* every thread's partial stores precede thread 0's fence (cumulative, as a grid barrier's) */
+  block_sync(); /* every thread's partial stores precede thread 0's release (cumulative) */
   if (g.tid == 0) {
-    __threadfence();
     const unsigned last = (unsigned)p.num_splits - 1;
     *flag = arrive_counter(p.counters + ((int64_t)g.w.tok0 * p.hprogs + g.hprog), last) == last;
   }
-  block_sync();
+  block_sync(); /* thread 0's acquire precedes every thread's partial loads */
   if (!*flag) return;
-  __threadfence();
   const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f;
   for (int r = g.warp; r < S::BM; r += WARPS) {
     if (!g.row_valid(r)) continue; /* the same for the whole warp */

@@ -209,12 +209,13 @@ __device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
 
 /* ---- split-KV arrivals (kernel/merge.cuh; tile_nv.cuh says what they do) ----------------
  * The builtin is the wrapping increment (LLVM's atomicrmw uinc_wrap,
- * buffer/global_atomic_inc); the HIP header's atomicInc names an intrinsic
- * newer device libraries no longer have. The acquire fence the merge issues
- * after the last arrival (__threadfence, agent scope) invalidates the CU's
- * vector L1, so plain loads then see the other blocks' partials. */
+ * global_atomic_inc); the HIP header's atomicInc names an intrinsic newer
+ * device libraries no longer have. Acquire-release at agent scope: the
+ * release writes back the block's stores, the acquire invalidates the CU's
+ * vector L1, so plain loads after the block's next barrier see the other
+ * blocks' partials. */
 __device__ __forceinline__ unsigned arrive_counter(unsigned *counter, unsigned last) {
-  return __builtin_amdgcn_atomic_inc32(counter, last, __ATOMIC_RELAXED, "agent");
+  return __builtin_amdgcn_atomic_inc32(counter, last, __ATOMIC_ACQ_REL, "agent");
 }
 template <typename V>
 __device__ __forceinline__ V load_fresh(const V *p) {

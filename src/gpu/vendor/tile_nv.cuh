@@ -205,14 +205,19 @@ __device__ __forceinline__ void grid_dependents_launch() {
 /* ---- split-KV arrivals (kernel/merge.cuh) ---------------------------------------------
  * The segments of a program count their arrivals on a 32-bit counter in the
  * workspace; the last one merges the partials the others wrote.
- * arrive_counter: every segment's one thread calls it after a fence that
- * publishes its partials; atom.inc wraps at `last` (old >= last gives 0), so
- * the last arrival of a call sees `last` and leaves the counter at 0 for the
- * next call. load_fresh: partials written by other blocks during this grid,
- * read through L2 (ld.global.cg): the merging block's L1 may hold an older
- * copy of the line (neighbouring rows of other programs). */
+ * arrive_counter: one thread of each segment calls it after a block barrier
+ * that follows every thread's partial stores. atom.inc wraps at `last` (old >=
+ * last gives 0), so the last arrival of a call sees `last` and leaves the
+ * counter at 0 for the next call. acq_rel at gpu scope: the release publishes
+ * the block's stores (cumulative through the barrier), the acquire makes the
+ * other segments' partials visible to the block after its next barrier; no
+ * separate fence. load_fresh: partials written by other blocks during this
+ * grid, read through L2 (ld.global.cg): the merging block's L1 may hold an
+ * older copy of the line (neighbouring rows of other programs). */
 __device__ __forceinline__ unsigned arrive_counter(unsigned *counter, unsigned last) {
-  return atomicInc(counter, last);
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(counter), "r"(last) : "memory");
+  return old;
 }
 template <typename V>
 __device__ __forceinline__ V load_fresh(const V *p) {
