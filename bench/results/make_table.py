@@ -175,6 +175,8 @@ def bench_section(gpu, stem, entry, peers):
     title = obj.get("workload", stem) + (", graph replay" if obj.get("graph") else "")
     if obj.get("dtype", "bf16") != "bf16":
         title += ", " + obj["dtype"]
+    if "--prior-writes new-keys" in facts.get("command", ""):
+        title += ", prior_writes NEW_KEYS"
     out = [f"### {title}", "", facts_line(gpu, stem + ".json", facts) + "  "]
     out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
                f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
