@@ -2,7 +2,8 @@
 # hip_disasm.sh: proves the HIP build's attention kernels run on the matrix
 # cores without an AMD GPU: unbundles the device code of every object in the
 # HIP build, disassembles it per target and fails unless each tensor-core
-# kernel (attn_tc_kernel) contains v_mfma instructions. Writes a report of
+# kernel (attn_tc_kernel) contains v_mfma instructions and the split-KV
+# merge's atomic increment (src/gpu/kernel/merge.cuh). Writes a report of
 # registers, spills and occupancy per kernel.
 #   usage: hip_disasm.sh HIP_OBJECT_DIR ARCH[,ARCH...] REPORT_FILE
 set -euo pipefail
@@ -50,6 +51,10 @@ for arch in ${archs//,/ }; do
     awk '/^[0-9a-f]+ <.*>:$/ { name = $2; gsub(/[<>:]/, "", name); next }
          /v_mfma_/ { n[name]++ }
          END { for (k in n) print k, n[k] }' "$tmp/$b.$arch.s" >"$tmp/$b.$arch.mfma"
+    # the split-KV arrival (src/gpu/kernel/merge.cuh): a wrapping global atomic increment per kernel
+    awk '/^[0-9a-f]+ <.*>:$/ { name = $2; gsub(/[<>:]/, "", name); next }
+         /global_atomic_inc|flat_atomic_inc|buffer_atomic_inc/ { n[name]++ }
+         END { for (k in n) print k, n[k] }' "$tmp/$b.$arch.s" >"$tmp/$b.$arch.atom"
     # kernel metadata: one line per kernel
     "$readelf" --notes "$tmp/$b.$arch.co" | awk '
       /^ *- \.agpr_count:/ { if (name != "") print name, vg, ag, sg, vs + ss, ps; name = ""; ag = $3; next }
@@ -86,7 +91,11 @@ for arch in ${archs//,/ }; do
           echo "FAIL: $arch $label has no v_mfma instruction" | tee -a "$report"
           fail=1
         fi
-      elif [[ $pretty =~ attn_split_reduce_kernel ]]; then label="split-KV reduce ${pretty##*<}"; label=${label%%>*}; waves=4
+        at=$(awk -v k="$name" '$1 == k { print $2 }' "$tmp/$b.$arch.atom")
+        if [ "${at:-0}" -eq 0 ]; then
+          echo "FAIL: $arch $label has no atomic increment (the split-KV merge's arrival)" | tee -a "$report"
+          fail=1
+        fi
       elif [[ $pretty =~ attn_f32_kernel ]]; then label="f32 CUDA-core kernel"; waves=4
       fi
       vr=$(((vg + 7) / 8 * 8)); [ "$vr" -lt 8 ] && vr=8
@@ -140,5 +149,5 @@ for arch in ${archs//,/ }; do
   fi
 done
 cat "$report"
-[ "$fail" -eq 0 ] && echo "PASS: every tensor-core kernel uses v_mfma on ${archs}" || echo "FAIL: see above"
+[ "$fail" -eq 0 ] && echo "PASS: every tensor-core kernel uses v_mfma and the arrival atomic on ${archs}" || echo "FAIL: see above"
 exit "$fail"

@@ -3,7 +3,7 @@
  * exact value times its descale, as fp32): decode, prefill and mixed batches,
  * causal and not, GQA, page sizes 1 to 64, head dims 64 to 256 with 72, 80
  * and 192 among them, both E4M3 variants, per-tensor, per-(sequence, kv head)
- * and absent (NULL) descales, split-KV merged by the reduce and (sm_90) in
+ * and absent (NULL) descales, split-KV merged by the last arrival and (sm_90) in
  * clusters, and forced tiles. Codes are random bytes without NaN codes; out
  * and lse are poisoned before each run. Exit: 0 pass, 1 fail, 77 skip (no CUDA
  * build or device). */
@@ -28,7 +28,7 @@ typedef struct {
   int head_dim, num_kv_heads, group, block_size, causal, kind, descale, hnd;
   int num_seqs, max_kv;
   const char *config; /* NULL: the backend chooses */
-  int no_clusters;    /* ANYATTN_CUDA_CLUSTERS=0: split segments merge in the reduce */
+  int no_clusters;    /* ANYATTN_CUDA_CLUSTERS=0: split segments merge by the last arrival */
 } fp8_case;
 
 static const fp8_case kCases[] = {
@@ -93,7 +93,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
            c->kind == DECODE ? "decode" : c->kind == PREFILL ? "prefill" : "mixed",
            c->descale == PER_TENSOR ? "per-tensor" : c->descale == PER_SEQ_HEAD ? "per-seq-head" : "no-descale",
            c->hnd ? " hnd" : "", c->config ? " config " : "", c->config ? c->config : "");
-  if (c->no_clusters) strncat(name, " reduce-merge", sizeof name - strlen(name) - 1);
+  if (c->no_clusters) strncat(name, " arrival-merge", sizeof name - strlen(name) - 1);
 
   /* pages in shuffled order, each owned by one sequence (its descale) */
   int32_t *bt = (int32_t *)calloc((size_t)N * bt_stride, sizeof(int32_t));

@@ -26,9 +26,9 @@ typedef struct {
 } spec;
 
 /* The first and the fourth split (decode-like capture: mean q_len <= 8 and a
- * long max_context) into more segments than a cluster holds, so the reduce
- * kernel merges them; the second is captured prefill-like and does not split.
- * The last two force 8 and 3 segments: 8 merge in the reduce kernel, 3 inside
+ * long max_context) into more segments than a cluster holds, so the last segment
+ * to arrive merges them; the second is captured prefill-like and does not split.
+ * The last two force 8 and 3 segments: 8 merge by the last arrival, 3 inside
  * a thread-block cluster on sm_90 (src/gpu/policy.h, AA_GPU_CLUSTER_MERGE). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500, NULL},
@@ -41,7 +41,7 @@ static const spec kSpecs[] = {
 
 enum { KIND_DECODE, KIND_PREFILL, KIND_MIXED };
 static const char *const kKindNames[] = {"decode", "prefill", "mixed"};
-#define REPLAYS_PER_KIND 3
+#define REPLAYS_PER_KIND 6 /* split runs: the counters must come back to zero after each */
 #define FP32_EPS 5.9604644775390625e-08 /* 2^-24 */
 
 /* The conformance suite's tolerances (testkit/conformance.c, tol_for). */

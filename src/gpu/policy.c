@@ -295,7 +295,7 @@ static int aa_split_count(const anyattn_plan *plan, const aa_gpu_device *dev, in
  * (cluster_slots) than without. Merge in clusters only when that adds no
  * wave: on one H200, 4x32768 decode with 4 segments of the 148 KB tile (128
  * programs) ran in two waves as clusters, 252.7 us, against 148.4 us merged
- * by the reduce (docs/design/decode.md#merging-segments). */
+ * outside clusters (docs/design/decode.md#merging-segments). */
 static int aa_cluster_adds_no_wave(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, const anyattn_args *a,
                                    int splits) {
   const aa_gpu_plan_state *st = aa_st(plan);

@@ -27,7 +27,7 @@ constexpr bool kArchTma = false;
 
 /* ---- thread-block clusters (sm_90) ---------------------------------------------
  * The split-KV segments of one program can run as one cluster and merge
- * through distributed shared memory, with no reduce kernel (the launcher
+ * through distributed shared memory, with no partials or counters (the launcher
  * enables it only on sm_90+; elsewhere these are never reached). */
 constexpr bool kHasClusters = true;
 __device__ __forceinline__ void cluster_sync() { /* every thread of every block of the cluster */
