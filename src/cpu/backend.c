@@ -149,6 +149,7 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   AA_SEG(m, L.rows);
   AA_SEG(l, L.rows);
   AA_SEG(alpha, L.rows);
+  AA_SEG(mx, L.rows);
   AA_SEG(lo, L.rows); /* int32 */
   AA_SEG(hi, L.rows); /* int32 */
 #undef AA_SEG

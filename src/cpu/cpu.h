@@ -31,7 +31,7 @@ typedef struct {
   int dec_q;   /* sequences with q_len <= dec_q run as decode items (several heads at once) */
   int max_hpi; /* kv heads per decode item, at most */
   int terms;   /* 16-bit path (tiled16.c): bf16 terms per element, 1 (bf16) or 3 (fp16); 0 when off */
-  size_t q, acc, k, v, s, p, x, m, l, alpha, lo, hi, total;
+  size_t q, acc, k, v, s, p, x, m, l, alpha, mx, lo, hi, total;
 } aa_cpu_layout;
 
 /* One run's view of the plan, shared read-only by every thread. */
