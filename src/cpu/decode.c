@@ -69,6 +69,8 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * e4m3fnuz) plus AA_DEC_NAN in key blocks that hold a NaN code. */
 #define AA_DEC_NAN 4
 #define AA_DEC_FMT(kv) ((kv) & 3)
+/* bytes per cache element */
+#define AA_DEC_ES(kv) ((kv) ? 1 : 2)
 /* fp8 K rows converted to bf16 for vdpbf16ps (aa_load_fp8x32_bf16). */
 #define AA_DEC_FP8BF16 (AA_DEC_QBF16 && AA_FP8_F16)
 /* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches and fp8
@@ -242,7 +244,6 @@ typedef struct {
   const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
   int n, on;
   int64_t hk, hv;
-  size_t es;
 } aa_dec_pf;
 
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
@@ -257,7 +258,7 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   }
   for (int j = 0; j < nk; j++) {
     if (pf->on && j < pf->n)
-      for (size_t o = (size_t)c0 * pf->es; o < (size_t)(c0 + 32 * NC) * pf->es; o += 64) {
+      for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
         __builtin_prefetch(pf->pk[j] + pf->hk + o, 0, AA_DEC_PF_HINT);
         __builtin_prefetch(pf->pv[j] + pf->hv + o, 0, AA_DEC_PF_HINT);
       }
@@ -611,7 +612,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     aa_walks_init(&pw, job, s, g0, pf_next);
     aa_dec_pf_first(job, nh, d, rd, pf_next - ilo);
   }
-  aa_dec_pf pf = {.es = job->kes};
+  aa_dec_pf pf = {.n = 0};
   /* NaN codes need their fix in the conversions, except e4m3fn read 64 at a
    * time, whose lookup table holds the NaN */
   const int scan = kv && !(AA_FP8_VBMI && AA_DEC_FMT(kv) == 1 && d % 64 == 0);
