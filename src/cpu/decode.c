@@ -12,14 +12,19 @@
  * only 16-17 GB/s with the whole cache in L2; fp16 decode 16x4096 on both
  * cores: 18 GB/s tiled, 25-26 GB/s here. This path reads 16-bit K and V
  * rows in place, a block of AA_DEC_KB keys at a time:
- *   scores of 4 query rows x 4 keys per step (bf16 with AVX512-BF16: q stays
- *   in bf16 and vdpbf16ps takes 32 dims per instruction; otherwise q is fp32
- *   and K is widened 32 dims at a time by aa_dec_load32), folded into one
- *   vector per row whose lanes are the block's keys; an online softmax on
- *   those 16 lanes; then P.V from the V rows into fp32 accumulators kept in
- *   aa_dec_load32's element order until the output is written.
- * fp16 never takes vdpbf16ps: rounding q and K to bf16 would cost fp16 its
- * 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per step).
+ *   scores: bf16 caches where the plan has AMX, one tdpbf16ps per 32 dims
+ *   with 16 K rows straight from the cache as the A tile
+ *   (aa_dec_scores_amx); otherwise 4 query rows x 4 keys per step (bf16
+ *   with AVX512-BF16: q stays in bf16 and vdpbf16ps takes 32 dims per
+ *   instruction; otherwise q is fp32 and K is widened 32 dims at a time by
+ *   aa_dec_load32), folded into one vector per row whose lanes are the
+ *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
+ *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
+ *   order until the output is written. The P.V loop also prefetches the
+ *   block ahead into L2 (aa_dec_pf), so the reads go on under the math.
+ * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
+ * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
+ * step).
  * fp8 caches (kv below) convert exactly where they are read, the row in place
  * as for 16-bit caches (rows are d bytes, half the lines):
  *   AVX512-VBMI: 64 codes at a time to bf16 by two byte lookups
@@ -31,14 +36,14 @@
  *   q) to fp32 through the fp16 bit pattern (aa_load_fp8x32_f16; the power
  *   of two it leaves folds into the q scale and v_descale). Elsewhere the
  *   exact fp32 widening aa_load_fp8. NaN codes: e4m3fn's lookup table holds
- *   the NaN; otherwise the touch pass flags key blocks with a NaN code and
- *   only those run the conversions with their NaN fix.
+ *   the NaN; otherwise a scan of each key block (aa_dec_scan) flags blocks
+ *   with a NaN code and only those run the conversions with their NaN fix.
  * decode 16x4096, one thread on the shared 2-core Xeon (AMX, VBMI), thread
- * CPU time: bf16 caches 55 ms, e4m3fn 49-51 ms with this (66-77 ms widening
- * 16 codes at a time to fp32); the touch pass alone (no math) 27 ms bf16,
- * 15 ms fp8, but the math does not overlap the reads, and with the cache in
- * L2 (decode 4x256) fp8's math costs 1.28x bf16's (the conversions): fp8
- * gains the halved bytes less the conversions, about 1.1x. Measured and dropped: P.V by vdpbf16ps on key pairs (P
+ * CPU time, with a touch pass before each block's math (commit 0b9235b):
+ * bf16 caches 55 ms, e4m3fn 49-51 ms with this (66-77 ms widening 16 codes
+ * at a time to fp32); with the cache in L2 (decode 4x256) fp8's math costs
+ * 1.28x bf16's (the conversions): fp8 gains the halved bytes less the
+ * conversions. Measured and dropped: P.V by vdpbf16ps on key pairs (P
  * rounded to bf16; 3-5% slower: vdpbf16ps issues on one port, the FMAs on
  * two) and fp32 q with FMA scores instead of vdpbf16ps (the same speed). */
 #define AA_DEC_KB 16 /* keys per block: one score vector per row */

@@ -259,7 +259,7 @@ AA_INLINE aa_vf aa_load_fp8(const uint8_t *p, const int fnuz) {
  * the caller folds the power of two into a descale. NaN codes (e4m3fn 0x7F
  * and 0xFF, fnuz 0x80) would read as +-1.875 and 0 there, so with nan set
  * their lanes become NaN (two or three ops more): decode.c asks for that only
- * in key blocks where its touch pass saw a NaN code. */
+ * in key blocks where its scan (aa_dec_scan) saw a NaN code. */
 #if defined(__AVX512BW__)
 #define AA_FP8_F16 1
 /* 32 codes' signed bytes as words (sign-extended, so bit 15 is the sign). */
