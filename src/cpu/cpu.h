@@ -26,7 +26,8 @@ static inline size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * 
 /* Per-thread scratch, in floats; every segment starts on a 64-byte boundary
  * and every row is dp (head_dim padded to AA_VL) or bn floats long. */
 typedef struct {
-  int dp, bn;
+  int dp, bn;  /* bn: keys per tile (fp32 path: of one-head items; the 16-bit path's) */
+  int bnh;     /* fp32 path: keys per tile of items of several kv heads */
   int rows;    /* rows of q/acc/scores: the larger of the two item shapes below */
   int dec_q;   /* sequences with q_len <= dec_q run as decode items (several heads at once) */
   int max_hpi; /* kv heads per decode item, at most */

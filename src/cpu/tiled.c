@@ -196,6 +196,18 @@ AA_INLINE void aa_tile_scores_kt(int R4, int dp, int bn, int d, const float *res
   }
 }
 
+/* Collects row r's per-lane maxima (max set) or sums in red[r % 16]; after
+ * every 16th row (or the last of R4) folds them into *f (lane i: row r0 + i)
+ * and returns how many rows it holds, else 0: 45 ops for 16 rows instead of
+ * 16 reductions of 8 ops each. */
+AA_INLINE int aa_tile_fold(aa_vf red[AA_VL], aa_vf v, int r, int R4, const int max, aa_vf *f) {
+  red[r % AA_VL] = v;
+  if (r % AA_VL != AA_VL - 1 && r != R4 - 1) return 0;
+  for (int i = r % AA_VL + 1; i < AA_VL; i++) red[i] = aa_splat(max ? -INFINITY : 0.0f);
+  *f = max ? aa_reduce16_max(red) : aa_reduce16(red);
+  return r % AA_VL + 1;
+}
+
 /* Online softmax of the scores of keys [j0, j0 + nk): softcap and ALiBi on
  * the visible keys, the running max m and sum l updated, alpha[r] the factor
  * that rescales row r's accumulator; probabilities overwrite the scores in S.
@@ -211,30 +223,33 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
   const int group = job->group;
   const float softcap = job->plan->problem.softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   const int nk16 = (int)aa_round_up((size_t)nk, AA_VL);
+  aa_vf red[AA_VL]; /* 16 rows' per-lane maxima (sums), folded together into one vector */
   for (int r = 0; r < R4; r++) {
     float *restrict sr = S + (size_t)r * bn;
     int jlo, jhi;
     aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
-    mx[r] = -INFINITY;
-    if (jlo >= jhi) continue;
-    if (softcap > 0.0f)
-      for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
-    if (a->alibi_slopes) {
-      const float slope = a->alibi_slopes[g * group + r % group];
-      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
-      for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
-    }
     aa_vf vmax = aa_splat(-INFINITY);
-    /* a row that sees the whole tile (every tile off the causal diagonal)
-     * needs no key masks: 6 ops per vector less in each pass */
-    if (jlo == 0 && jhi == nk16)
-      for (int j = 0; j < nk16; j += AA_VL) vmax = aa_max(vmax, aa_ld(sr + j));
-    else
-      for (int j = 0; j < nk16; j += AA_VL) {
-        const aa_vi idx = aa_iota() + aa_splati(j);
-        vmax = aa_max(vmax, aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_ld(sr + j), aa_splat(-INFINITY)));
+    if (jlo < jhi) {
+      if (softcap > 0.0f)
+        for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
+      if (a->alibi_slopes) {
+        const float slope = a->alibi_slopes[g * group + r % group];
+        const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
+        for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
       }
-    mx[r] = aa_allmax(vmax)[0];
+      /* a row that sees the whole tile (every tile off the causal diagonal)
+       * needs no key masks: 6 ops per vector less in each pass */
+      if (jlo == 0 && jhi == nk16)
+        for (int j = 0; j < nk16; j += AA_VL) vmax = aa_max(vmax, aa_ld(sr + j));
+      else
+        for (int j = 0; j < nk16; j += AA_VL) {
+          const aa_vi idx = aa_iota() + aa_splati(j);
+          vmax = aa_max(vmax, aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_ld(sr + j), aa_splat(-INFINITY)));
+        }
+    }
+    aa_vf f;
+    const int n = aa_tile_fold(red, vmax, r, R4, 1, &f);
+    if (n) memcpy(mx + r + 1 - n, &f, (size_t)n * sizeof(float));
   }
   /* mx: the new maxima; alpha 1 where a row sees no key here (its max
    * stays), 0 while m is still -inf (padding rows too: m -inf, acc 0) */
@@ -251,17 +266,15 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
     alpha[r] = mn == m[r] ? 1.0f : expf(m[r] - mn); /* 0 while m is still -inf */
     mx[r] = mn;
   }
-  for (int r = 0; r < R4; r++) {
+  for (r = 0; r < R4; r++) {
     float *restrict sr = S + (size_t)r * bn;
     int jlo, jhi;
     aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
-    if (jlo >= jhi) {
-      memset(sr, 0, (size_t)nk * sizeof(float));
-      continue;
-    }
     aa_vf vsum = aa_splat(0.0f);
     const aa_vf vm = aa_splat(mx[r]);
-    if (jlo == 0 && jhi == nk16)
+    if (jlo >= jhi)
+      memset(sr, 0, (size_t)nk * sizeof(float));
+    else if (jlo == 0 && jhi == nk16)
       for (int j = 0; j < nk16; j += AA_VL) {
         const aa_vf e = aa_exp(aa_ld(sr + j) - vm);
         aa_st(sr + j, e);
@@ -274,8 +287,13 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
         aa_st(sr + j, e);
         vsum += e;
       }
-    l[r] = l[r] * alpha[r] + aa_hsum(vsum);
-    m[r] = mx[r];
+    aa_vf f;
+    const int n = aa_tile_fold(red, vsum, r, R4, 0, &f);
+    for (int i = 0; i < n; i++) { /* rows that see no key here: alpha 1, sum 0 */
+      const int ri = r + 1 - n + i;
+      l[ri] = l[ri] * alpha[ri] + f[i];
+      m[ri] = mx[ri];
+    }
   }
 }
 
@@ -296,8 +314,8 @@ AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, co
 static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
                         float *restrict S, float *restrict m, float *restrict l, float *restrict alpha, float *restrict mx,
                         const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
-                        int j0, int nk, int g, int qpos0, int kt) {
-  const int dp = job->L.dp, bn = job->L.bn;
+                        int j0, int nk, int g, int qpos0, int kt, int bn) {
+  const int dp = job->L.dp;
   if (kt) aa_tile_scores_kt(R4, dp, bn, job->d, Q, Kf, S, (int)aa_round_up((size_t)nk, AA_VL));
   else aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
   aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, mx, lo, hi, j0, nk, g, qpos0);
@@ -339,10 +357,10 @@ AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int 
  * Vf (head hb's rows at hb * bn), key by key with all heads of a key together
  * (address order for NHD caches), and prefetches as many keys from pf while
  * keys remain before ihi. */
-AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
+AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, int bn, aa_kv_walks *rd, aa_kv_walks *pf,
                              int *prefetched, int ihi, float *restrict Kf, float *restrict Vf) {
   const anyattn_args *a = job->a;
-  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const int d = job->d, dp = job->L.dp;
   const anyattn_dtype dt = job->plan->problem.dtype;
   const anyattn_kv_dtype kv = job->kv;
   const size_t es = job->kes, row_bytes = (size_t)d * es;
@@ -379,9 +397,9 @@ AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, anyattn_kv_dtype kv, const char *p)
 /* One kv head's next nk keys as a transposed K tile Kt [d][bn] (keys nk..nkp
  * zero) and a V tile as aa_item_stage makes it; d a multiple of 16. 16 keys at
  * a time: their K rows widened 16 dims at a time and transposed in registers. */
-AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, aa_kv_walks *rd, aa_kv_walks *pf,
+AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, int bn, aa_kv_walks *rd, aa_kv_walks *pf,
                                 int *prefetched, int ihi, float *restrict Kt, float *restrict Vf) {
-  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const int d = job->d, dp = job->L.dp;
   const anyattn_dtype dt = job->plan->problem.dtype;
   const anyattn_kv_dtype kv = job->kv;
   const size_t es = job->kes, row_bytes = (size_t)d * es;
@@ -454,7 +472,7 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int s
 AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq,
                             const int kt) {
   const aa_cpu_layout *L = &job->L;
-  const int dp = L->dp, bn = L->bn;
+  const int dp = L->dp, bn = nh > 1 ? L->bnh : L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
   float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
   float *restrict mx = ws + L->mx;
@@ -476,17 +494,17 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn;
     if (kt) {
-      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), &rd, &pf, &prefetched, ihi, Kf, Vf);
-      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, mx, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1);
+      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
+      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, mx, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1, bn);
       continue;
     }
     const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
-    aa_item_stage(job, nh, nk, &rd, &pf, &prefetched, ihi, Kf, Vf);
+    aa_item_stage(job, nh, nk, bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
     for (int hb = 0; hb < nh; hb++) {
       for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
       const size_t r0 = (size_t)hb * R4;
       aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, mx + r0, rw.lo, rw.hi,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0);
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0, bn);
     }
   }
   aa_item_store(job, &rw, s, g0, nh, acc, m, l);
