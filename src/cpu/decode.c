@@ -254,8 +254,8 @@ typedef struct {
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
  * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
-                         const float *restrict alpha, const float *restrict P, const char *const *v, int nk,
-                         const aa_dec_pf *pf) {
+                         const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv,
+                         int nk, const aa_dec_pf *pf) {
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
@@ -268,11 +268,12 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
         __builtin_prefetch(pf->pv[j] + pf->hv + o, 0, AA_DEC_PF_HINT);
       }
     aa_vf vv[4];
+    const char *vj = v[j] + hv;
 #if AA_FP8_VBMI
-    if (kv && NC == 2) aa_dec_load64w(kv, v[j], c0, vv);
+    if (kv && NC == 2) aa_dec_load64w(kv, vj, c0, vv);
     else
 #endif
-      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, v[j], c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, vj, c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
     for (int r = 0; r < 4; r++) {
       const aa_vf pb = aa_splat(P[r * AA_DEC_KB + j]);
       for (int k = 0; k < 2 * NC; k++) a[r][k] += pb * vv[k];
@@ -380,14 +381,17 @@ AA_INLINE void aa_dec_scores_st(const float *St, aa_vf sc[4]) {
   sc[3] = __builtin_shufflevector(o[0], o[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
-/* One key block for rows [rc, rc + 4) of kv head g: scores, online softmax
- * (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row pointers (k
- * padded past nk with valid rows whose scores are masked); qs multiplies the
- * scores of raw bf16 q (AA_DEC_QRAW). */
+/* One key block for rows [rc, rc + 4) of kv head g: scores (from St where
+ * AMX made them, else from k), online softmax (P lands in P[4][AA_DEC_KB]),
+ * P.V. k holds the head's AA_DEC_KB K row pointers (padded past nk with
+ * valid rows whose scores are masked), v the nk V rows of kv head g0, hv
+ * bytes from this head's; qs multiplies the scores of raw bf16 q
+ * (AA_DEC_QRAW). */
 AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const int d,
                             const aa_cpu_rows *rw, const float qs, const void *restrict q, float *restrict acc,
                             float *restrict m, float *restrict l, float *restrict P, int rc, int g, int j0, int nk,
-                            const char *const *k, const char *const *v, const aa_dec_pf *pf, const float *St) {
+                            const char *const *k, const char *const *v, int64_t hv, const aa_dec_pf *pf,
+                            const float *St) {
   aa_vf blk[4], sc[4];
   if (St) {
     aa_dec_scores_st(St, sc);
@@ -398,8 +402,8 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
   float alpha[4];
   aa_dec_softmax4(job, dt, kv, rw, sc, qs, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
-  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, nk, pf);
-  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, nk, pf);
+  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, hv, nk, pf);
+  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, hv, nk, pf);
 }
 
 /* ---- one decode item ------------------------------------------------------------ */
@@ -633,11 +637,9 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 #endif
     for (int hb = 0; hb < nh; hb++) {
       const float qs = job->plan->scale * (kv ? aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) : 1.0f);
-      const char *k[AA_DEC_KB], *v[AA_DEC_KB];
-      for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
-        k[j] = kr[j < nk ? j : 0] + hb * kh;
-        v[j] = vr[j < nk ? j : 0] + hb * vh;
-      }
+      const char *k[AA_DEC_KB]; /* the head's K rows for the vector scores */
+      if (!ast)
+        for (int j = 0; j < AA_DEC_KB; j++) k[j] = kr[j < nk ? j : 0] + hb * kh; /* rows past nk repeat row 0: masked */
       pf.hk = hb * kh;
       pf.hv = hb * vh;
       for (int rc = 0; rc < R4; rc += 4) {
@@ -648,10 +650,10 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
         pf.on = rc == 0; /* one row group per head prefetches */
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
           aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
-                       nk, k, v, &pf, st);
+                       nk, k, vr, hb * vh, &pf, st);
         else
-          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v,
-                       &pf, st);
+          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, vr,
+                       hb * vh, &pf, st);
       }
     }
   }
