@@ -8,7 +8,9 @@ extern "C" {
 #endif
 
 /* Streaming read bandwidth in GB/s (1e9 bytes/s): every OpenMP thread sums its
- * share of a 1 GiB buffer, far larger than any last-level cache; median of a
+ * share of a 1 GiB buffer, far larger than any last-level cache, with two
+ * loops in turn (a plain sum; four vector accumulators and a software
+ * prefetch into L2, as the decode path reads); the faster loop's median of a
  * few repetitions. Takes about a second (most of it first-touching the
  * buffer). Returns 0 if the buffer cannot be allocated. */
 double aa_cpu_read_bandwidth_gbs(void);

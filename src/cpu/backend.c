@@ -85,11 +85,16 @@ static void aa_cpu_device_name(char *buf, size_t size) {
 #define AA_CPU_DECODE_STAGE_BYTES (256 * 1024)
 #endif
 
-/* Keys per tile of the fp32 path: the widened K and V tiles together fill 32
- * KiB, half of L1d on current x86 cores, so the tile stays in L1 across the
- * score, the softmax and the P.V passes (block_n 32 at head_dim 128). */
-static int aa_cpu_block_n32(int dp) {
-  const int bn = 4096 / dp / AA_VL * AA_VL;
+/* Keys per tile of the fp32 path: for items of several kv heads (decode),
+ * the widened K and V tiles of a head together fill 32 KiB, half of L1d on
+ * current x86 cores, so a tile stays in L1 across the score, the softmax and
+ * the P.V passes (32 at head_dim 128; 64 there made fp32 decode 16x4096
+ * 1.13x slower). Items of one kv head (prefill) take twice that, 64 KiB in
+ * L2: the softmax's work per row and tile, and the calls of the product
+ * kernels, spread over twice the keys (fp32 prefill 1x1024 1.10x faster,
+ * 4x512 1.03x, `dev/cpu_ab.c`, 2 threads; 4x the keys 1.04x slower than 2x). */
+static int aa_cpu_block_n32(int dp, int heads) {
+  const int bn = (heads ? 4096 : 8192) / dp / AA_VL * AA_VL;
   return bn < 16 ? 16 : bn > 128 ? 128 : bn;
 }
 
@@ -108,11 +113,12 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   const aa_cpu_state *st = aa_cpu_state_of(plan);
   const int group = plan->group, bq = st->block_q, d = plan->problem.head_dim;
   L.dp = (int)aa_round_up((size_t)d, AA_VL);
-  L.bn = aa_cpu_block_n32(L.dp);
+  L.bn = aa_cpu_block_n32(L.dp, 0);
+  L.bnh = aa_cpu_block_n32(L.dp, 1);
   L.terms = st->isa == AA_CPU_ISA_FP32 ? 0 : plan->problem.dtype == ANYATTN_DTYPE_F16 ? 3 : 1;
   L.dec_q = 16 / group < 1 ? 1 : 16 / group;
   if (L.dec_q > bq) L.dec_q = bq;
-  const size_t stage_row = (size_t)L.bn * L.dp * sizeof(float) * 2;
+  const size_t stage_row = (size_t)L.bnh * L.dp * sizeof(float) * 2;
   L.max_hpi = (int)(AA_CPU_DECODE_STAGE_BYTES / stage_row);
   if (L.max_hpi < 1) L.max_hpi = 1;
   if (L.max_hpi > plan->problem.num_kv_heads) L.max_hpi = plan->problem.num_kv_heads;
@@ -121,7 +127,7 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   L.rows = (int)(prefill_rows > decode_rows ? prefill_rows : decode_rows);
   /* The fp32 path's segments (tiled.c, decode.c), and where the 16-bit path
    * is on, the larger of those and its own (layouts in isa.h, tiled16.c). */
-  size_t nq = (size_t)L.rows * L.dp, nacc = nq, nk = (size_t)L.max_hpi * L.bn * L.dp, nv = nk;
+  size_t nq = (size_t)L.rows * L.dp, nacc = nq, nk = aa_zmax((size_t)L.max_hpi * L.bnh, (size_t)L.bn) * L.dp, nv = nk;
   size_t ns = (size_t)L.rows * L.bn, np = 0, nx = 0;
   if (L.terms) {
     const size_t r32 = aa_round_up((size_t)bq * group, 32), kd = (size_t)L.terms * d, bn16 = st->block_n;
@@ -149,6 +155,7 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   AA_SEG(m, L.rows);
   AA_SEG(l, L.rows);
   AA_SEG(alpha, L.rows);
+  AA_SEG(mx, L.rows);
   AA_SEG(lo, L.rows); /* int32 */
   AA_SEG(hi, L.rows); /* int32 */
 #undef AA_SEG
@@ -176,7 +183,7 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
 
   aa_cpu_isa isa;
   AA_TRY(aa_cpu_isa_choose(pr->dtype, pr->head_dim, &isa));
-  const int bn = isa == AA_CPU_ISA_FP32 ? aa_cpu_block_n32((int)aa_round_up((size_t)pr->head_dim, AA_VL))
+  const int bn = isa == AA_CPU_ISA_FP32 ? aa_cpu_block_n32((int)aa_round_up((size_t)pr->head_dim, AA_VL), 0)
                                         : AA_CPU_BLOCK_N16;
   int bq = (isa == AA_CPU_ISA_FP32 ? AA_CPU_TARGET_ROWS : AA_CPU_TARGET_ROWS16) / plan->group;
   if (bq < 1) bq = 1;

@@ -26,12 +26,13 @@ static inline size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * 
 /* Per-thread scratch, in floats; every segment starts on a 64-byte boundary
  * and every row is dp (head_dim padded to AA_VL) or bn floats long. */
 typedef struct {
-  int dp, bn;
+  int dp, bn;  /* bn: keys per tile (fp32 path: of one-head items; the 16-bit path's) */
+  int bnh;     /* fp32 path: keys per tile of items of several kv heads */
   int rows;    /* rows of q/acc/scores: the larger of the two item shapes below */
   int dec_q;   /* sequences with q_len <= dec_q run as decode items (several heads at once) */
   int max_hpi; /* kv heads per decode item, at most */
   int terms;   /* 16-bit path (tiled16.c): bf16 terms per element, 1 (bf16) or 3 (fp16); 0 when off */
-  size_t q, acc, k, v, s, p, x, m, l, alpha, lo, hi, total;
+  size_t q, acc, k, v, s, p, x, m, l, alpha, mx, lo, hi, total;
 } aa_cpu_layout;
 
 /* One run's view of the plan, shared read-only by every thread. */

@@ -12,14 +12,19 @@
  * only 16-17 GB/s with the whole cache in L2; fp16 decode 16x4096 on both
  * cores: 18 GB/s tiled, 25-26 GB/s here. This path reads 16-bit K and V
  * rows in place, a block of AA_DEC_KB keys at a time:
- *   scores of 4 query rows x 4 keys per step (bf16 with AVX512-BF16: q stays
- *   in bf16 and vdpbf16ps takes 32 dims per instruction; otherwise q is fp32
- *   and K is widened 32 dims at a time by aa_dec_load32), folded into one
- *   vector per row whose lanes are the block's keys; an online softmax on
- *   those 16 lanes; then P.V from the V rows into fp32 accumulators kept in
- *   aa_dec_load32's element order until the output is written.
- * fp16 never takes vdpbf16ps: rounding q and K to bf16 would cost fp16 its
- * 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per step).
+ *   scores: bf16 caches where the plan has AMX, one tdpbf16ps per 32 dims
+ *   with 16 K rows straight from the cache as the A tile
+ *   (aa_dec_scores_amx); otherwise 4 query rows x 4 keys per step (bf16
+ *   with AVX512-BF16: q stays in bf16 and vdpbf16ps takes 32 dims per
+ *   instruction; otherwise q is fp32 and K is widened 32 dims at a time by
+ *   aa_dec_load32), folded into one vector per row whose lanes are the
+ *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
+ *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
+ *   order until the output is written. The P.V loop also prefetches the
+ *   block ahead into L2 (aa_dec_pf), so the reads go on under the math.
+ * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
+ * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
+ * step).
  * fp8 caches (kv below) convert exactly where they are read, the row in place
  * as for 16-bit caches (rows are d bytes, half the lines):
  *   AVX512-VBMI: 64 codes at a time to bf16 by two byte lookups
@@ -31,14 +36,14 @@
  *   q) to fp32 through the fp16 bit pattern (aa_load_fp8x32_f16; the power
  *   of two it leaves folds into the q scale and v_descale). Elsewhere the
  *   exact fp32 widening aa_load_fp8. NaN codes: e4m3fn's lookup table holds
- *   the NaN; otherwise the touch pass flags key blocks with a NaN code and
- *   only those run the conversions with their NaN fix.
+ *   the NaN; otherwise a scan of each key block (aa_dec_scan) flags blocks
+ *   with a NaN code and only those run the conversions with their NaN fix.
  * decode 16x4096, one thread on the shared 2-core Xeon (AMX, VBMI), thread
- * CPU time: bf16 caches 55 ms, e4m3fn 49-51 ms with this (66-77 ms widening
- * 16 codes at a time to fp32); the touch pass alone (no math) 27 ms bf16,
- * 15 ms fp8, but the math does not overlap the reads, and with the cache in
- * L2 (decode 4x256) fp8's math costs 1.28x bf16's (the conversions): fp8
- * gains the halved bytes less the conversions, about 1.1x. Measured and dropped: P.V by vdpbf16ps on key pairs (P
+ * CPU time, with a touch pass before each block's math (commit 0b9235b):
+ * bf16 caches 55 ms, e4m3fn 49-51 ms with this (66-77 ms widening 16 codes
+ * at a time to fp32); with the cache in L2 (decode 4x256) fp8's math costs
+ * 1.28x bf16's (the conversions): fp8 gains the halved bytes less the
+ * conversions. Measured and dropped: P.V by vdpbf16ps on key pairs (P
  * rounded to bf16; 3-5% slower: vdpbf16ps issues on one port, the FMAs on
  * two) and fp32 q with FMA scores instead of vdpbf16ps (the same speed). */
 #define AA_DEC_KB 16 /* keys per block: one score vector per row */
@@ -53,11 +58,13 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
   return (a & gt) | (b & ~gt);
 #endif
 }
-/* Software prefetch distance in key blocks: 1 and 2 measured the same
- * within noise (decode 16x4096 bf16, 1 and 2 threads, Zen 5). */
+/* Software prefetch distance in key blocks (aa_dec_pf): 1 and 2 measured
+ * the same (decode 16x4096 bf16, one thread, Xeon); into L2 (hint 2): the
+ * whole block of 8 kv heads is 64 KiB, more than L1d. */
 #ifndef AA_DEC_PF_BLOCKS
 #define AA_DEC_PF_BLOCKS 1
 #endif
+#define AA_DEC_PF_HINT 2
 #if defined(__AVX512BF16__)
 #define AA_DEC_QBF16 1
 #else
@@ -67,6 +74,8 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * e4m3fnuz) plus AA_DEC_NAN in key blocks that hold a NaN code. */
 #define AA_DEC_NAN 4
 #define AA_DEC_FMT(kv) ((kv) & 3)
+/* bytes per cache element */
+#define AA_DEC_ES(kv) ((kv) ? 1 : 2)
 /* fp8 K rows converted to bf16 for vdpbf16ps (aa_load_fp8x32_bf16). */
 #define AA_DEC_FP8BF16 (AA_DEC_QBF16 && AA_FP8_F16)
 /* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches and fp8
@@ -230,22 +239,41 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   return aa_reduce16(acc);
 }
 
+/* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead, spread
+ * over the P.V loop: the K and V rows of those keys (pk, pv; n of them),
+ * head by head (hk, hv: the head's byte offsets), the lines of the dims a
+ * P.V call covers at each of its keys. Issued in one burst per block, the
+ * same prefetches left the memory idle while the math ran (decode time
+ * about the sum of the two); spread, the reads go on under the math. */
+typedef struct {
+  const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
+  int n, on;
+  int64_t hk, hv;
+} aa_dec_pf;
+
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
  * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
-                         const float *restrict alpha, const float *restrict P, const char *const *v, int nk) {
+                         const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv,
+                         int nk, const aa_dec_pf *pf) {
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
     for (int k = 0; k < 2 * NC; k++) a[r][k] = aa_ld(acc + (size_t)r * d + c0 + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
+    if (pf->on && j < pf->n)
+      for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
+        __builtin_prefetch(pf->pk[j] + pf->hk + o, 0, AA_DEC_PF_HINT);
+        __builtin_prefetch(pf->pv[j] + pf->hv + o, 0, AA_DEC_PF_HINT);
+      }
     aa_vf vv[4];
+    const char *vj = v[j] + hv;
 #if AA_FP8_VBMI
-    if (kv && NC == 2) aa_dec_load64w(kv, v[j], c0, vv);
+    if (kv && NC == 2) aa_dec_load64w(kv, vj, c0, vv);
     else
 #endif
-      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, v[j], c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, vj, c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
     for (int r = 0; r < 4; r++) {
       const aa_vf pb = aa_splat(P[r * AA_DEC_KB + j]);
       for (int k = 0; k < 2 * NC; k++) a[r][k] += pb * vv[k];
@@ -255,65 +283,127 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
     for (int k = 0; k < 2 * NC; k++) aa_st(acc + (size_t)r * d + c0 + k * AA_VL, a[r][k]);
 }
 
+/* Four rows' reductions at once: lane group r (lanes 4r .. 4r + 3) of the
+ * result holds the maximum (or the sum) of x[r]'s 16 lanes, in 10 shuffles
+ * and combines instead of 4 x 8. */
+#define AA_DEC_RED4(name, op)                                                                                         \
+  AA_INLINE aa_vf name(const aa_vf x[4]) {                                                                        \
+    aa_vf h[2];                                                                                                   \
+    for (int i = 0; i < 2; i++) {                                                                                 \
+      const aa_vf a = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, \
+                                              22, 23);                                                            \
+      const aa_vf b = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, \
+                                              28, 29, 30, 31);                                                    \
+      h[i] = op(a, b);                                                                                            \
+    }                                                                                                             \
+    aa_vf c = op(__builtin_shufflevector(h[0], h[1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),    \
+                 __builtin_shufflevector(h[0], h[1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));  \
+    c = op(c, __builtin_shufflevector(c, c, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));               \
+    return op(c, __builtin_shufflevector(c, c, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));            \
+  }
+#define AA_DEC_ADD(a, b) ((a) + (b))
+AA_DEC_RED4(aa_dec_max4, aa_max)
+AA_DEC_RED4(aa_dec_sum4, AA_DEC_ADD)
+#undef AA_DEC_ADD
+#undef AA_DEC_RED4
+/* Lane group r of v in every lane. */
+AA_INLINE aa_vf aa_dec_bcast4(aa_vf v, int r) {
+  const aa_vi idx = aa_splati(4 * r);
+  return (aa_vf)__builtin_shuffle(v, idx);
+}
+
 /* Online softmax of rows [rc, rc + 4) of kv head g over the key block
  * [j0, j0 + nk): sc[r] holds row rc + r's scores (lane j: key j0 + j), P[r]
  * receives its probabilities, alpha[r] the factor that rescales its
- * accumulator; m and l (the rows' running max and sum) are updated. */
+ * accumulator; m and l (the rows' running max and sum) are updated. The
+ * four rows go through the maximum, the rescale factors and the sums
+ * together (aa_dec_max4, one exp for the four factors). */
 AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
                                const aa_vf sc[4], const float qs, float *restrict m, float *restrict l,
                                float *restrict P, float alpha[4], int rc, int g, int j0, int nk) {
   const anyattn_problem *pr = &job->plan->problem;
   const anyattn_args *a = job->a;
   const int group = job->group;
+  aa_vf x[4];
+  aa_vi vis[4];
   for (int r = 0; r < 4; r++) {
     const int rr = rc + r;
-    float *restrict pr_ = P + r * AA_DEC_KB;
     int jlo, jhi;
     aa_key_range(rw->lo, rw->hi, rw->R, rr, j0, nk, &jlo, &jhi);
-    if (jlo >= jhi) { /* no visible key in this block (or a padding row) */
-      alpha[r] = 1.0f;
-      aa_st(pr_, aa_splat(0.0f));
-      continue;
-    }
-    aa_vf x = sc[r];
-    if (AA_DEC_QRAW(dt, kv)) x *= aa_splat(qs); /* q was kept unscaled in bf16 */
+    x[r] = sc[r];
+    if (AA_DEC_QRAW(dt, kv)) x[r] *= aa_splat(qs); /* q was kept unscaled in bf16 */
     if (pr->softcap > 0.0f) {
       const float cap = pr->softcap, inv = 1.0f / cap;
-      for (int j = jlo; j < jhi; j++) x[j] = cap * tanhf(x[j] * inv);
+      for (int j = jlo; j < jhi; j++) x[r][j] = cap * tanhf(x[r][j] * inv);
     }
     if (a->alibi_slopes) {
       const float slope = a->alibi_slopes[g * group + rr % group];
       const int rel = j0 - (rw->qpos0 + rr / group); /* key j0 minus the query position */
-      for (int j = jlo; j < jhi; j++) x[j] += slope * (float)(rel + j);
+      for (int j = jlo; j < jhi; j++) x[r][j] += slope * (float)(rel + j);
     }
     const aa_vi idx = aa_iota();
-    const aa_vi vis = (idx >= aa_splati(jlo)) & (idx < aa_splati(jhi));
-    const float mx = aa_allmax(aa_sel(vis, x, aa_splat(-INFINITY)))[0];
-    const float mnew = mx > m[r] ? mx : m[r];
-    alpha[r] = expf(m[r] - mnew); /* 0 while m is still -inf */
-    const aa_vf p = aa_sel(vis, aa_exp(x - aa_splat(mnew)), aa_splat(0.0f));
-    aa_st(pr_, p);
-    l[r] = l[r] * alpha[r] + aa_allsum(p)[0];
-    m[r] = mnew;
+    vis[r] = (idx >= aa_splati(jlo)) & (idx < aa_splati(jhi));
+    x[r] = aa_sel(vis[r], x[r], aa_splat(-INFINITY)); /* a row with no visible key: all -inf */
+  }
+  /* lane group r: row r's old max, new max, rescale factor */
+  const aa_vf mold = {m[0], m[0], m[0], m[0], m[1], m[1], m[1], m[1], m[2], m[2], m[2], m[2], m[3], m[3], m[3], m[3]};
+  const aa_vf mnew = aa_max(aa_dec_max4(x), mold);
+  /* 0 while m is still -inf; 1 for a row that sees no key here (mnew == mold) */
+  const aa_vf al = aa_sel(mold == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mold - mnew));
+  aa_vf p[4];
+  for (int r = 0; r < 4; r++) {
+    const aa_vf mr = aa_dec_bcast4(mnew, r);
+    /* a row with no key seen yet keeps its -inf max and zero probabilities */
+    p[r] = aa_sel(vis[r], aa_exp(x[r] - mr), aa_splat(0.0f));
+    aa_st(P + r * AA_DEC_KB, p[r]);
+  }
+  const aa_vf sum = aa_dec_sum4(p);
+  for (int r = 0; r < 4; r++) {
+    alpha[r] = al[4 * r];
+    l[r] = l[r] * al[4 * r] + sum[4 * r];
+    m[r] = mnew[4 * r];
   }
 }
 
-/* One key block for rows [rc, rc + 4) of kv head g: scores, online softmax
- * (P lands in P[4][AA_DEC_KB]), P.V. k and v hold AA_DEC_KB row pointers (k
- * padded past nk with valid rows whose scores are masked); qs multiplies the
- * scores of raw bf16 q (AA_DEC_QRAW). */
+/* The scores St[16 keys][4 rows] of the AMX products as one vector per
+ * row (lane j: key j): a stride-4 deinterleave in two rounds of two-source
+ * permutes. */
+AA_INLINE void aa_dec_scores_st(const float *St, aa_vf sc[4]) {
+  aa_vf v[4], e[2], o[2];
+  for (int b = 0; b < 4; b++) v[b] = aa_ld(St + 16 * b);
+  for (int h = 0; h < 2; h++) {
+    e[h] = __builtin_shufflevector(v[2 * h], v[2 * h + 1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    o[h] = __builtin_shufflevector(v[2 * h], v[2 * h + 1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  }
+  sc[0] = __builtin_shufflevector(e[0], e[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  sc[2] = __builtin_shufflevector(e[0], e[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  sc[1] = __builtin_shufflevector(o[0], o[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  sc[3] = __builtin_shufflevector(o[0], o[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+/* One key block for rows [rc, rc + 4) of kv head g: scores (from St where
+ * AMX made them, else from k), online softmax (P lands in P[4][AA_DEC_KB]),
+ * P.V. k holds the head's AA_DEC_KB K row pointers (padded past nk with
+ * valid rows whose scores are masked), v the nk V rows of kv head g0, hv
+ * bytes from this head's; qs multiplies the scores of raw bf16 q
+ * (AA_DEC_QRAW). */
 AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const int d,
                             const aa_cpu_rows *rw, const float qs, const void *restrict q, float *restrict acc,
                             float *restrict m, float *restrict l, float *restrict P, int rc, int g, int j0, int nk,
-                            const char *const *k, const char *const *v) {
+                            const char *const *k, const char *const *v, int64_t hv, const aa_dec_pf *pf,
+                            const float *St) {
   aa_vf blk[4], sc[4];
-  for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d);
-  aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
+  if (St) {
+    aa_dec_scores_st(St, sc);
+  } else {
+    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d);
+    aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
+  }
   float alpha[4];
   aa_dec_softmax4(job, dt, kv, rw, sc, qs, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
-  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, nk);
-  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, nk);
+  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, hv, nk, pf);
+  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, hv, nk, pf);
 }
 
 /* ---- one decode item ------------------------------------------------------------ */
@@ -362,67 +452,79 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
   memset(acc, 0, (size_t)nh * R4 * d * sizeof(float));
 }
 
-/* The touch pass over the next nk keys: their K and V row addresses land
- * in kr and vr, and every line of those rows (nh heads) is loaded key by
- * key, all heads of a key together and K and V interleaved (strictly
- * ascending addresses in two streams, which the hardware prefetchers
- * follow), while the keys AA_DEC_PF_BLOCKS blocks ahead are prefetched in
- * the same order; the math then reads the rows head by head from L1/L2.
- * Reading the cache head by head directly (2 KiB strides) capped a
- * shuffled 256 MiB read at 17-20 GB/s on one Zen 5 core, software prefetch
- * or not, against 31-35 GB/s in address order (39 GB/s streaming).
- * decode 16x4096, 1 thread: 9.4 GB/s head by head, 13.7 copying the block
- * into scratch in address order, 16.5 with this touch pass. Returns the OR
- * of the loaded data, which the caller keeps so the loads are not dropped.
- * fp8 rows are d bytes, half the lines of bf16 ones; a row of 32 x odd
- * bytes ends in half a line, which the pass loads as such (a whole line
- * would read past the cache's last row). With scan set, *nan says whether
- * any of the codes is a NaN (a bytewise max of the codes mapped so that only
- * NaN codes give 0xFF: two ops a line), so that the conversions with a NaN
- * fix run only in such blocks. */
-AA_INLINE aa_vu aa_dec_touch(const aa_cpu_job *job, const int kv, const int scan, int nh, const int d, int nk,
-                             aa_kv_walks *rd, aa_kv_walks *pf, int *pf_next, int ihi, const char **kr,
-                             const char **vr, int *nan) {
+/* The raw bf16 q rows (nr of d, a multiple of 4) as the AMX scores' B
+ * operand: per 4 rows, Qt[i][n] = pair i of row n. */
+AA_INLINE void aa_dec_load_qt(const uint16_t *Q, int nr, const int d, uint32_t *qt) {
+  const uint32_t *q32 = (const uint32_t *)Q;
+  for (int r0 = 0; r0 < nr; r0 += 4)
+    for (int i = 0; i < d / 2; i++)
+      for (int n = 0; n < 4; n++) qt[(size_t)r0 * d / 2 + i * 4 + n] = q32[(size_t)(r0 + n) * d / 2 + i];
+}
+
+/* Whether the K and V rows of a key block (nk keys at kr, vr; nh heads)
+ * hold a NaN code: a bytewise max of the codes mapped so that only NaN
+ * codes give 0xFF (two ops a line), so that the conversions with a NaN fix
+ * run only in such blocks. A row of 32 x odd bytes ends in half a line,
+ * which is loaded as such (a whole line would read past the cache's last
+ * row). */
+AA_INLINE int aa_dec_scan(const aa_cpu_job *job, const int kv, int nh, const int d, int nk, const char *const *kr,
+                          const char *const *vr) {
   const anyattn_args *a = job->a;
-  const size_t es = job->kes, row_bytes = (size_t)d * es;
-  const int64_t kh = a->k_stride_head * (int64_t)es, vh = a->v_stride_head * (int64_t)es; /* bytes */
-  aa_vu touched = {0};
+  const size_t row_bytes = (size_t)d; /* fp8: a byte per element */
+  const int64_t kh = a->k_stride_head, vh = a->v_stride_head;
   aa_vB top = {0};
-  for (int j = 0; j < nk; j++) {
-    kr[j] = aa_walk_next(&rd->k);
-    vr[j] = aa_walk_next(&rd->v);
-    const char *kp = NULL, *vp = NULL;
-    if (*pf_next < ihi) {
-      kp = aa_walk_next(&pf->k);
-      vp = aa_walk_next(&pf->v);
-      ++*pf_next;
-    }
+  for (int j = 0; j < nk; j++)
     for (int hb = 0; hb < nh; hb++)
       for (size_t o = 0; o < row_bytes; o += 64) {
-        if (kp) {
-          __builtin_prefetch(kp + hb * kh + o, 0, AA_PF_HINT);
-          __builtin_prefetch(vp + hb * vh + o, 0, AA_PF_HINT);
-        }
-        aa_vu tk = {0}, tv = {0};
-        if (kv && o + 64 > row_bytes) { /* two constant-size copies: a variable one is a call */
+        aa_vB tk = {0}, tv = {0};
+        if (o + 64 > row_bytes) { /* two constant-size copies: a variable one is a call */
           memcpy(&tk, kr[j] + hb * kh + o, 32);
           memcpy(&tv, vr[j] + hb * vh + o, 32);
         } else {
           memcpy(&tk, kr[j] + hb * kh + o, 64);
           memcpy(&tv, vr[j] + hb * vh + o, 64);
         }
-        touched |= tk | tv;
-        if (kv && scan) {
-          const aa_vB x = AA_DEC_FMT(kv) == 2 ? (aa_vB)tk ^ 0x7F : (aa_vB)tk | 0x80; /* fnuz 0x80, e4m3fn x7F */
-          const aa_vB y = AA_DEC_FMT(kv) == 2 ? (aa_vB)tv ^ 0x7F : (aa_vB)tv | 0x80;
-          top = aa_dec_bmax(aa_dec_bmax(top, x), y);
-        }
+        const aa_vB x = AA_DEC_FMT(kv) == 2 ? tk ^ 0x7F : tk | 0x80; /* fnuz 0x80, e4m3fn 0x7F */
+        const aa_vB y = AA_DEC_FMT(kv) == 2 ? tv ^ 0x7F : tv | 0x80;
+        top = aa_dec_bmax(aa_dec_bmax(top, x), y);
+      }
+  int nan = 0;
+  for (int i = 0; i < 64; i++) nan |= top[i] == 0xFF;
+  return nan;
+}
+
+/* The K and V row addresses of the next n keys of w (kv head g0's; the
+ * other heads of the item are at the head strides). */
+AA_INLINE void aa_dec_next_rows(aa_kv_walks *w, int n, const char **kr, const char **vr) {
+  for (int j = 0; j < n; j++) {
+    kr[j] = aa_walk_next(&w->k);
+    vr[j] = aa_walk_next(&w->v);
+  }
+}
+
+/* The prefetch's next block: the keys AA_DEC_PF_BLOCKS blocks ahead of the
+ * one the math is on, walked by w up to key ihi (next: w's position). */
+AA_INLINE void aa_dec_pf_next(aa_dec_pf *pf, aa_kv_walks *w, int *next, int ihi) {
+  pf->n = ihi - *next < AA_DEC_KB ? ihi - *next : AA_DEC_KB;
+  if (pf->n < 0) pf->n = 0;
+  aa_dec_next_rows(w, pf->n, pf->pk, pf->pv);
+  *next += pf->n;
+}
+
+/* The first AA_DEC_PF_BLOCKS blocks, which no P.V loop prefetches: all
+ * their lines at once, in address order, at the start of the item. */
+AA_INLINE void aa_dec_pf_first(const aa_cpu_job *job, int nh, const int d, aa_kv_walks w, int n) {
+  const anyattn_args *a = job->a;
+  const size_t row_bytes = (size_t)d * job->kes;
+  const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes;
+  for (int j = 0; j < n; j++) {
+    const char *kp = aa_walk_next(&w.k), *vp = aa_walk_next(&w.v);
+    for (int hb = 0; hb < nh; hb++)
+      for (size_t o = 0; o < row_bytes; o += 64) {
+        __builtin_prefetch(kp + hb * kh + o, 0, AA_DEC_PF_HINT);
+        __builtin_prefetch(vp + hb * vh + o, 0, AA_DEC_PF_HINT);
       }
   }
-  *nan = 0;
-  if (kv && scan)
-    for (int i = 0; i < 64; i++) *nan |= top[i] == 0xFF;
-  return touched;
 }
 
 /* Normalises the accumulators (times the v_descale of fp8 caches), undoes
@@ -451,11 +553,42 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
   }
 }
 
+/* Whether the nk keys of a block sit at one stride kst (bytes) from kr[0]:
+ * then one AMX tile load takes 16 K rows of a head straight from the cache
+ * (a whole page of 16 keys or more, or pages laid out back to back). */
+AA_INLINE int aa_dec_uniform(const char *const *kr, int nk, int64_t kst) {
+  int uni = nk == AA_DEC_KB;
+  for (int j = 1; j < nk && uni; j++) uni = kr[j] == kr[0] + j * kst;
+  return uni;
+}
+
+#if defined(ANYATTN_CPU_MM16)
+/* The AMX scores of a key block for all the item's row groups (4 rows,
+ * R4 / 4 per kv head) into St (64 floats each, aa_dec_scores_st's input),
+ * two groups per call so that their products overlap. All before the first
+ * softmax: a tile store read back by the vector unit right away stalled
+ * (1.45x slower than vdpbf16ps; batched, 1.2x faster). */
+AA_INLINE void aa_dec_scores_amx(const aa_mm16_ops *mm, const char *k0, int64_t kh, int64_t kst, const uint32_t *qt,
+                                 int ng, int R4, const int d, float *St) {
+  int gi = 0;
+  for (; gi + 1 < ng; gi += 2) {
+    const int r0 = 4 * gi, r1 = r0 + 4;
+    mm->dec_qk2(k0 + r0 / R4 * kh, k0 + r1 / R4 * kh, kst, qt + (size_t)r0 * d / 2, qt + (size_t)r1 * d / 2, d,
+                St + r0 * AA_DEC_KB, St + r1 * AA_DEC_KB);
+  }
+  if (gi < ng) mm->dec_qk(k0 + 4 * gi / R4 * kh, kst, qt + (size_t)4 * gi * d / 2, d, St + 4 * gi * AA_DEC_KB);
+}
+#endif
+
 /* A decode item in bf16 or fp16 (dt) over caches of dt (kv 0) or fp8 codes
  * (kv 1 e4m3fn, 2 e4m3fnuz): every token of sequence s (q_len <= dec_q)
  * against kv heads g0 .. g0 + nh - 1, the rows as in cpu.h. Always inlined
  * into one wrapper per (dtype, cache format), so no type test is left in the
- * hot loops. */
+ * hot loops. A key block at a time: its row addresses, the NaN scan of fp8
+ * codes where needed, the AMX scores of every head where the plan has AMX
+ * and the block is at one stride, then per head and 4 rows the scores
+ * (unless AMX made them), the softmax and P.V, which also prefetches the
+ * block AA_DEC_PF_BLOCKS ahead. */
 AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, float *restrict ws, int s,
                                int g0, int nh, const int d) {
   const anyattn_args *a = job->a;
@@ -463,47 +596,70 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
   void *Q = ws + L->q; /* raw bf16 rows or fp32 rows, d elements each (aa_dec_load_q) */
   float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
+  float *St = P + 4 * AA_DEC_KB; /* AMX scores, after P in the scores segment */
   const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
   const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
   aa_dec_load_q(job, dt, kv, &rw, s, g0, nh, d, Q, acc, m, l);
-
   const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes; /* bytes */
-  const int pf0 = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
-  aa_kv_walks rd = {0}, pf = {0};
+  const int64_t kst = a->k_stride_token * (int64_t)job->kes;
+#if defined(ANYATTN_CPU_MM16)
+  const aa_mm16_ops *mm = job->mm16;
+  const int amx = AA_DEC_QRAW(dt, kv) && !kv && mm && mm->dec_qk;
+  uint32_t *qt = (uint32_t *)((uint16_t *)Q + (size_t)nh * R4 * d); /* after the bf16 rows */
+  if (amx) {
+    aa_dec_load_qt((const uint16_t *)Q, nh * R4, d, qt);
+    mm->dec_begin();
+  }
+#else
+  const int amx = 0;
+#endif
+
+  aa_kv_walks rd = {0}, pw = {0};
+  int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g0, ilo);
-    aa_walks_init(&pf, job, s, g0, pf0);
+    aa_walks_init(&pw, job, s, g0, pf_next);
+    aa_dec_pf_first(job, nh, d, rd, pf_next - ilo);
   }
-  int pf_next = pf0;   /* first key not yet prefetched */
+  aa_dec_pf pf = {.n = 0};
   /* NaN codes need their fix in the conversions, except e4m3fn read 64 at a
    * time, whose lookup table holds the NaN */
   const int scan = kv && !(AA_FP8_VBMI && AA_DEC_FMT(kv) == 1 && d % 64 == 0);
-  aa_vu touched = {0}; /* the touch loads feed this, so they are not dropped */
   const char *kr[AA_DEC_KB], *vr[AA_DEC_KB];
   for (int j0 = ilo; j0 < ihi; j0 += AA_DEC_KB) {
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
-    int nan;
-    touched |= aa_dec_touch(job, kv, scan, nh, d, nk, &rd, &pf, &pf_next, ihi, kr, vr, &nan);
+    aa_dec_next_rows(&rd, nk, kr, vr);
+    aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
+    const int nan = scan && aa_dec_scan(job, kv, nh, d, nk, kr, vr);
+    const int ast = amx && aa_dec_uniform(kr, nk, kst);
+#if defined(ANYATTN_CPU_MM16)
+    if (ast) aa_dec_scores_amx(mm, kr[0], kh, kst, qt, nh * R4 / 4, R4, d, St);
+#endif
     for (int hb = 0; hb < nh; hb++) {
       const float qs = job->plan->scale * (kv ? aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) : 1.0f);
-      const char *k[AA_DEC_KB], *v[AA_DEC_KB];
-      for (int j = 0; j < AA_DEC_KB; j++) { /* rows past nk repeat row 0: their scores are masked */
-        k[j] = kr[j < nk ? j : 0] + hb * kh;
-        v[j] = vr[j < nk ? j : 0] + hb * vh;
-      }
+      const char *k[AA_DEC_KB]; /* the head's K rows for the vector scores */
+      if (!ast)
+        for (int j = 0; j < AA_DEC_KB; j++) k[j] = kr[j < nk ? j : 0] + hb * kh; /* rows past nk repeat row 0: masked */
+      pf.hk = hb * kh;
+      pf.hv = hb * vh;
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
         const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
                                                : (const void *)((const float *)Q + row * d);
+        const float *st = ast ? St + row * AA_DEC_KB : NULL;
+        pf.on = rc == 0; /* one row group per head prefetches */
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
           aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
-                       nk, k, v);
+                       nk, k, vr, hb * vh, &pf, st);
         else
-          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, v);
+          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, vr,
+                       hb * vh, &pf, st);
       }
     }
   }
-  memcpy(ws + L->alpha, &touched, sizeof(uint32_t)); /* scratch the decode path does not use */
+#if defined(ANYATTN_CPU_MM16)
+  if (amx) mm->end();
+#endif
   aa_dec_store(job, dt, kv, &rw, s, g0, nh, d, acc, m, l);
 }
 

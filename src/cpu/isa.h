@@ -44,6 +44,15 @@ typedef struct {
   void (*qk)(const uint16_t *Q, int kd, const uint32_t *Kt, int ldk, float *S, int lds, int R32, int nkp);
   /* O[0:R32][0:d] += sum over terms t of P[:, t bn : t bn + nkp] . Vp[t bn/2 : t bn/2 + nkp/2] */
   void (*pv)(const uint16_t *P, int ldp, const uint32_t *Vp, int d, float *O, int R32, int terms, int bn, int nkp);
+  /* The fused decode path's scores (decode.c), NULL where the kind has none
+   * (the path then keeps its vdpbf16ps loop). dec_begin before a thread's
+   * first dec_qk of an item, end after its last. dec_qk: St[16][4] = the
+   * scores of 16 keys (K rows of kd bf16 at k, ldk bytes apart) against 4 q
+   * rows given as Qt[kd/2][4] pairs (Qt[i][n] = dims 2i, 2i+1 of row n). */
+  void (*dec_begin)(void);
+  void (*dec_qk)(const char *k, int64_t ldk, const uint32_t *Qt, int kd, float *St);
+  void (*dec_qk2)(const char *k0, const char *k1, int64_t ldk, const uint32_t *q0, const uint32_t *q1, int kd,
+                  float *St0, float *St1);
 } aa_mm16_ops;
 
 #if defined(ANYATTN_CPU_MM16)

@@ -91,7 +91,57 @@ static void aa_amx_pv(const uint16_t *P, int ldp, const uint32_t *Vp, int d, flo
   }
 }
 
+/* The decode scores' shapes: tile 0 the 16 keys x 4 rows of fp32 scores, 1
+ * and 3 K (16 keys x 32 dims, straight from the cache rows), 2 and 4 Qt (16
+ * dim pairs x 4 rows): one product per 32 dims instead of the 16
+ * vdpbf16ps and the lane folds of decode.c's loop. */
+static const aa_amx_cfg aa_amx_dec_config = {
+    .palette = 1,
+    .colsb = {16, 64, 16, 64, 16, 16, 64, 16},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+static void aa_amx_dec_begin(void) { _tile_loadconfig(&aa_amx_dec_config); }
+
+static void aa_amx_dec_qk(const char *k, int64_t ldk, const uint32_t *Qt, int kd, float *St) {
+  _tile_zero(0);
+  int c = 0;
+  for (; c + 64 <= kd; c += 64) { /* two chunks, the second pair of tiles loading while the first multiplies */
+    _tile_loadd(1, k + 2 * c, ldk);
+    _tile_loadd(2, Qt + c / 2 * 4, 16);
+    _tile_loadd(3, k + 2 * c + 64, ldk);
+    _tile_loadd(4, Qt + c / 2 * 4 + 64, 16);
+    _tile_dpbf16ps(0, 1, 2);
+    _tile_dpbf16ps(0, 3, 4);
+  }
+  if (c < kd) {
+    _tile_loadd(1, k + 2 * c, ldk);
+    _tile_loadd(2, Qt + c / 2 * 4, 16);
+    _tile_dpbf16ps(0, 1, 2);
+  }
+  _tile_stored(0, St, 16);
+}
+
+/* Two row groups at once (K at k0 and k1, Qt at q0 and q1): tiles 0 and 5
+ * accumulate, so the two chains of products overlap. */
+static void aa_amx_dec_qk2(const char *k0, const char *k1, int64_t ldk, const uint32_t *q0, const uint32_t *q1, int kd,
+                           float *St0, float *St1) {
+  _tile_zero(0);
+  _tile_zero(5);
+  for (int c = 0; c < kd; c += 32) {
+    _tile_loadd(1, k0 + 2 * c, ldk);
+    _tile_loadd(2, q0 + c / 2 * 4, 16);
+    _tile_loadd(6, k1 + 2 * c, ldk);
+    _tile_loadd(7, q1 + c / 2 * 4, 16);
+    _tile_dpbf16ps(0, 1, 2);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  _tile_stored(0, St0, 16);
+  _tile_stored(5, St1, 16);
+}
+
 const aa_mm16_ops *aa_mm16_amx_ops(void) {
-  static const aa_mm16_ops ops = {"amx", aa_amx_begin, aa_amx_end, aa_amx_qk, aa_amx_pv};
+  static const aa_mm16_ops ops = {"amx",     aa_amx_begin,     aa_amx_end,   aa_amx_qk,
+                                  aa_amx_pv, aa_amx_dec_begin, aa_amx_dec_qk, aa_amx_dec_qk2};
   return &ops;
 }

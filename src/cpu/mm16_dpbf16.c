@@ -63,6 +63,6 @@ static void aa_dp_pv(const uint16_t *P, int ldp, const uint32_t *Vp, int d, floa
 }
 
 const aa_mm16_ops *aa_mm16_dpbf16_ops(void) {
-  static const aa_mm16_ops ops = {"avx512bf16", 0, 0, aa_dp_qk, aa_dp_pv};
+  static const aa_mm16_ops ops = {"avx512bf16", 0, 0, aa_dp_qk, aa_dp_pv, 0, 0, 0};
   return &ops;
 }

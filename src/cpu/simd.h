@@ -78,6 +78,25 @@ AA_INLINE aa_vf aa_fold1(aa_vf x, aa_vf y) {
   return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
          __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
+/* The same folds taking the maximum: lane k of the result is the maximum of
+ * input k's lanes. */
+AA_INLINE aa_vf aa_reduce16_max(const aa_vf a[16]) {
+  aa_vf b[8], c[4], d[2];
+  for (int i = 0; i < 8; i++)
+    b[i] = aa_max(__builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                  __builtin_shufflevector(a[2 * i], a[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                          31));
+  for (int i = 0; i < 4; i++)
+    c[i] = aa_max(__builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+                  __builtin_shufflevector(b[2 * i], b[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                                          31));
+  for (int i = 0; i < 2; i++)
+    d[i] = aa_max(__builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
+                  __builtin_shufflevector(c[2 * i], c[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30,
+                                          31));
+  return aa_max(__builtin_shufflevector(d[0], d[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+}
 AA_INLINE aa_vf aa_reduce16(const aa_vf a[16]) {
   aa_vf b[8], c[4], d[2];
   for (int i = 0; i < 8; i++) b[i] = aa_fold8(a[2 * i], a[2 * i + 1]);
@@ -259,7 +278,7 @@ AA_INLINE aa_vf aa_load_fp8(const uint8_t *p, const int fnuz) {
  * the caller folds the power of two into a descale. NaN codes (e4m3fn 0x7F
  * and 0xFF, fnuz 0x80) would read as +-1.875 and 0 there, so with nan set
  * their lanes become NaN (two or three ops more): decode.c asks for that only
- * in key blocks where its touch pass saw a NaN code. */
+ * in key blocks where its scan (aa_dec_scan) saw a NaN code. */
 #if defined(__AVX512BW__)
 #define AA_FP8_F16 1
 /* 32 codes' signed bytes as words (sign-extended, so bit 15 is the sign). */

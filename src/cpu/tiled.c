@@ -121,9 +121,11 @@ AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, co
   }
   for (int j = 0; j < nk; j++) {
     const float *vj = v + (size_t)j * dp;
+    aa_vf vv[4];
+    for (int k = 0; k < NC; k++) vv[k] = aa_ld(vj + k * AA_VL);
     for (int i = 0; i < NR; i++) {
       const aa_vf pb = aa_splat(p[(size_t)i * bn + j]);
-      for (int k = 0; k < NC; k++) a[i][k] += pb * aa_ld(vj + k * AA_VL);
+      for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
     }
   }
   for (int i = 0; i < NR; i++)
@@ -134,12 +136,21 @@ AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, co
  * parks the tile's pointers in vector registers and moves V through the stack,
  * and the FMAs reading it back stall on store forwarding (fp32 prefill 1x1024,
  * `dev/cpu_ab.c`, 2 threads, Xeon: 20% slower). */
-#define AA_PV_ROWS(NR)                                                                                        \
+/* The 64-column kernel is a function of its own too: inside the loop over
+ * column blocks, GCC 12 ran out of general registers, parked pointers in
+ * vector registers and spilled the V vectors to the stack (every FMA then
+ * read V back from memory). */
+#define AA_PV_ROWS(NR)                                                                                         \
+  static __attribute__((noinline)) void aa_pv_##NR##x4(float *restrict acc, int dp, const float *restrict alpha, \
+                                                       const float *restrict p, int bn, const float *restrict v,  \
+                                                       int nk) {                                                 \
+    aa_pv(NR, 4, acc, dp, alpha, p, bn, v, nk);                                                                  \
+  }                                                                                                              \
   static __attribute__((noinline)) void aa_pv_rows##NR(float *restrict acc, int dp, const float *restrict alpha, \
                                                        const float *restrict p, int bn, const float *restrict v,  \
                                                        int nk) {                                                 \
     int c = 0;                                                                                                   \
-    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv(NR, 4, acc + c, dp, alpha, p, bn, v + c, nk);             \
+    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_##NR##x4(acc + c, dp, alpha, p, bn, v + c, nk);           \
     for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);                              \
   }
 AA_PV_ROWS(4)
@@ -185,49 +196,85 @@ AA_INLINE void aa_tile_scores_kt(int R4, int dp, int bn, int d, const float *res
   }
 }
 
+/* Collects row r's per-lane maxima (max set) or sums in red[r % 16]; after
+ * every 16th row (or the last of R4) folds them into *f (lane i: row r0 + i)
+ * and returns how many rows it holds, else 0: 45 ops for 16 rows instead of
+ * 16 reductions of 8 ops each. */
+AA_INLINE int aa_tile_fold(aa_vf red[AA_VL], aa_vf v, int r, int R4, const int max, aa_vf *f) {
+  red[r % AA_VL] = v;
+  if (r % AA_VL != AA_VL - 1 && r != R4 - 1) return 0;
+  for (int i = r % AA_VL + 1; i < AA_VL; i++) red[i] = aa_splat(max ? -INFINITY : 0.0f);
+  *f = max ? aa_reduce16_max(red) : aa_reduce16(red);
+  return r % AA_VL + 1;
+}
+
 /* Online softmax of the scores of keys [j0, j0 + nk): softcap and ALiBi on
  * the visible keys, the running max m and sum l updated, alpha[r] the factor
- * that rescales row r's accumulator; probabilities overwrite the scores in S. */
+ * that rescales row r's accumulator; probabilities overwrite the scores in S.
+ * Three passes: each row's maximum over its visible keys (mx; -inf for a row
+ * that sees none), the new maxima and rescale factors of 16 rows per vector
+ * (one vector exp instead of a scalar expf call per row, whose call also
+ * cost the spills of the live vector registers around it), then each row's
+ * probabilities and sum. */
 AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, float *restrict S, float *restrict m,
-                               float *restrict l, float *restrict alpha, const int32_t *lo, const int32_t *hi, int j0,
-                               int nk, int g, int qpos0) {
+                               float *restrict l, float *restrict alpha, float *restrict mx, const int32_t *lo,
+                               const int32_t *hi, int j0, int nk, int g, int qpos0) {
   const anyattn_args *a = job->a;
   const int group = job->group;
   const float softcap = job->plan->problem.softcap, inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   const int nk16 = (int)aa_round_up((size_t)nk, AA_VL);
+  aa_vf red[AA_VL]; /* 16 rows' per-lane maxima (sums), folded together into one vector */
   for (int r = 0; r < R4; r++) {
     float *restrict sr = S + (size_t)r * bn;
     int jlo, jhi;
     aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
-    if (jlo >= jhi) {
-      alpha[r] = 1.0f;
-      memset(sr, 0, (size_t)nk * sizeof(float));
-      continue;
-    }
-    if (softcap > 0.0f)
-      for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
-    if (a->alibi_slopes) {
-      const float slope = a->alibi_slopes[g * group + r % group];
-      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
-      for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
-    }
-    aa_vf vmax = aa_splat(-INFINITY), vsum = aa_splat(0.0f);
-    /* a row that sees the whole tile (every tile off the causal diagonal)
-     * needs no key masks: 6 ops per vector less in each pass */
-    const int whole = jlo == 0 && jhi == nk16;
-    const aa_vi vlo = aa_splati(jlo), vhi = aa_splati(jhi);
-    if (whole)
-      for (int j = 0; j < nk16; j += AA_VL) vmax = aa_max(vmax, aa_ld(sr + j));
-    else
-      for (int j = 0; j < nk16; j += AA_VL) {
-        const aa_vi idx = aa_iota() + aa_splati(j);
-        vmax = aa_max(vmax, aa_sel((idx >= vlo) & (idx < vhi), aa_ld(sr + j), aa_splat(-INFINITY)));
+    aa_vf vmax = aa_splat(-INFINITY);
+    if (jlo < jhi) {
+      if (softcap > 0.0f)
+        for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
+      if (a->alibi_slopes) {
+        const float slope = a->alibi_slopes[g * group + r % group];
+        const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
+        for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
       }
-    const float mx = aa_allmax(vmax)[0];
-    const float mnew = mx > m[r] ? mx : m[r];
-    alpha[r] = mnew == m[r] ? 1.0f : expf(m[r] - mnew); /* 0 while m is still -inf */
-    const aa_vf vm = aa_splat(mnew);
-    if (whole)
+      /* a row that sees the whole tile (every tile off the causal diagonal)
+       * needs no key masks: 6 ops per vector less in each pass */
+      if (jlo == 0 && jhi == nk16)
+        for (int j = 0; j < nk16; j += AA_VL) vmax = aa_max(vmax, aa_ld(sr + j));
+      else
+        for (int j = 0; j < nk16; j += AA_VL) {
+          const aa_vi idx = aa_iota() + aa_splati(j);
+          vmax = aa_max(vmax, aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_ld(sr + j), aa_splat(-INFINITY)));
+        }
+    }
+    aa_vf f;
+    const int n = aa_tile_fold(red, vmax, r, R4, 1, &f);
+    if (n) memcpy(mx + r + 1 - n, &f, (size_t)n * sizeof(float));
+  }
+  /* mx: the new maxima; alpha 1 where a row sees no key here (its max
+   * stays), 0 while m is still -inf (padding rows too: m -inf, acc 0) */
+  int r = 0;
+  for (; r + AA_VL <= R4; r += AA_VL) {
+    const aa_vf mo = aa_load_f32(m + r), mn = aa_max(aa_load_f32(mx + r), mo);
+    const aa_vf e = aa_sel(mo == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mo - mn));
+    const aa_vf al = aa_sel(mn == mo, aa_splat(1.0f), e);
+    memcpy(alpha + r, &al, sizeof al);
+    memcpy(mx + r, &mn, sizeof mn);
+  }
+  for (; r < R4; r++) {
+    const float mn = mx[r] > m[r] ? mx[r] : m[r];
+    alpha[r] = mn == m[r] ? 1.0f : expf(m[r] - mn); /* 0 while m is still -inf */
+    mx[r] = mn;
+  }
+  for (r = 0; r < R4; r++) {
+    float *restrict sr = S + (size_t)r * bn;
+    int jlo, jhi;
+    aa_key_range(lo, hi, R, r, j0, nk, &jlo, &jhi);
+    aa_vf vsum = aa_splat(0.0f);
+    const aa_vf vm = aa_splat(mx[r]);
+    if (jlo >= jhi)
+      memset(sr, 0, (size_t)nk * sizeof(float));
+    else if (jlo == 0 && jhi == nk16)
       for (int j = 0; j < nk16; j += AA_VL) {
         const aa_vf e = aa_exp(aa_ld(sr + j) - vm);
         aa_st(sr + j, e);
@@ -236,12 +283,17 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
     else
       for (int j = 0; j < nk16; j += AA_VL) {
         const aa_vi idx = aa_iota() + aa_splati(j);
-        const aa_vf e = aa_sel((idx >= vlo) & (idx < vhi), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
+        const aa_vf e = aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
         aa_st(sr + j, e);
         vsum += e;
       }
-    l[r] = l[r] * alpha[r] + aa_hsum(vsum);
-    m[r] = mnew;
+    aa_vf f;
+    const int n = aa_tile_fold(red, vsum, r, R4, 0, &f);
+    for (int i = 0; i < n; i++) { /* rows that see no key here: alpha 1, sum 0 */
+      const int ri = r + 1 - n + i;
+      l[ri] = l[ri] * alpha[ri] + f[i];
+      m[ri] = mx[ri];
+    }
   }
 }
 
@@ -260,13 +312,13 @@ AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, co
  * tile of nk keys starting at key j0; qpos0 is the position of the block's
  * first query token (for ALiBi). kt: K staged transposed (aa_item_stage_kt). */
 static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
-                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha,
+                        float *restrict S, float *restrict m, float *restrict l, float *restrict alpha, float *restrict mx,
                         const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
-                        int j0, int nk, int g, int qpos0, int kt) {
-  const int dp = job->L.dp, bn = job->L.bn;
+                        int j0, int nk, int g, int qpos0, int kt, int bn) {
+  const int dp = job->L.dp;
   if (kt) aa_tile_scores_kt(R4, dp, bn, job->d, Q, Kf, S, (int)aa_round_up((size_t)nk, AA_VL));
   else aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
-  aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, lo, hi, j0, nk, g, qpos0);
+  aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, mx, lo, hi, j0, nk, g, qpos0);
   aa_tile_pv(R, R4, dp, bn, acc, alpha, S, Vf, nk);
 }
 
@@ -276,7 +328,7 @@ static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restr
  * started from the sinks, padding rows zeroed, accumulators cleared. Rows of
  * the hb-th kv head start at hb * R4. */
 AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g0, int nh, float *restrict Q,
-                              float *restrict acc, float *restrict m, float *restrict l, float *restrict alpha) {
+                              float *restrict acc, float *restrict m, float *restrict l) {
   const anyattn_args *a = job->a;
   const int d = job->d, dp = job->L.dp, group = job->group, R = rw->R, R4 = rw->R4;
   const anyattn_dtype dt = job->plan->problem.dtype;
@@ -294,7 +346,8 @@ AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int 
     }
     for (int r = R; r < R4; r++) {
       memset(Qh + (size_t)r * dp, 0, (size_t)dp * sizeof(float));
-      alpha[hb * R4 + r] = 1.0f;
+      m[hb * R4 + r] = -INFINITY;
+      l[hb * R4 + r] = 0.0f;
     }
   }
   memset(acc, 0, (size_t)nh * R4 * dp * sizeof(float));
@@ -304,10 +357,10 @@ AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int 
  * Vf (head hb's rows at hb * bn), key by key with all heads of a key together
  * (address order for NHD caches), and prefetches as many keys from pf while
  * keys remain before ihi. */
-AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, aa_kv_walks *rd, aa_kv_walks *pf,
+AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, int bn, aa_kv_walks *rd, aa_kv_walks *pf,
                              int *prefetched, int ihi, float *restrict Kf, float *restrict Vf) {
   const anyattn_args *a = job->a;
-  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const int d = job->d, dp = job->L.dp;
   const anyattn_dtype dt = job->plan->problem.dtype;
   const anyattn_kv_dtype kv = job->kv;
   const size_t es = job->kes, row_bytes = (size_t)d * es;
@@ -344,9 +397,9 @@ AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, anyattn_kv_dtype kv, const char *p)
 /* One kv head's next nk keys as a transposed K tile Kt [d][bn] (keys nk..nkp
  * zero) and a V tile as aa_item_stage makes it; d a multiple of 16. 16 keys at
  * a time: their K rows widened 16 dims at a time and transposed in registers. */
-AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, aa_kv_walks *rd, aa_kv_walks *pf,
+AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, int bn, aa_kv_walks *rd, aa_kv_walks *pf,
                                 int *prefetched, int ihi, float *restrict Kt, float *restrict Vf) {
-  const int d = job->d, dp = job->L.dp, bn = job->L.bn;
+  const int d = job->d, dp = job->L.dp;
   const anyattn_dtype dt = job->plan->problem.dtype;
   const anyattn_kv_dtype kv = job->kv;
   const size_t es = job->kes, row_bytes = (size_t)d * es;
@@ -419,12 +472,13 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int s
 AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq,
                             const int kt) {
   const aa_cpu_layout *L = &job->L;
-  const int dp = L->dp, bn = L->bn;
+  const int dp = L->dp, bn = nh > 1 ? L->bnh : L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
   float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
+  float *restrict mx = ws + L->mx;
   const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
   const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
-  aa_item_load_q(job, &rw, s, g0, nh, Q, acc, m, l, alpha);
+  aa_item_load_q(job, &rw, s, g0, nh, Q, acc, m, l);
 
   /* Prefetch a fixed number of bytes ahead, not a fixed number of keys: a
    * tile of all kv heads (128 KiB at bf16, 8 heads) would not fit in L1, and
@@ -440,17 +494,17 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn;
     if (kt) {
-      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), &rd, &pf, &prefetched, ihi, Kf, Vf);
-      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1);
+      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
+      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, mx, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1, bn);
       continue;
     }
     const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
-    aa_item_stage(job, nh, nk, &rd, &pf, &prefetched, ihi, Kf, Vf);
+    aa_item_stage(job, nh, nk, bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
     for (int hb = 0; hb < nh; hb++) {
       for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
       const size_t r0 = (size_t)hb * R4;
-      aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, rw.lo, rw.hi,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0);
+      aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, mx + r0, rw.lo, rw.hi,
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0, bn);
     }
   }
   aa_item_store(job, &rw, s, g0, nh, acc, m, l);
