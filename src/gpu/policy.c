@@ -319,8 +319,12 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = aa_split_count(plan, dev, scfg, a);
     if (c.splits > 1) c.config = scfg;
   }
-  /* the plan's counters cover every split run (num_tokens <= split_rows / 2); kept as a guard */
-  if (c.splits > 1 && aa_programs(plan, c.config, 0, a->num_tokens) > st->split_counters) c.splits = 1;
+  /* Counter indices run below num_tokens x programs per Q block (merge.cuh); the plan's counters
+   * cover every split run (num_tokens <= split_rows / 2): a guard. */
+  if (c.splits > 1 && (long long)a->num_tokens * plan->problem.num_kv_heads *
+                              aa_gpu_rows(plan->group, st->configs[c.config].block_m).n_hchunks >
+                          st->split_counters)
+    c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
   return c;
