@@ -9,7 +9,7 @@
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the ship and tune rows of
 #       src/choose/configs.h) and benches each forced config (SWEEP empty: every config of that table)
-# Steps: build check ctest sanitize bench graph e2e sweep peers ibm tune tunex
+# Steps: build check ctest sanitize bench graph e2e fp8 sweep peers ibm tune tunex
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
@@ -157,6 +157,47 @@ if has e2e; then
   cat "$OUT/.bench" >>"$LOG"
   note "bench e2e-llama8b-step --prior-writes new-keys: rc=$rc"
   grep -E "^e2e-llama8b-step:" "$OUT/.bench" | sed 's/^/  /' >>"$SUMMARY"
+fi
+
+# fp8: the fp8 caches against 16-bit ones in one run (docs/design/layout.md's
+# table): decode under graph replay and prefill, each case with the bf16 cache
+# then the fp8 cache; head dims 80 and 192 beside their padded 96 and 256.
+# FP8_CASES / FP8_PCASES / FP8_HD_CASES override the lists; FP8_CONFIGS adds
+# forced-config decode runs of the fp8 cache ("cfg[-kS] ...").
+if has fp8; then
+  dc=${FP8_CASES:-1x500,1x8192,1x32768,8x4096,32x2048,64x8192,128x2048}
+  pc=${FP8_PCASES:-p1x500,p1x2048,p1x8192,p4x4096}
+  for kv in as-q fp8; do
+    say "bench decode --graph --kv-dtype $kv"
+    timeout 180 $CLI bench --backend cuda --cases "$dc" --graph --kv-dtype $kv \
+      --json "$OUT/decode_graph_kv_$kv.json" >"$OUT/.bench" 2>&1
+    note "bench decode --graph --kv-dtype $kv: rc=$?"
+    cat "$OUT/.bench" >>"$LOG"
+    grep -E "^decode" "$OUT/.bench" | awk -v k=$kv '{printf "  %-5s %-22s %10s us %8s GB/s\n", k, $1" "$2, $3, $4}' >>"$SUMMARY"
+    say "bench prefill --kv-dtype $kv"
+    timeout 180 $CLI bench --backend cuda --cases "$pc" --kv-dtype $kv --json "$OUT/prefill_kv_$kv.json" \
+      >"$OUT/.bench" 2>&1
+    note "bench prefill --kv-dtype $kv: rc=$?"
+    cat "$OUT/.bench" >>"$LOG"
+    grep -E "^prefill" "$OUT/.bench" | awk -v k=$kv '{printf "  %-5s %-22s %10s us %8s GFLOP/s\n", k, $1" "$2, $3, $6}' >>"$SUMMARY"
+  done
+  for hd in ${FP8_HEAD_DIMS:-80 96 192 256}; do
+    for kv in as-q fp8; do
+      say "bench head dim $hd --kv-dtype $kv"
+      timeout 180 $CLI bench --backend cuda --cases "${FP8_HD_CASES:-1x32768,8x4096,64x8192,p1x8192}" --graph \
+        --head-dim $hd --kv-dtype $kv --json "$OUT/headdim_d${hd}_kv_$kv.json" >"$OUT/.bench" 2>&1
+      note "bench head dim $hd --kv-dtype $kv: rc=$?"
+      cat "$OUT/.bench" >>"$LOG"
+      grep -E "^(decode|prefill)" "$OUT/.bench" |
+        awk -v k="d$hd $kv" '{printf "  %-10s %-22s %10s us %8s GB/s %8s GFLOP/s\n", k, $1" "$2, $3, $4, $6}' >>"$SUMMARY"
+    done
+  done
+  for cfg in ${FP8_CONFIGS:-}; do
+    say "bench decode --graph --kv-dtype fp8 --config $cfg"
+    timeout 120 $CLI bench --backend cuda --cases "$dc" --graph --kv-dtype fp8 --config "$cfg" >"$OUT/.bench" 2>&1
+    cat "$OUT/.bench" >>"$LOG"
+    grep -E "^decode" "$OUT/.bench" | awk -v c="$cfg" '{printf "  %-14s %-22s %10s us %8s GB/s\n", c, $1" "$2, $3, $4}' >>"$SUMMARY"
+  done
 fi
 
 build_tune() { # the tune rows of src/choose/configs.h (-DANYATTN_GPU_CONFIGS_TUNING) live in a second build

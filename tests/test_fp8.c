@@ -1,9 +1,10 @@
-/* test_fp8.c: fp8 caches on the CPU backend beyond the conformance suite:
- * every code of both formats read back exactly (through V with one visible
- * key, and through the scores), descales applied as docs/semantics.md says,
- * and NaN codes propagating like NaN in a 16-bit cache; under each product
- * kind (ANYATTN_CPU_ISA) this machine has, on the decode and the prefill
- * paths. */
+/* test_fp8.c: fp8 caches beyond the conformance suite: every code of both
+ * formats read back exactly (through V with one visible key, and through the
+ * scores), descales applied as docs/semantics.md says, and NaN codes
+ * propagating like NaN in a 16-bit cache, on the decode and the prefill
+ * paths. Without arguments: the CPU backend under each product kind
+ * (ANYATTN_CPU_ISA) this machine has. `test_fp8 cuda`: the same on the CUDA
+ * backend (ctest's test_fp8_cuda, label gpu; exit 77 without a device). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "anyattn.h"
+#include "devmem.h"
 #include "reference.h"
 #include "tl_util.h"
 
@@ -36,15 +38,59 @@ typedef struct {
   const char *isa;
 } fp8_setup;
 
+/* isa "cuda": the CUDA backend, on device copies of the same inputs. */
+static int is_cuda(const char *isa) { return strcmp(isa, "cuda") == 0; }
+
+/* The run on the CUDA backend: t's inputs copied to the device, out and lse
+ * (poisoned there) copied back into t's host arrays. */
+static void run_on_device(const anyattn_plan *plan, const anyattn_batch *b, const anyattn_tensors *t, int q_elems,
+                          size_t cache_bytes, int pages) {
+  const anyattn_backend be = ANYATTN_BACKEND_CUDA;
+  const size_t qb = sizeof(uint16_t) * (size_t)q_elems, rows = (size_t)b->num_tokens * HQ;
+  void *dq = dm_alloc(be, qb), *dout = dm_alloc(be, qb), *dk = dm_alloc(be, cache_bytes);
+  void *dv = dm_alloc(be, cache_bytes), *dlse = dm_alloc(be, sizeof(float) * rows);
+  void *dcu = dm_alloc(be, sizeof(int32_t) * 2), *dkl = dm_alloc(be, sizeof(int32_t));
+  void *dbt = dm_alloc(be, sizeof(int32_t) * (size_t)pages), *dkd = dm_alloc(be, sizeof(float) * HKV);
+  void *dvd = dm_alloc(be, sizeof(float) * HKV), *ws = dm_alloc_workspace(be, plan);
+  const size_t nd = t->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD ? HKV : 1;
+  int ok = dq && dout && dk && dv && dlse && dcu && dkl && dbt && dkd && dvd && ws &&
+           !dm_to_device(be, dq, t->q, qb) && !dm_to_device(be, dk, t->k_cache, cache_bytes) &&
+           !dm_to_device(be, dv, t->v_cache, cache_bytes) && !dm_to_device(be, dcu, b->cu_seqlens_q, sizeof(int32_t) * 2) &&
+           !dm_to_device(be, dkl, b->seq_lens_k, sizeof(int32_t)) &&
+           !dm_to_device(be, dbt, b->block_table, sizeof(int32_t) * (size_t)pages) &&
+           (!t->k_descale || !dm_to_device(be, dkd, t->k_descale, sizeof(float) * nd)) &&
+           (!t->v_descale || !dm_to_device(be, dvd, t->v_descale, sizeof(float) * nd)) &&
+           !dm_fill_bytes(be, dout, 0xff, qb) && !dm_fill_bytes(be, dlse, 0xff, sizeof(float) * rows);
+  CHECK(ok, "device memory");
+  if (ok) {
+    anyattn_batch db = *b;
+    db.cu_seqlens_q = dcu, db.seq_lens_k = dkl, db.block_table = dbt;
+    db.max_q_len = b->num_tokens, db.max_kv_len = b->seq_lens_k[0];
+    anyattn_tensors dt = *t;
+    dt.q = dq, dt.k_cache = dk, dt.v_cache = dv, dt.out = dout, dt.lse = dlse;
+    dt.k_descale = t->k_descale ? dkd : NULL, dt.v_descale = t->v_descale ? dvd : NULL;
+    const anyattn_status s = anyattn_run(plan, &db, &dt, ws, anyattn_plan_workspace_size(plan), NULL);
+    CHECK(s == ANYATTN_STATUS_OK, "run: %s", anyattn_last_error());
+    CHECK(!dm_sync(be) && !dm_to_host(be, t->out, dout, qb) && !dm_to_host(be, t->lse, dlse, sizeof(float) * rows),
+          "device error after run");
+  }
+  dm_free(be, dq), dm_free(be, dout), dm_free(be, dk), dm_free(be, dv), dm_free(be, dlse), dm_free(be, dcu);
+  dm_free(be, dkl), dm_free(be, dbt), dm_free(be, dkd), dm_free(be, dvd), dm_free(be, ws);
+}
+
 /* One sequence of q_len queries over kv_len keys (pages in order), caches of
  * codes k and v, descales kd and vd (per (seq, head) when given two). Runs the
- * CPU backend and the reference; returns 0, or -1 when the plan is refused
- * for the ISA (it then prints why). */
+ * backend (the CPU under isa, or CUDA) and the reference; returns 0, or -1
+ * when the plan is refused (it then prints why). */
 static int run_one(const fp8_setup *S, const void *q, const uint8_t *k, const uint8_t *v, const float *kd,
                    const float *vd, anyattn_descale_layout layout, uint16_t *out, float *lse, double *ref,
                    double *ref_lse, double *ref_abs) {
   anyattn_context *ctx = NULL;
-  if (anyattn_context_create(ANYATTN_BACKEND_CPU, 0, &ctx) != ANYATTN_STATUS_OK) return -1;
+  const int cuda = is_cuda(S->isa);
+  if (anyattn_context_create(cuda ? ANYATTN_BACKEND_CUDA : ANYATTN_BACKEND_CPU, 0, &ctx) != ANYATTN_STATUS_OK) {
+    CHECK(0, "context: %s", anyattn_last_error());
+    return -1;
+  }
   anyattn_problem pr;
   anyattn_problem_init(&pr);
   pr.num_q_heads = HQ, pr.num_kv_heads = HKV, pr.head_dim = S->d, pr.dtype = S->dt, pr.block_size = BS;
@@ -53,11 +99,12 @@ static int run_one(const fp8_setup *S, const void *q, const uint8_t *k, const ui
   anyattn_limits_init(&lim);
   lim.max_seqs = 1, lim.max_tokens = S->q_len, lim.max_context = S->kv_len;
   anyattn_plan *plan = NULL;
-  setenv("ANYATTN_CPU_ISA", S->isa, 1);
+  if (!cuda) setenv("ANYATTN_CPU_ISA", S->isa, 1);
   anyattn_status s = anyattn_plan_create(ctx, &pr, &lim, &plan);
   unsetenv("ANYATTN_CPU_ISA");
   if (s != ANYATTN_STATUS_OK) {
-    printf("note: ISA %s not run here: %s\n", S->isa, anyattn_last_error());
+    printf("note: %s not run here: %s\n", S->isa, anyattn_last_error());
+    CHECK(!cuda, "the CUDA backend refused head dim %d: %s", S->d, anyattn_last_error());
     anyattn_context_free(ctx);
     return -1;
   }
@@ -72,14 +119,18 @@ static int run_one(const fp8_setup *S, const void *q, const uint8_t *k, const ui
   anyattn_tensors_init(&t);
   t.q = q, t.k_cache = k, t.v_cache = v, t.num_blocks = pages, t.out = out, t.lse = lse;
   t.k_descale = kd, t.v_descale = vd, t.descale_layout = layout;
-  const size_t ws_size = anyattn_plan_workspace_size(plan);
-  void *ws = NULL;
-  if (posix_memalign(&ws, 256, ws_size ? ws_size : 256) != 0) return -1;
   tl_fill_nan(S->dt, out, (size_t)S->q_len * HQ * S->d);
-  s = anyattn_run(plan, &b, &t, ws, ws_size, NULL);
-  CHECK(s == ANYATTN_STATUS_OK, "run: %s", anyattn_last_error());
+  if (cuda) {
+    run_on_device(plan, &b, &t, S->q_len * HQ * S->d, (size_t)pages * BS * HKV * S->d, pages);
+  } else {
+    const size_t ws_size = anyattn_plan_workspace_size(plan);
+    void *ws = NULL;
+    if (posix_memalign(&ws, 256, ws_size ? ws_size : 256) != 0) return -1;
+    s = anyattn_run(plan, &b, &t, ws, ws_size, NULL);
+    CHECK(s == ANYATTN_STATUS_OK, "run: %s", anyattn_last_error());
+    free(ws);
+  }
   CHECK(tl_reference(&pr, &b, &t, ref, ref_lse, ref_abs, NULL) == 0, "reference");
-  free(ws);
   anyattn_plan_free(plan);
   anyattn_context_free(ctx);
   return 0;
@@ -228,21 +279,36 @@ static void test_nan(anyattn_kv_dtype kv, anyattn_dtype dt, const char *isa, int
   free(q), free(out), free(k), free(v), free(lse), free(ref), free(ref_lse), free(ref_abs);
 }
 
-int main(void) {
-  static const char *const isas[] = {"fp32", "avx512bf16", "amx"};
+int main(int argc, char **argv) {
+  static const char *const cpu_isas[] = {"fp32", "avx512bf16", "amx"}, *const cuda_isas[] = {"cuda"};
   static const anyattn_kv_dtype kvs[] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
   static const anyattn_dtype dts[] = {ANYATTN_DTYPE_BF16, ANYATTN_DTYPE_F16};
+  const int cuda = argc > 1 && is_cuda(argv[1]);
+  if (argc > 1 && !cuda) {
+    fprintf(stderr, "usage: test_fp8 [cuda]\n");
+    return 2;
+  }
   g_seed = tl_seed_from_env_or_time();
   printf("seed 0x%llx, rerun with ANYATTN_SEED=0x%llx\n", (unsigned long long)g_seed, (unsigned long long)g_seed);
-  for (int i = 0; i < 3; i++)
+  if (cuda) {
+    anyattn_context *ctx = NULL;
+    const int open = dm_gpu_test_context(ANYATTN_BACKEND_CUDA, &ctx);
+    if (open != 0) return open;
+    anyattn_context_free(ctx);
+  }
+  const char *const *isas = cuda ? cuda_isas : cpu_isas;
+  for (int i = 0; i < (cuda ? 1 : 3); i++)
     for (int f = 0; f < 2; f++)
       for (int t = 0; t < 2; t++) {
         test_every_code(kvs[f], dts[t], isas[i]);
         test_every_code_k(kvs[f], dts[t], isas[i]);
         test_nan(kvs[f], dts[t], isas[i], 1, 128);  /* decode */
         test_nan(kvs[f], dts[t], isas[i], 1, 96);   /* decode: 64 dims and a 32-dim tail */
+        test_nan(kvs[f], dts[t], isas[i], 1, 80);   /* decode: 64 dims and a 16-dim tail */
         test_nan(kvs[f], dts[t], isas[i], 40, 128); /* prefill */
-        test_nan(kvs[f], dts[t], isas[i], 3, 45);   /* an odd head dim */
+        /* an odd head dim; the GPU takes multiples of 8: 72, padded to 80, rows not 16-byte aligned */
+        test_nan(kvs[f], dts[t], isas[i], 3, cuda ? 72 : 45);
+        test_nan(kvs[f], dts[t], isas[i], 2, 512); /* head dim 512 */
       }
   printf("test_fp8: %d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;

@@ -4,7 +4,8 @@
  * causal and not, GQA, page sizes 1 to 64, head dims 64 to 256 with 72, 80
  * and 192 among them, both E4M3 variants, per-tensor, per-(sequence, kv head)
  * and absent (NULL) descales, split-KV merged by the last arrival and (sm_90) in
- * clusters, and forced tiles. Codes are random bytes without NaN codes; out
+ * clusters, forced tiles, and q far outside f16's range (the fp8 products
+ * run in f16: q is scaled into it). Codes are random bytes without NaN codes; out
  * and lse are poisoned before each run. Exit: 0 pass, 1 fail, 77 skip (no CUDA
  * build or device). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -29,6 +30,7 @@ typedef struct {
   int num_seqs, max_kv;
   const char *config; /* NULL: the backend chooses */
   int no_clusters;    /* ANYATTN_CUDA_CLUSTERS=0: split segments merge by the last arrival */
+  int qexp;           /* q drawn times 2^qexp, k_descale times 2^-qexp: q outside f16's range, same scores */
 } fp8_case;
 
 static const fp8_case kCases[] = {
@@ -47,6 +49,11 @@ static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 72, 2, 3, 32, 0, MIXED, PER_TENSOR, 1, 4, 400, NULL, 0},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 256, 1, 8, 16, 1, MIXED, PER_SEQ_HEAD, 0, 3, 600, NULL, 0},
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_TENSOR, 0, 3, 2000, "m16n64w4s3-k4", 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 3, 1200, NULL, 0, 20},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, DECODE, PER_TENSOR, 0, 3, 1200, NULL, 0, -26},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 256, 2, 4, 16, 1, DECODE, PER_TENSOR, 0, 2, 900, NULL, 0, -26},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 96, 2, 4, 16, 0, MIXED, PER_TENSOR, 0, 4, 500, "m16n64w4s2", 0, 24},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 512, 1, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 2, 700, NULL, 0, 0},
 };
 
 /* The exact value of a code (NaN codes are never drawn). */
@@ -94,6 +101,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
            c->descale == PER_TENSOR ? "per-tensor" : c->descale == PER_SEQ_HEAD ? "per-seq-head" : "no-descale",
            c->hnd ? " hnd" : "", c->config ? " config " : "", c->config ? c->config : "");
   if (c->no_clusters) strncat(name, " arrival-merge", sizeof name - strlen(name) - 1);
+  if (c->qexp) snprintf(name + strlen(name), sizeof name - strlen(name), " q*2^%d", c->qexp);
 
   /* pages in shuffled order, each owned by one sequence (its descale) */
   int32_t *bt = (int32_t *)calloc((size_t)N * bt_stride, sizeof(int32_t));
@@ -113,6 +121,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
   const int nd = c->descale == PER_SEQ_HEAD ? N * hkv : 1;
   for (int i = 0; i < nd; i++) kd[i] = (float)(0.02 + 0.3 * tl_rng_uniform(&r)), vd[i] = (float)(0.05 + tl_rng_uniform(&r));
   if (c->descale == NO_DESCALE) kd[0] = vd[0] = 1.0f;
+  for (int i = 0; i < nd; i++) kd[i] = ldexpf(kd[i], -c->qexp);
   unsigned char *k8 = (unsigned char *)malloc(cache_elems), *v8 = (unsigned char *)malloc(cache_elems);
   float *kf = (float *)malloc(sizeof(float) * cache_elems), *vf = (float *)malloc(sizeof(float) * cache_elems);
   for (int b = 0; b < nb; b++)
@@ -126,7 +135,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
         }
   void *q = malloc(q_elems * es);
   float *qf = (float *)malloc(sizeof(float) * q_elems);
-  tl_fill_normal(c->dtype, q, q_elems, 1.0f, &r);
+  tl_fill_normal(c->dtype, q, q_elems, ldexpf(1.0f, c->qexp), &r);
   for (size_t i = 0; i < q_elems; i++) qf[i] = tl_load(c->dtype, q, i);
 
   anyattn_problem pr;

@@ -99,6 +99,10 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.num_kv_heads = pr->num_kv_heads;
   if (pr->kv_dtype != ANYATTN_KV_AS_Q) {
     p.fp8_fnuz = pr->kv_dtype == ANYATTN_KV_FP8_E4M3FNUZ;
+    /* run checked the caches' bases 16-byte aligned; the strides are codes (bytes) */
+    p.kv8_wide = pr->head_dim % 16 == 0 && a->k_stride_block % 16 == 0 && a->k_stride_token % 16 == 0 &&
+                 a->k_stride_head % 16 == 0 && a->v_stride_block % 16 == 0 && a->v_stride_token % 16 == 0 &&
+                 a->v_stride_head % 16 == 0;
     p.k_descale = a->k_descale;
     p.v_descale = a->v_descale;
     p.descale_per_head = a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD;

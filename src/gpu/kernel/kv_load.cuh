@@ -79,11 +79,12 @@ __device__ __forceinline__ void load_q(const AttnParams &p, const Program<S> &g,
  * issues its 16-byte copies from those offsets. Keys outside [lo, hi) are
  * masked anyway: offset -1, the copy zero-fills; so do the columns from
  * p.head_dim on (a head dim padded to the compiled one). WG: the tiles are
- * stored swizzled for wgmma. FP8 caches (S::KV8): the same chunks of 8
- * elements, as 8-byte copies of codes into the staging ring; after its
- * copies of a tile have landed, each thread converts the chunks it copied
- * into the 16-bit tiles (convert): no barrier between copy and conversion,
- * the block barrier before the products covers both. */
+ * stored swizzled for wgmma. FP8 caches (S::KV8): codes into the staging
+ * ring, 16 per copy for FRAG8 shapes where p.kv8_wide, else 8. FRAG8 shapes
+ * read them from there (products.cuh); the others have each thread convert,
+ * after its copies of a tile have landed, the 8-code chunks it copied into
+ * the 16-bit tiles (convert): no barrier between copy and conversion, the
+ * block barrier before the products covers both. */
 template <typename T, class S, bool WG>
 struct KvCopies {
   static constexpr int ROWS_PT = (S::BN + S::THREADS - 1) / S::THREADS; /* page ids per thread */
@@ -126,7 +127,22 @@ struct KvCopies {
     const int tid = pg.g.tid;
     const int nch = pg.p.head_dim >> 3; /* 8-element chunks of a cache row */
     if constexpr (S::KV8) {
-      unsigned char *dk = sm.k8 + stage * S::KV8_TILE_BYTES, *dv = sm.v8 + stage * S::KV8_TILE_BYTES;
+      unsigned char *dk = sm.k8 + stage * S::K8_TILE_BYTES, *dv = sm.v8 + stage * S::V8_TILE_BYTES;
+      if (S::FRAG8 && pg.p.kv8_wide) { /* 16 codes per copy: cache rows and head dim in 16-byte units */
+        constexpr int CH16 = S::HD / 16, LOADS16 = (S::BN * CH16 + S::THREADS - 1) / S::THREADS;
+        const int nch16 = pg.p.head_dim >> 4;
+#pragma unroll
+        for (int k = 0; k < LOADS16; k++) {
+          const int i = tid + k * S::THREADS, r = i / CH16, c = i % CH16;
+          if ((S::BN * CH16) % S::THREADS == 0 || r < S::BN) {
+            const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
+            const bool ok = c < nch16 && ok_ >= 0;
+            async_copy16(dk + r * S::K8_ROW + c * 16, pg.kc + (ok ? ok_ + c * 16 : 0), ok);
+            async_copy16(dv + r * S::V8_ROW + c * 16, pg.vc + (ok ? ov_ + c * 16 : 0), ok);
+          }
+        }
+        return;
+      }
 #pragma unroll
       for (int k = 0; k < LOADS; k++) {
         int r, c;
@@ -134,8 +150,8 @@ struct KvCopies {
         if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
           const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
           const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
-          async_copy8(dk + r * S::HD + c * 8, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
-          async_copy8(dv + r * S::HD + c * 8, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+          async_copy8(dk + r * S::K8_ROW + c * 8, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
+          async_copy8(dv + r * S::V8_ROW + c * 8, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
         }
       }
       return;
@@ -161,7 +177,7 @@ struct KvCopies {
    * columns were zero-filled: they become zeros. */
   __device__ __forceinline__ void convert(int stage) const {
     constexpr int CH = S::CHUNKS;
-    const unsigned char *sk = sm.k8 + stage * S::KV8_TILE_BYTES, *sv = sm.v8 + stage * S::KV8_TILE_BYTES;
+    const unsigned char *sk = sm.k8 + stage * S::K8_TILE_BYTES, *sv = sm.v8 + stage * S::V8_TILE_BYTES;
     const bool fnuz = pg.p.fp8_fnuz != 0;
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
@@ -198,7 +214,7 @@ struct KvCopies {
     lookup_pages(pg.g.n_begin + (nx + 1) * S::BN, ids);
     async_commit();
     async_wait<S::PIPE_STAGES - 1>();
-    if constexpr (S::KV8) convert((nx - (S::PIPE_STAGES - 1)) % S::PIPE_STAGES); /* the tile about to be used */
+    if constexpr (S::KV8 && !S::FRAG8) convert((nx - (S::PIPE_STAGES - 1)) % S::PIPE_STAGES); /* the tile about to be used */
     if constexpr (WG) fence_proxy_async_smem(); /* this thread's copies (or conversions), before wgmma reads them */
     block_sync();
   }

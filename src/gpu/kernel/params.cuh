@@ -98,6 +98,9 @@ struct AttnParams {
    * scores; v_descale the output, once, where out is written (epilogue,
    * cluster merge, merge_row): split partials and the lse never include it. */
   int fp8_fnuz;
+  /* 1: every K/V cache row starts 16-byte aligned and head_dim is a multiple
+   * of 16, so FRAG8 kernels copy 16 codes at a time (kv_load.cuh) */
+  int kv8_wide;
   int descale_per_head;
   /* 1 (batch->prior_writes NEW_KEYS): the work search, the page ids and the
    * first K/V tiles wholly older than each sequence's newest q_len keys are

@@ -107,6 +107,85 @@ __device__ __forceinline__ void tile_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK],
   }
 }
 
+/* ---- fp8 codes straight into fragments (S::FRAG8) ----------------------------------
+ * The staged code tiles are read into B fragments and converted in registers
+ * by the tile layer (CodeFrags: the head-dim order of Q K^T and of the P V
+ * accumulators there). Both products run in f16: Q converted once per program
+ * (q_to_f16), P packed as f16, every E4M3 value exact in f16. The head dim in
+ * blocks of 4 k16 steps, the last of DK % 4 (1 or 2: head dims 80 and 96). */
+template <class S>
+struct CodeBlocks {
+  static constexpr int FULL = S::DK / 4, TAIL = S::DK % 4;
+  static_assert(TAIL != 3, "head dims in blocks of 64 columns and a last of 16 or 32");
+};
+
+/* Q (f16, the warp's rows of the padded tile at sQw) as DK A fragments in the code order. */
+template <class S, bool FNUZ>
+__device__ __forceinline__ void load_q_codes(FragA *qf, const aa_f16 *sQw) {
+  using B = CodeBlocks<S>;
+#pragma unroll
+  for (int kb = 0; kb < B::FULL; kb++)
+    CodeFrags<FNUZ>::template load_a<4>(*reinterpret_cast<FragA(*)[4]>(qf + 4 * kb),
+                                        [&](int r, int c) { return sQw + r * S::ROW + kb * 64 + c; });
+  if constexpr (B::TAIL > 0)
+    CodeFrags<FNUZ>::template load_a<B::TAIL>(*reinterpret_cast<FragA(*)[B::TAIL]>(qf + 4 * B::FULL),
+                                              [&](int r, int c) { return sQw + r * S::ROW + B::FULL * 64 + c; });
+}
+
+/* S += Q K^T over R k16 steps of the head dim from column 64 kb. */
+template <class S, bool FNUZ, bool QREG, int R>
+__device__ __forceinline__ void scores_codes_block(FragC (&s)[S::NK], const FragA *qf, const aa_f16 *sQw,
+                                                   const unsigned char *tk, int kb) {
+  FragA qa[R];
+  if constexpr (QREG) {
+#pragma unroll
+    for (int st = 0; st < R; st++) qa[st] = qf[4 * kb + st];
+  } else {
+    CodeFrags<FNUZ>::template load_a<R>(qa, [&](int r, int c) { return sQw + r * S::ROW + kb * 64 + c; });
+  }
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) {
+    FragB b[R];
+    CodeFrags<FNUZ>::template load_b_nk<R>(b, tk + n * 16 * S::K8_ROW + kb * 64, S::K8_ROW);
+#pragma unroll
+    for (int st = 0; st < R; st++) mma<aa_f16>(s[n], qa[st], b[st]);
+  }
+}
+
+/* S = Q K^T for this warp's 16 rows x KW keys, K from the code tile at tk
+ * (the warp's first key), Q from qf (QREG) or the f16 tile at sQw. */
+template <class S, bool FNUZ, bool QREG>
+__device__ __forceinline__ void tile_scores_codes(FragC (&s)[S::NK], const FragA *qf, const aa_f16 *sQw,
+                                                  const unsigned char *tk) {
+  using B = CodeBlocks<S>;
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) zero(s[n]);
+#pragma unroll
+  for (int kb = 0; kb < B::FULL; kb++) scores_codes_block<S, FNUZ, QREG, 4>(s, qf, sQw, tk, kb);
+  if constexpr (B::TAIL > 0) scores_codes_block<S, FNUZ, QREG, B::TAIL>(s, qf, sQw, tk, B::FULL);
+}
+
+/* O += P V for this warp's rows, P in f16 (pa), V from the code tile at tv
+ * (the warp's first key); acc in CodeFrags' column order until c_to_natural. */
+template <class S, bool FNUZ>
+__device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const unsigned char *tv) {
+#pragma unroll
+  for (int n = 0; n < S::NK; n++) {
+#pragma unroll
+    for (int d = 0; d + 1 < S::DK; d += 2) {
+      FragB b[2];
+      CodeFrags<FNUZ>::template load_b_kn<2>(b, tv + n * 16 * S::V8_ROW + d * 16, S::V8_ROW);
+      mma<aa_f16>(acc[d], pa[n], b[0]);
+      mma<aa_f16>(acc[d + 1], pa[n], b[1]);
+    }
+    if constexpr (S::DK % 2 == 1) {
+      FragB b[1];
+      CodeFrags<FNUZ>::template load_b_kn<1>(b, tv + n * 16 * S::V8_ROW + (S::DK - 1) * 16, S::V8_ROW);
+      mma<aa_f16>(acc[S::DK - 1], pa[n], b[0]);
+    }
+  }
+}
+
 }  // namespace aa
 
 #endif /* ANYATTN_GPU_KERNEL_PRODUCTS_CUH */

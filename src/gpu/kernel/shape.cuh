@@ -14,11 +14,13 @@
 namespace aa {
 
 /* FP8 = 1: the caches hold 1-byte E4M3 codes (the problem's kv_dtype). Their
- * tiles arrive as codes in a STAGES-deep staging ring (8-byte copies: half
- * the bytes of a 16-bit tile), and each thread converts the chunks it copied
- * into the one 16-bit K and V tile the products read (KvCopies::convert), so
- * ldmatrix/wgmma read what they read for 16-bit caches. No TMA boxes and no
- * two-warpgroup pipelined tile (its own loader) for FP8 shapes. */
+ * tiles arrive as codes in a STAGES-deep staging ring (16-byte copies where
+ * the cache rows allow, else 8-byte). The mma.sync tiles (FRAG8, where the
+ * vendor has kTileFp8Frags) read the codes from there straight into their
+ * fragments (products.cuh); the others (wgmma tiles, AMD) have each thread
+ * convert the chunks it copied into the one 16-bit K and V tile the products
+ * read (KvCopies::convert). No TMA boxes and no two-warpgroup pipelined tile
+ * (its own loader) for FP8 shapes. */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -31,8 +33,6 @@ struct TileShape {
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
   static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M, PIPE_STAGES = STAGES;
   static constexpr bool KV8 = FP8 != 0;
-  /* 16-bit K/V tiles the products read: the ring itself, or one (FP8) */
-  static constexpr int TILES16 = KV8 ? 1 : STAGES;
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
    * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
@@ -45,6 +45,10 @@ struct TileShape {
    * causal prefill 1.24-1.29x faster than on mma.sync (docs/design/prefill.md). */
   static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
                              (BLOCK_N == 64 || BLOCK_N == 128);
+  /* FP8 codes into fragments: the mma.sync tiles */
+  static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
+  /* 16-bit K/V tiles the products read: the ring itself, one (FP8 converted), none (FRAG8) */
+  static constexpr int TILES16 = FRAG8 ? 0 : KV8 ? 1 : STAGES;
   /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
    * the tile layer has them (sm_90+, kTileTma) and run says so
    * (AttnParams::tma_rows): one mbarrier per stage counts the bytes, and the
@@ -59,12 +63,22 @@ struct TileShape {
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
   static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
   static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
-  /* FP8: a staged tile of codes, rows of HEAD_DIM bytes */
-  static constexpr size_t KV8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * HEAD_DIM : 0;
+  /* FP8: staged tiles of codes, rows of K8_ROW and V8_ROW bytes. FRAG8 pads
+   * them so fragment loads meet no bank conflicts: K rows are read 16 bytes
+   * per lane, two rows per 8 lanes (64 bytes apart modulo 128 where the head
+   * dim is a multiple of 64), V rows by ldmatrix, eight rows of 16 bytes per
+   * matrix (an odd multiple of 16 apart). Else rows of HEAD_DIM bytes. */
+  static constexpr int K8_ROW = !FRAG8 ? HEAD_DIM
+                                : HEAD_DIM % 128 == 0 ? HEAD_DIM + 64
+                                : HEAD_DIM % 64 == 0  ? HEAD_DIM
+                                                      : HEAD_DIM + 16;
+  static constexpr int V8_ROW = !FRAG8 || (HEAD_DIM / 16) % 2 == 1 ? HEAD_DIM : HEAD_DIM + 16;
+  static constexpr size_t K8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * K8_ROW : 0;
+  static constexpr size_t V8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * V8_ROW : 0;
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
   static constexpr size_t PIPE_BYTES =
-      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + 2 * STAGES * KV8_TILE_BYTES + OFF_BYTES;
+      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -149,8 +163,8 @@ struct SmemTiles {
     k = q + S::WM * 16 * S::ROW;
     v = k + S::TILES16 * S::BN * S::ROW;
     k8 = reinterpret_cast<unsigned char *>(v + S::TILES16 * S::BN * S::ROW);
-    v8 = k8 + S::PIPE_STAGES * S::KV8_TILE_BYTES;
-    off = reinterpret_cast<int64_t *>(v8 + S::PIPE_STAGES * S::KV8_TILE_BYTES);
+    v8 = k8 + S::PIPE_STAGES * S::K8_TILE_BYTES;
+    off = reinterpret_cast<int64_t *>(v8 + S::PIPE_STAGES * S::V8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);
     bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
   }

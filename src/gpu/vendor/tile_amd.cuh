@@ -237,6 +237,12 @@ constexpr bool kHasClusters = false;
 constexpr bool kTileWgmma = false;
 /* No tensor copies either (tile_nv.cuh's TMA): K/V tiles take 16-byte copies. */
 constexpr bool kTileTma = false;
+/* fp8 codes are converted into 16-bit tiles in LDS (kernel/kv_load.cuh), not
+ * straight into fragments (tile_nv.cuh's CodeFrags): declared, never defined
+ * or reached here. */
+constexpr bool kTileFp8Frags = false;
+template <bool FNUZ>
+struct CodeFrags;
 __device__ __forceinline__ void cluster_sync() { __builtin_trap(); }
 __device__ __forceinline__ void cluster_sync_relaxed() { __builtin_trap(); }
 __device__ __forceinline__ uint32_t cluster_map(const void *, int) { return 0; }

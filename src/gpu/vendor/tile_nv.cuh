@@ -250,6 +250,122 @@ __device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
   return f16x8_to<T>(a, b, c, d);
 }
 
+/* ---- fp8 codes straight into MMA fragments (kernel/products.cuh) ------------------
+ * For the mma.sync tiles of fp8 caches the codes go from the staged tile in
+ * shared memory into B fragments, converted in registers, and the products
+ * run in f16 (every E4M3 value is exact in f16; the body gives Q and P in f16
+ * too, docs/design/layout.md). Head-dim order: the dot products Q K^T are
+ * taken in an order of the head dim chosen so that a lane's codes of a key
+ * are contiguous: in a block of R k16 steps (16R columns from `base`), lane
+ * (g, t) holds columns base + 4Rt .. base + 4Rt + 4R - 1 of its keys; step s
+ * uses the four from 4Rt + 4s, as k slots 2t, 2t+1 (first two) and 2t+8,
+ * 2t+9. Q's A fragments are loaded in the same order (load_a). P V takes V
+ * through ldmatrix.trans of code pairs: the n slot g of a B fragment's first
+ * half is head-dim column 2g of its 16, of the second half column 2g + 1, so
+ * the accumulator comes out in that order; c_to_natural restores the FragC
+ * layout once, after the KV loop. */
+constexpr bool kTileFp8Frags = true;
+
+template <bool FNUZ>
+struct CodeFrags {
+  /* Four codes (lowest byte first) -> f16 pairs: codes 0, 1 in lo (code 0 low), 2, 3 in hi. */
+  __device__ __forceinline__ static void cvt4(uint32_t x, uint32_t &lo, uint32_t &hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if constexpr (!FNUZ) {
+      asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+          : "=r"(lo), "=r"(hi)
+          : "r"(x));
+      return;
+    }
+#endif
+    fp8x4_to_f16_portable(x, FNUZ, lo, hi);
+  }
+  /* Q (f16) in the head-dim order above: R A fragments of the block at whose
+   * element (r, c) `at` returns the address (8-byte aligned in steps of 4). */
+  template <int R, class At>
+  __device__ __forceinline__ static void load_a(FragA (&a)[R], At at) {
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+#pragma unroll
+    for (int s = 0; s < R; s++) {
+      const uint2 u0 = *reinterpret_cast<const uint2 *>(at(g, 4 * R * t + 4 * s));
+      const uint2 u1 = *reinterpret_cast<const uint2 *>(at(g + 8, 4 * R * t + 4 * s));
+      a[s].x[0] = u0.x;
+      a[s].x[2] = u0.y;
+      a[s].x[1] = u1.x;
+      a[s].x[3] = u1.y;
+    }
+  }
+  /* K: R B fragments (16 keys x R k16 steps) from code rows `rs` bytes apart,
+   * `rows` at key 0 and the block's first column. */
+  template <int R>
+  __device__ __forceinline__ static void load_b_nk(FragB (&b)[R], const unsigned char *rows, int rs) {
+    const int l = lane_id();
+    const unsigned char *p0 = rows + (l >> 2) * rs + 4 * R * (l & 3), *p1 = p0 + 8 * rs;
+    uint32_t w0[R], w1[R];
+    if constexpr (R == 4) {
+      const uint4 a = *reinterpret_cast<const uint4 *>(p0), c = *reinterpret_cast<const uint4 *>(p1);
+      w0[0] = a.x, w0[1] = a.y, w0[2] = a.z, w0[3] = a.w;
+      w1[0] = c.x, w1[1] = c.y, w1[2] = c.z, w1[3] = c.w;
+    } else if constexpr (R == 2) {
+      const uint2 a = *reinterpret_cast<const uint2 *>(p0), c = *reinterpret_cast<const uint2 *>(p1);
+      w0[0] = a.x, w0[1] = a.y;
+      w1[0] = c.x, w1[1] = c.y;
+    } else {
+      static_assert(R == 1, "blocks of 1, 2 or 4 k16 steps");
+      w0[0] = *reinterpret_cast<const uint32_t *>(p0);
+      w1[0] = *reinterpret_cast<const uint32_t *>(p1);
+    }
+#pragma unroll
+    for (int s = 0; s < R; s++) {
+      cvt4(w0[s], b[s].x[0], b[s].x[1]);
+      cvt4(w1[s], b[s].x[2], b[s].x[3]);
+    }
+  }
+  /* V: the B fragments of G (1 or 2) groups of 16 head-dim columns for 16
+   * keys, from code rows `rs` bytes apart (16-byte aligned), `rows` at key 0
+   * and the first group's column. */
+  template <int G>
+  __device__ __forceinline__ static void load_b_kn(FragB (&b)[G], const unsigned char *rows, int rs) {
+    const int l = lane_id();
+    const unsigned char *p = rows + ((l & 7) + 8 * ((l >> 3) & 1)) * rs + 16 * (l >> 4);
+    uint32_t d[2 * G];
+    if constexpr (G == 2) {
+      ldmatrix_x4_trans(d, p);
+    } else {
+      static_assert(G == 1, "one or two groups of 16 columns");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                   : "=r"(d[0]), "=r"(d[1])
+                   : "r"(smem_u32(p)));
+    }
+    /* d[2i]: keys 0-7, d[2i+1]: keys 8-15 of group i; a word holds (key 2t,
+     * column 2g), (2t, 2g+1), (2t+1, 2g), (2t+1, 2g+1): bytes 0, 2 make the
+     * pair of column 2g, bytes 1, 3 that of 2g + 1. */
+#pragma unroll
+    for (int i = 0; i < G; i++) {
+      cvt4(__byte_perm(d[2 * i], 0u, 0x3120), b[i].x[0], b[i].x[2]);
+      cvt4(__byte_perm(d[2 * i + 1], 0u, 0x3120), b[i].x[1], b[i].x[3]);
+    }
+  }
+  /* An accumulator of P V in the order load_b_kn leaves (element e: column
+   * 4t + {0, 2, _, _, 1, 3}[e & 5]) -> the FragC layout, within the lane's quad. */
+  __device__ __forceinline__ static void c_to_natural(FragC &c) {
+    const int l = lane_id(), t = l & 3, q0 = (l & ~3) | (t >> 1), q1 = q0 + 2;
+    const bool odd = (t & 1) != 0;
+#pragma unroll
+    for (int r = 0; r < 2; r++) { /* rows g (x0, x1, x4, x5) and g + 8 (x2, x3, x6, x7) */
+      const float a0 = c.x[2 * r], a1 = c.x[2 * r + 1], b0 = c.x[4 + 2 * r], b1 = c.x[4 + 2 * r + 1];
+      const float u0 = __shfl_sync(0xffffffffu, a0, q0), u1 = __shfl_sync(0xffffffffu, a1, q0);
+      const float v0 = __shfl_sync(0xffffffffu, b0, q0), v1 = __shfl_sync(0xffffffffu, b1, q0);
+      const float w0 = __shfl_sync(0xffffffffu, a0, q1), w1 = __shfl_sync(0xffffffffu, a1, q1);
+      const float z0 = __shfl_sync(0xffffffffu, b0, q1), z1 = __shfl_sync(0xffffffffu, b1, q1);
+      c.x[2 * r] = odd ? u1 : u0;         /* column 2t: position 2(t & 1) of lane t/2 */
+      c.x[2 * r + 1] = odd ? v1 : v0;     /* 2t + 1 */
+      c.x[4 + 2 * r] = odd ? w1 : w0;     /* 8 + 2t: lane 2 + t/2 */
+      c.x[4 + 2 * r + 1] = odd ? z1 : z0; /* 9 + 2t */
+    }
+  }
+};
+
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (MUFU.RCP), for the epilogue's
  * normalisations; x = 0 gives +inf, which callers select away. */
