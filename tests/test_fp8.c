@@ -203,7 +203,9 @@ static void test_every_code_k(anyattn_kv_dtype kv, anyattn_dtype dt, const char 
       const uint8_t code = (uint8_t)(g * 128 + r * 32 + s);
       nans += isnan(tl_fp8_value(kv, code));
       const double want = row_nan[g] ? NAN : tl_fp8_value(kv, code) / 16.0;
-      if (isnan(want) ? !isnan(lse[h]) : (double)lse[h] != want) {
+      /* the CPU's lse is exact here; the GPU's goes through the log2 domain: a few ulps */
+      const double tol = is_cuda(isa) ? 1e-6 * fabs(want) : 0.0;
+      if (isnan(want) ? !isnan(lse[h]) : !(fabs((double)lse[h] - want) <= tol)) {
         if (bad++ == 0)
           printf("  %s %s isa %s: K code 0x%02x scores %.9g, want %.9g\n", tl_kv_name(kv), tl_dtype_name(dt), isa, code,
                  lse[h], want);
@@ -228,15 +230,14 @@ static int compare(anyattn_dtype dt, const uint16_t *out, const float *lse, cons
   *nan_out = 0;
   for (int i = 0; i < rows * d; i++) {
     const double got = tl_load(dt, out, (size_t)i);
-    if (isnan(ref[i])) {
-      *nan_out += isnan(got);
-      bad += !isnan(got);
-    } else {
-      bad += !(fabs(got - ref[i]) <= tol * ref_abs[i] + floor_abs);
-    }
+    const int b = isnan(ref[i]) ? !isnan(got) : !(fabs(got - ref[i]) <= tol * ref_abs[i] + floor_abs);
+    *nan_out += isnan(ref[i]) && isnan(got);
+    if (b && bad++ == 0) printf("  out[row %d, %d] = %.9g, reference %.9g\n", i / d, i % d, got, ref[i]);
   }
-  for (int i = 0; i < rows; i++)
-    bad += isnan(ref_lse[i]) ? !isnan(lse[i]) : !(fabs(lse[i] - ref_lse[i]) <= 1e-3 * (1.0 + fabs(ref_lse[i])));
+  for (int i = 0; i < rows; i++) {
+    const int b = isnan(ref_lse[i]) ? !isnan(lse[i]) : !(fabs(lse[i] - ref_lse[i]) <= 1e-3 * (1.0 + fabs(ref_lse[i])));
+    if (b && bad++ == 0) printf("  lse[row %d] = %.9g, reference %.9g\n", i, lse[i], ref_lse[i]);
+  }
   return bad;
 }
 

@@ -42,11 +42,11 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
       const float2 ml = u < NS ? cluster_ld2(cluster_map(cML + r, u)) : make_float2(-INFINITY, 0.0f);
       m_s[u] = ml.x;
       w_s[u] = ml.y;
-      M = fmaxf(M, ml.x);
+      M = fmax_nan(M, ml.x);
     }
     const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
     const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;
-    M = fmaxf(M, sink);
+    M = fmax_nan(M, sink);
     float L = 0.0f;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
     const float *src = cO + r * S::OROW + c * 8;
@@ -141,10 +141,10 @@ struct Epilogue {
       const int r = g.wm * 16 + frag_c_row(sl);
       float M = -INFINITY;
 #pragma unroll
-      for (int u = 0; u < WN; u++) M = fmaxf(M, sM[u * BLOCK_M + r]);
+      for (int u = 0; u < WN; u++) M = fmax_nan(M, sM[u * BLOCK_M + r]);
       const bool any = M != -INFINITY;
       const int h = g.row_head(r);
-      if (sink) M = fmaxf(M, p.sinks[h] * kLog2e);
+      if (sink) M = fmax_nan(M, p.sinks[h] * kLog2e);
       float L = 0.0f;
 #pragma unroll
       for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
@@ -160,11 +160,11 @@ struct Epilogue {
 #pragma unroll
     for (int u = 0; u < WN; u++) {
       mu[u] = sM[u * BLOCK_M + r];
-      M = fmaxf(M, mu[u]);
+      M = fmax_nan(M, mu[u]);
     }
     const bool any = M != -INFINITY;
     const float sk = sink ? p.sinks[g.head0 + (r - g.row_tok(r) * p.gh)] * kLog2e : -INFINITY; /* r is valid */
-    M = fmaxf(M, sk);
+    M = fmax_nan(M, sk);
     float L = sink && any ? fast_exp2(sk - M) : 0.0f;
 #pragma unroll
     for (int u = 0; u < WN; u++) {

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
       }
       x = score_log2(p, dot, slope, j, pos);
     }
-    const float m_new = fmaxf(m, warp_allreduce_max(x));
+    const float m_new = fmax_nan(m, warp_allreduce_max(x));
     const float m_use = m_new == -INFINITY ? 0.0f : m_new;
     const float alpha = exp2f(m - m_use);
     const float pj = exp2f(x - m_use);
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
   }
   const bool any = m != -INFINITY;
   float M = m;
-  if (p.sinks) M = fmaxf(M, p.sinks[h] * kLog2e);
+  if (p.sinks) M = fmax_nan(M, p.sinks[h] * kLog2e);
   float L = l * exp2f(m - M);
   if (p.sinks) L += exp2f(p.sinks[h] * kLog2e - M);
   const float f = any ? exp2f(m - M) / L : 0.0f;

@@ -137,8 +137,8 @@ struct KvCopies {
           if ((S::BN * CH16) % S::THREADS == 0 || r < S::BN) {
             const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
             const bool ok = c < nch16 && ok_ >= 0;
-            async_copy16(dk + r * S::K8_ROW + c * 16, pg.kc + (ok ? ok_ + c * 16 : 0), ok);
-            async_copy16(dv + r * S::V8_ROW + c * 16, pg.vc + (ok ? ov_ + c * 16 : 0), ok);
+            async_copy16(dk + code_offset<S::SW8>(r, c * 16, S::K8_ROW), pg.kc + (ok ? ok_ + c * 16 : 0), ok);
+            async_copy16(dv + code_offset<S::SW8>(r, c * 16, S::V8_ROW), pg.vc + (ok ? ov_ + c * 16 : 0), ok);
           }
         }
         return;
@@ -150,8 +150,8 @@ struct KvCopies {
         if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
           const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
           const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
-          async_copy8(dk + r * S::K8_ROW + c * 8, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
-          async_copy8(dv + r * S::V8_ROW + c * 8, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+          async_copy8(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), pg.kc + (ok ? ok_ + c * 8 : 0), ok);
+          async_copy8(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), pg.vc + (ok ? ov_ + c * 8 : 0), ok);
         }
       }
       return;

@@ -117,13 +117,13 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
     FragC s[S::NK];
     FragA pa[S::NK];
     if constexpr (S::FRAG8) {
-      const unsigned char *tk = sm.k8 + (it % ST) * S::K8_TILE_BYTES + g.wn * S::KW * S::K8_ROW;
-      const unsigned char *tv = sm.v8 + (it % ST) * S::V8_TILE_BYTES + g.wn * S::KW * S::V8_ROW;
-      if (fnuz) tile_scores_codes<S, true, C::QREG>(s, qf, sQh, tk);
-      else tile_scores_codes<S, false, C::QREG>(s, qf, sQh, tk);
+      const unsigned char *tk = sm.k8 + (it % ST) * S::K8_TILE_BYTES, *tv = sm.v8 + (it % ST) * S::V8_TILE_BYTES;
+      const int r0 = g.wn * S::KW; /* the warp's keys */
+      if (fnuz) tile_scores_codes<S, true, C::QREG>(s, qf, sQh, tk, r0);
+      else tile_scores_codes<S, false, C::QREG>(s, qf, sQh, tk, r0);
       sx.template tile<aa_f16>(p, g, n0, s, pa, acc);
-      if (fnuz) tile_pv_codes<S, true>(acc, pa, tv);
-      else tile_pv_codes<S, false>(acc, pa, tv);
+      if (fnuz) tile_pv_codes<S, true>(acc, pa, tv, r0);
+      else tile_pv_codes<S, false>(acc, pa, tv, r0);
     } else {
       const int t16 = it % S::TILES16; /* FP8: the one converted tile */
       const T *tk = sm.k + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;

@@ -61,10 +61,10 @@ __device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, floa
   load_batch(0); /* in flight together with the (m, l) loads */
   float M = -INFINITY, L = 0.0f;
 #pragma unroll
-  for (int i = 0; i < SEGS; i++) M = fmaxf(M, m_seg[i]);
+  for (int i = 0; i < SEGS; i++) M = fmax_nan(M, m_seg[i]);
   M = warp_allreduce_max(M);
   const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
-  M = fmaxf(M, sink);
+  M = fmax_nan(M, sink);
 #pragma unroll
   for (int i = 0; i < SEGS; i++) { /* segments that saw no key weigh nothing */
     w_seg[i] = m_seg[i] == -INFINITY ? 0.0f : w_seg[i] * fast_exp2(m_seg[i] - M);

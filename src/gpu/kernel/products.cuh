@@ -132,10 +132,11 @@ __device__ __forceinline__ void load_q_codes(FragA *qf, const aa_f16 *sQw) {
                                               [&](int r, int c) { return sQw + r * S::ROW + B::FULL * 64 + c; });
 }
 
-/* S += Q K^T over R k16 steps of the head dim from column 64 kb. */
+/* S += Q K^T over R k16 steps of the head dim from column 64 kb; K's codes
+ * in the staged tile at tk, the warp's keys from row r0. */
 template <class S, bool FNUZ, bool QREG, int R>
 __device__ __forceinline__ void scores_codes_block(FragC (&s)[S::NK], const FragA *qf, const aa_f16 *sQw,
-                                                   const unsigned char *tk, int kb) {
+                                                   const unsigned char *tk, int r0, int kb) {
   FragA qa[R];
   if constexpr (QREG) {
 #pragma unroll
@@ -146,41 +147,45 @@ __device__ __forceinline__ void scores_codes_block(FragC (&s)[S::NK], const Frag
 #pragma unroll
   for (int n = 0; n < S::NK; n++) {
     FragB b[R];
-    CodeFrags<FNUZ>::template load_b_nk<R>(b, tk + n * 16 * S::K8_ROW + kb * 64, S::K8_ROW);
+    CodeFrags<FNUZ>::template load_b_nk<R>(
+        b, [&](int r, int c) { return tk + code_offset<S::SW8>(r0 + n * 16 + r, kb * 64 + c, S::K8_ROW); });
 #pragma unroll
     for (int st = 0; st < R; st++) mma<aa_f16>(s[n], qa[st], b[st]);
   }
 }
 
-/* S = Q K^T for this warp's 16 rows x KW keys, K from the code tile at tk
- * (the warp's first key), Q from qf (QREG) or the f16 tile at sQw. */
+/* S = Q K^T for this warp's 16 rows x KW keys (rows r0.. of the staged code
+ * tile at tk), Q from qf (QREG) or the f16 tile at sQw. */
 template <class S, bool FNUZ, bool QREG>
 __device__ __forceinline__ void tile_scores_codes(FragC (&s)[S::NK], const FragA *qf, const aa_f16 *sQw,
-                                                  const unsigned char *tk) {
+                                                  const unsigned char *tk, int r0) {
   using B = CodeBlocks<S>;
 #pragma unroll
   for (int n = 0; n < S::NK; n++) zero(s[n]);
 #pragma unroll
-  for (int kb = 0; kb < B::FULL; kb++) scores_codes_block<S, FNUZ, QREG, 4>(s, qf, sQw, tk, kb);
-  if constexpr (B::TAIL > 0) scores_codes_block<S, FNUZ, QREG, B::TAIL>(s, qf, sQw, tk, B::FULL);
+  for (int kb = 0; kb < B::FULL; kb++) scores_codes_block<S, FNUZ, QREG, 4>(s, qf, sQw, tk, r0, kb);
+  if constexpr (B::TAIL > 0) scores_codes_block<S, FNUZ, QREG, B::TAIL>(s, qf, sQw, tk, r0, B::FULL);
 }
 
-/* O += P V for this warp's rows, P in f16 (pa), V from the code tile at tv
- * (the warp's first key); acc in CodeFrags' column order until c_to_natural. */
+/* O += P V for this warp's rows, P in f16 (pa), V's codes in rows r0.. of
+ * the staged tile at tv; acc in CodeFrags' column order until c_to_natural. */
 template <class S, bool FNUZ>
-__device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const unsigned char *tv) {
+__device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const unsigned char *tv,
+                                              int r0) {
 #pragma unroll
   for (int n = 0; n < S::NK; n++) {
 #pragma unroll
     for (int d = 0; d + 1 < S::DK; d += 2) {
       FragB b[2];
-      CodeFrags<FNUZ>::template load_b_kn<2>(b, tv + n * 16 * S::V8_ROW + d * 16, S::V8_ROW);
+      CodeFrags<FNUZ>::template load_b_kn<2>(
+          b, [&](int r, int c) { return tv + code_offset<S::SW8>(r0 + n * 16 + r, d * 16 + c, S::V8_ROW); });
       mma<aa_f16>(acc[d], pa[n], b[0]);
       mma<aa_f16>(acc[d + 1], pa[n], b[1]);
     }
     if constexpr (S::DK % 2 == 1) {
       FragB b[1];
-      CodeFrags<FNUZ>::template load_b_kn<1>(b, tv + n * 16 * S::V8_ROW + (S::DK - 1) * 16, S::V8_ROW);
+      CodeFrags<FNUZ>::template load_b_kn<1>(
+          b, [&](int r, int c) { return tv + code_offset<S::SW8>(r0 + n * 16 + r, (S::DK - 1) * 16 + c, S::V8_ROW); });
       mma<aa_f16>(acc[S::DK - 1], pa[n], b[0]);
     }
   }

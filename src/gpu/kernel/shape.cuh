@@ -21,6 +21,9 @@ namespace aa {
  * convert the chunks it copied into the one 16-bit K and V tile the products
  * read (KvCopies::convert). No TMA boxes and no two-warpgroup pipelined tile
  * (its own loader) for FP8 shapes. */
+#ifndef AA_FP8_RING
+#define AA_FP8_RING 2
+#endif
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -31,7 +34,7 @@ struct TileShape {
   static constexpr int ROW = HEAD_DIM + 8;      /* smem row, padded by 16 bytes: ldmatrix without bank conflicts */
   static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
-  static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M, PIPE_STAGES = STAGES;
+  static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M;
   static constexpr bool KV8 = FP8 != 0;
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
@@ -47,6 +50,10 @@ struct TileShape {
                              (BLOCK_N == 64 || BLOCK_N == 128);
   /* FP8 codes into fragments: the mma.sync tiles */
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
+  /* K/V ring depth. A tile of codes is half the bytes of a 16-bit one, so
+   * FRAG8 rings are twice the config's stages deep: as many bytes in flight
+   * for the same shared memory (docs/design/layout.md). */
+  static constexpr int PIPE_STAGES = FRAG8 ? STAGES * AA_FP8_RING : STAGES;
   /* 16-bit K/V tiles the products read: the ring itself, one (FP8 converted), none (FRAG8) */
   static constexpr int TILES16 = FRAG8 ? 0 : KV8 ? 1 : STAGES;
   /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
@@ -63,22 +70,25 @@ struct TileShape {
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
   static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
   static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
-  /* FP8: staged tiles of codes, rows of K8_ROW and V8_ROW bytes. FRAG8 pads
-   * them so fragment loads meet no bank conflicts: K rows are read 16 bytes
-   * per lane, two rows per 8 lanes (64 bytes apart modulo 128 where the head
-   * dim is a multiple of 64), V rows by ldmatrix, eight rows of 16 bytes per
-   * matrix (an odd multiple of 16 apart). Else rows of HEAD_DIM bytes. */
-  static constexpr int K8_ROW = !FRAG8 ? HEAD_DIM
-                                : HEAD_DIM % 128 == 0 ? HEAD_DIM + 64
-                                : HEAD_DIM % 64 == 0  ? HEAD_DIM
-                                                      : HEAD_DIM + 16;
-  static constexpr int V8_ROW = !FRAG8 || (HEAD_DIM / 16) % 2 == 1 ? HEAD_DIM : HEAD_DIM + 16;
+  /* FP8: staged tiles of codes, rows of K8_ROW and V8_ROW bytes. FRAG8 lays
+   * them out so its fragment loads meet no bank conflicts: K rows are read 16
+   * bytes per lane, two rows per 8 lanes, V rows by ldmatrix, eight rows of 16
+   * bytes per matrix. Head dims that are multiples of 128: rows of HEAD_DIM
+   * bytes, 16-byte chunk c of row r stored at chunk c ^ swz8(r) (SW8, below).
+   * Others: rows padded (K: two rows 64 bytes apart modulo 128 where the head
+   * dim is a multiple of 64; V: rows an odd multiple of 16 bytes apart). Not
+   * FRAG8: rows of HEAD_DIM bytes. */
+  static constexpr bool SW8 = FRAG8 && HEAD_DIM % 128 == 0;
+  static constexpr int K8_ROW = !FRAG8 || SW8           ? HEAD_DIM
+                                : HEAD_DIM % 64 == 0    ? HEAD_DIM
+                                                        : HEAD_DIM + 16;
+  static constexpr int V8_ROW = !FRAG8 || SW8 || (HEAD_DIM / 16) % 2 == 1 ? HEAD_DIM : HEAD_DIM + 16;
   static constexpr size_t K8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * K8_ROW : 0;
   static constexpr size_t V8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * V8_ROW : 0;
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
   static constexpr size_t PIPE_BYTES =
-      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
+      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + PIPE_STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -121,6 +131,18 @@ struct TileShape {
 template <int BN>
 __device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
   return (uint32_t)((c >> 3) * (BN * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+/* FRAG8 code tiles (TileShape::SW8): the chunk slot of 16-byte chunk c of row
+ * r is c ^ swz8(r). swz8 takes the 8 values 0..7 on any 8 consecutive rows
+ * from a multiple of 8, so the 8 rows of an ldmatrix find 8 bank groups; and
+ * rows 2i and 2i + 1 differ in bit 2, so a K load's two rows of four chunks
+ * (chunks 4b..4b+3) fall in opposite halves of the 128 banks' bytes. */
+__device__ __forceinline__ int swz8(int r) { return ((r & 1) << 2) | ((r >> 1) & 3); }
+/* Byte offset of byte b of row r in a staged code tile of `row` bytes per row. */
+template <bool SW>
+__device__ __forceinline__ int code_offset(int r, int b, int row) {
+  return r * row + (SW ? ((((b >> 4) ^ swz8(r)) << 4) | (b & 15)) : b);
 }
 
 /* The type of a cache element: T, or an fp8 code. */

@@ -28,7 +28,7 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
       else x = score_log2(p, s[n].x[e], slope[sl], j, pos[sl]);
       if constexpr (MASK) x = (j >= jlo[sl] && j < jhi[sl]) ? x : -INFINITY;
       s[n].x[e] = x;
-      mx[sl] = fmaxf(mx[sl], x);
+      mx[sl] = fmax_nan(mx[sl], x);
     }
   }
 }
@@ -96,7 +96,7 @@ struct OnlineSoftmax {
     float alpha[kFragCSlots], m_use[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) {
-      const float m_new = fmaxf(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
+      const float m_new = fmax_nan(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
       m_use[sl] = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
       alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
       m_run[sl] = m_new;

@@ -145,9 +145,11 @@ __device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
 
 /* ---- reductions --------------------------------------------------------------- */
 /* A row lives in lanes L, L^16, L^32, L^48. */
+/* The larger of a and b, NaN if either is (fmaxf returns the other), as tile_nv.cuh's. */
+__device__ __forceinline__ float fmax_nan(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float row_allreduce_max(float v) {
-  v = fmaxf(v, __shfl_xor(v, 16, AA_WARP_SIZE));
-  v = fmaxf(v, __shfl_xor(v, 32, AA_WARP_SIZE));
+  v = fmax_nan(v, __shfl_xor(v, 16, AA_WARP_SIZE));
+  v = fmax_nan(v, __shfl_xor(v, 32, AA_WARP_SIZE));
   return v;
 }
 __device__ __forceinline__ float row_allreduce_sum(float v) {
@@ -157,7 +159,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
 }
 __device__ __forceinline__ float warp_allreduce_max(float v) {
 #pragma unroll
-  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor(v, o, AA_WARP_SIZE));
+  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v = fmax_nan(v, __shfl_xor(v, o, AA_WARP_SIZE));
   return v;
 }
 __device__ __forceinline__ float warp_allreduce_sum(float v) {

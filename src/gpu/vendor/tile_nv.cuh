@@ -137,9 +137,17 @@ __device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
 }
 
 /* ---- reductions --------------------------------------------------------------- */
+/* The larger of a and b, NaN if either is (fmaxf returns the other): the
+ * softmax's maxima, so that a NaN score makes its row's out and lse NaN
+ * (docs/semantics.md), however many keys the row sees. */
+__device__ __forceinline__ float fmax_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 __device__ __forceinline__ float row_allreduce_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 2));
   return v;
 }
 __device__ __forceinline__ float row_allreduce_sum(float v) {
@@ -149,7 +157,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
 }
 __device__ __forceinline__ float warp_allreduce_max(float v) {
 #pragma unroll
-  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 __device__ __forceinline__ float warp_allreduce_sum(float v) {
@@ -295,12 +303,13 @@ struct CodeFrags {
       a[s].x[3] = u1.y;
     }
   }
-  /* K: R B fragments (16 keys x R k16 steps) from code rows `rs` bytes apart,
-   * `rows` at key 0 and the block's first column. */
-  template <int R>
-  __device__ __forceinline__ static void load_b_nk(FragB (&b)[R], const unsigned char *rows, int rs) {
+  /* K: R B fragments (16 keys x R k16 steps) of the codes at whose key r,
+   * byte b of the block `at` returns the address (16 bytes from 4Rt
+   * contiguous and aligned to 4R). */
+  template <int R, class At>
+  __device__ __forceinline__ static void load_b_nk(FragB (&b)[R], At at) {
     const int l = lane_id();
-    const unsigned char *p0 = rows + (l >> 2) * rs + 4 * R * (l & 3), *p1 = p0 + 8 * rs;
+    const unsigned char *p0 = at(l >> 2, 4 * R * (l & 3)), *p1 = at((l >> 2) + 8, 4 * R * (l & 3));
     uint32_t w0[R], w1[R];
     if constexpr (R == 4) {
       const uint4 a = *reinterpret_cast<const uint4 *>(p0), c = *reinterpret_cast<const uint4 *>(p1);
@@ -322,12 +331,12 @@ struct CodeFrags {
     }
   }
   /* V: the B fragments of G (1 or 2) groups of 16 head-dim columns for 16
-   * keys, from code rows `rs` bytes apart (16-byte aligned), `rows` at key 0
-   * and the first group's column. */
-  template <int G>
-  __device__ __forceinline__ static void load_b_kn(FragB (&b)[G], const unsigned char *rows, int rs) {
+   * keys, of the codes at whose key r, byte b of the groups `at` returns the
+   * address (16-byte chunks, aligned). */
+  template <int G, class At>
+  __device__ __forceinline__ static void load_b_kn(FragB (&b)[G], At at) {
     const int l = lane_id();
-    const unsigned char *p = rows + ((l & 7) + 8 * ((l >> 3) & 1)) * rs + 16 * (l >> 4);
+    const unsigned char *p = at((l & 7) + 8 * ((l >> 3) & 1), 16 * (l >> 4));
     uint32_t d[2 * G];
     if constexpr (G == 2) {
       ldmatrix_x4_trans(d, p);
