@@ -62,6 +62,11 @@ struct QToF16<aa_f16> {
   }
 };
 
+/* FRAG8: P goes to the f16 products times 2^15 (at most 32768, below f16's
+ * 65504), so weights down to 2^-29 of the row's maximum stay normal f16
+ * numbers, as precise as in bf16 or better (softmax.cuh, PSHIFT). */
+constexpr int kCodePShift = 15;
+
 /* early (p.early_reads, the caller's batch->prior_writes promise): when the
  * first ST - 1 tiles all lie below the newest q_len keys (the only cache rows
  * the work before the call may write), their page ids are read and their
@@ -121,7 +126,7 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
       const int r0 = g.wn * S::KW; /* the warp's keys */
       if (fnuz) tile_scores_codes<S, true, C::QREG>(s, qf, sQh, tk, r0);
       else tile_scores_codes<S, false, C::QREG>(s, qf, sQh, tk, r0);
-      sx.template tile<aa_f16>(p, g, n0, s, pa, acc);
+      sx.template tile<aa_f16, kCodePShift>(p, g, n0, s, pa, acc);
       if (fnuz) tile_pv_codes<S, true>(acc, pa, tv, r0);
       else tile_pv_codes<S, false>(acc, pa, tv, r0);
     } else {
@@ -136,8 +141,9 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
     block_sync(); /* the stage is refilled next iteration */
   }
   if constexpr (S::FRAG8) {
-#pragma unroll
+    sx.template unshift<kCodePShift>(acc);
     /* CodeFrags<false>, spelled dependent on S: the AMD layer only declares it */
+#pragma unroll
     for (int d = 0; d < S::DK; d++) CodeFrags<!S::FRAG8>::c_to_natural(acc[d]);
   }
 }

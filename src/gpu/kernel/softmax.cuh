@@ -68,8 +68,11 @@ struct OnlineSoftmax {
   }
 
   /* Scores of tile n0 in s -> P in pa (masks only on tiles that cross a
-   * boundary, online softmax), and the output acc rescaled to the new maxima. */
-  template <typename T>
+   * boundary, online softmax), and the output acc rescaled to the new maxima.
+   * PSHIFT: P, l_run and so acc come out 2^PSHIFT times their values (P in
+   * f16, which is subnormal below 2^-14, keeps its precision 2^PSHIFT times
+   * further down); unshift() divides it out after the loop. */
+  template <typename T, int PSHIFT = 0>
   __device__ __forceinline__ void tile(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
                                        FragA (&pa)[S::NK], FragC (&acc)[S::DK]) {
     const int nw0 = n0 + g.wn * S::KW;
@@ -107,7 +110,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < kFragCElems; e++) {
         const int sl = frag_c_slot(e);
-        const float pe = fast_exp2(fmaf(s[n].x[e], sc, -m_use[sl]));
+        const float pe = fast_exp2(fmaf(s[n].x[e], sc, (float)PSHIFT - m_use[sl]));
         s[n].x[e] = pe;
         l_run[sl] += pe;
       }
@@ -117,6 +120,17 @@ struct OnlineSoftmax {
     for (int d = 0; d < S::DK; d++)
 #pragma unroll
       for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+  }
+  /* After tiles run with PSHIFT: l_run and acc back to their values (exact: powers of two). */
+  template <int PSHIFT>
+  __device__ __forceinline__ void unshift(FragC (&acc)[S::DK]) {
+    constexpr float f = 1.0f / (float)(1 << PSHIFT);
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) l_run[sl] *= f;
+#pragma unroll
+    for (int d = 0; d < S::DK; d++)
+#pragma unroll
+      for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= f;
   }
 };
 
