@@ -105,6 +105,15 @@ if has sanitize; then
   rc=$?
   tail -3 "$OUT/.san" | tee -a "$LOG"
   note "sanitizer memcheck test_graph_replay: rc=$rc, $(grep -E 'ERROR SUMMARY' "$OUT/.san" | tail -1)"
+  # fp8 caches: the quick fp8 conformance cases (codes into fragments, split and cluster merges).
+  for tool in memcheck racecheck; do
+    say "compute-sanitizer --tool $tool (quick, filter fp8)"
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+      $CLI check --backend cuda --quick --filter fp8 >"$OUT/.san" 2>&1
+    rc=$?
+    tail -3 "$OUT/.san" | tee -a "$LOG"
+    note "sanitizer $tool fp8: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1), $(grep -cE '^PASS' "$OUT/.san") PASS"
+  done
   # The split-KV merge by the last arrival (counters, fences, two streams) under every tool.
   for tool in memcheck racecheck synccheck; do
     say "compute-sanitizer --tool $tool test_split_merge"

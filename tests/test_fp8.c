@@ -232,7 +232,8 @@ static int compare(anyattn_dtype dt, const uint16_t *out, const float *lse, cons
     const double got = tl_load(dt, out, (size_t)i);
     const int b = isnan(ref[i]) ? !isnan(got) : !(fabs(got - ref[i]) <= tol * ref_abs[i] + floor_abs);
     *nan_out += isnan(ref[i]) && isnan(got);
-    if (b && bad++ == 0) printf("  out[row %d, %d] = %.9g, reference %.9g\n", i / d, i % d, got, ref[i]);
+    if (b && bad++ == 0)
+      printf("  out[row %d, %d] = %.9g, reference %.9g, sum p|v| %.9g\n", i / d, i % d, got, ref[i], ref_abs[i]);
   }
   for (int i = 0; i < rows; i++) {
     const int b = isnan(ref_lse[i]) ? !isnan(lse[i]) : !(fabs(lse[i] - ref_lse[i]) <= 1e-3 * (1.0 + fabs(ref_lse[i])));

@@ -21,15 +21,6 @@ namespace aa {
  * convert the chunks it copied into the one 16-bit K and V tile the products
  * read (KvCopies::convert). No TMA boxes and no two-warpgroup pipelined tile
  * (its own loader) for FP8 shapes. */
-#ifndef AA_FP8_RING
-#define AA_FP8_RING 1
-#endif
-#ifndef AA_FP8_MINB
-#define AA_FP8_MINB 0
-#endif
-#ifndef AA_FP8_QREG
-#define AA_FP8_QREG 1
-#endif
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -56,10 +47,9 @@ struct TileShape {
                              (BLOCK_N == 64 || BLOCK_N == 128);
   /* FP8 codes into fragments: the mma.sync tiles */
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
-  /* K/V ring depth. A tile of codes is half the bytes of a 16-bit one, so
-   * FRAG8 rings are twice the config's stages deep: as many bytes in flight
-   * for the same shared memory (docs/design/layout.md). */
-  static constexpr int PIPE_STAGES = FRAG8 ? STAGES * AA_FP8_RING : STAGES;
+  /* K/V ring depth: the config's stages (fp8 rings of twice the depth were
+   * slower on the H200: docs/design/layout.md) */
+  static constexpr int PIPE_STAGES = STAGES;
   /* 16-bit K/V tiles the products read: the ring itself, one (FP8 converted), none (FRAG8) */
   static constexpr int TILES16 = FRAG8 ? 0 : KV8 ? 1 : STAGES;
   /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
@@ -72,7 +62,7 @@ struct TileShape {
   static constexpr bool TMA = kTileTma && !WG && ROW <= 256 && !KV8;
   static constexpr size_t WG_ALIGN = WG ? 1024 : TMA ? 128 : 0;
   /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
-  static constexpr bool Q_IN_REGS = HEAD_DIM <= 128 && (!FRAG8 || AA_FP8_QREG);
+  static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
   static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
   static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
@@ -119,7 +109,7 @@ struct TileShape {
   static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
-  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? ((FRAG8 && AA_FP8_MINB ? AA_FP8_MINB * 4 : 12) / WARPS > 0 ? (FRAG8 && AA_FP8_MINB ? AA_FP8_MINB * 4 : 12) / WARPS : 1) : 1;
+  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
   static_assert(BLOCK_M % 16 == 0 && WM >= 1 && WM * WN == WARPS, "warps must tile BLOCK_M x BLOCK_N");
   static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
