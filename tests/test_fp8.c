@@ -220,17 +220,22 @@ static void test_every_code_k(anyattn_kv_dtype kv, anyattn_dtype dt, const char 
  * finite elements, relative to sum_j p_j |v_j| (ref_abs: the scale of rounding
  * error in out, which does not cancel as out itself can): counts mismatches. */
 static int compare(anyattn_dtype dt, const uint16_t *out, const float *lse, const double *ref, const double *ref_lse,
-                   const double *ref_abs, int rows, int d, int *nan_out) {
+                   const double *ref_abs, int rows, int d, int cuda, int *nan_out) {
   const double tol = dt == ANYATTN_DTYPE_BF16 ? 2e-2 : 4e-3;
   /* Outputs this small are underflow, not rounding: fp16's smallest subnormal;
    * for bf16, weights whose exp underflows fp32 (the backends flush fp32
    * subnormals) leave absolute errors far below 2^-100. */
   const double floor_abs = dt == ANYATTN_DTYPE_F16 ? 0x1p-24 : 0x1p-100;
+  /* The GPU is held to the conformance bound (docs/semantics.md: atol + rtol * A,
+   * atol 1e-3 for bf16, 2e-4 for f16, as test_gpu_fp8): its bf16 prefill tiles
+   * miss the floor above by up to ~15% of A on outputs near 1e-13 whose large weights
+   * meet zero codes. */
+  const double atol = !cuda ? floor_abs : dt == ANYATTN_DTYPE_BF16 ? 1e-3 : 2e-4;
   int bad = 0;
   *nan_out = 0;
   for (int i = 0; i < rows * d; i++) {
     const double got = tl_load(dt, out, (size_t)i);
-    const int b = isnan(ref[i]) ? !isnan(got) : !(fabs(got - ref[i]) <= tol * ref_abs[i] + floor_abs);
+    const int b = isnan(ref[i]) ? !isnan(got) : !(fabs(got - ref[i]) <= tol * ref_abs[i] + atol);
     *nan_out += isnan(ref[i]) && isnan(got);
     if (b && bad++ == 0)
       printf("  out[row %d, %d] = %.9g, reference %.9g, sum p|v| %.9g\n", i / d, i % d, got, ref[i], ref_abs[i]);
@@ -270,7 +275,7 @@ static void test_nan(anyattn_kv_dtype kv, anyattn_dtype dt, const char *isa, int
     const fp8_setup S = {kv, dt, d, q_len, kv_len, isa};
     if (run_one(&S, q, k, v, kd, vd, ANYATTN_DESCALE_PER_SEQ_HEAD, out, lse, ref, ref_lse, ref_abs) == 0) {
       int nan_out = 0;
-      const int bad = compare(dt, out, lse, ref, ref_lse, ref_abs, rows, d, &nan_out);
+      const int bad = compare(dt, out, lse, ref, ref_lse, ref_abs, rows, d, is_cuda(isa), &nan_out);
       /* K: every row of kv head 0 (GROUP q heads per token) is all NaN; V: dim 5 of kv head 1's rows. */
       const int want_nan = which == 0 ? q_len * GROUP * d : q_len * GROUP;
       CHECK(bad == 0 && nan_out == want_nan, "%s %s isa %s q_len %d d %d: NaN in %s: %d mismatches, %d NaN out (want %d)",
