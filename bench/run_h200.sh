@@ -18,7 +18,8 @@
 #
 # Data files, named as in bench/results/h200/ (docs/performance.md says how to
 # refresh the table from them): {decode,decode_graph,prefill,mixed,ibm,
-# e2e-llama8b,e2e-llama8b-step}.json from `anyattn bench --json`, peers.json from peers.py,
+# e2e-llama8b,e2e-llama8b-step}.json from `anyattn bench --json` (the fp8 step:
+# {decode_graph,prefill}_kv_{as-q,fp8}.json, headdim_d<D>_kv_{as-q,fp8}.json), peers.json from peers.py,
 # h200_tune_<grid>.csv from `anyattn tune` with h200_tune_<grid>.meta.json
 # beside it. Each records its commit: ANYATTN_COMMIT if set (the device
 # machine has no git: pass `ANYATTN_COMMIT=<sha>` in the command), else

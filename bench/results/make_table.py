@@ -3,7 +3,9 @@
 
 Each folder bench/results/<device>/ holds the latest file of each workload as
 `anyattn bench --json` writes it (decode.json, decode_graph.json, prefill.json,
-mixed.json, ibm.json, e2e-llama8b.json, e2e-llama8b-step.json; a CPU folder also prefill_f32.json),
+mixed.json, ibm.json, e2e-llama8b.json, e2e-llama8b-step.json; a GPU folder also the fp8 step of
+bench/run_h200.sh: {decode_graph,prefill}_kv_{as-q,fp8}.json and headdim_d<D>_kv_{as-q,fp8}.json; a CPU
+folder also prefill_f32.json),
 the peers of bench/peers.py or, for a CPU, bench/cpu_peers.py (peers.json) and the sweep a committed tree was fitted on (*.csv, from
 `anyattn tune`). Every file says when, at which commit, on which device and by
 which command it was measured: in its own fields (bench --json, peers.py), its
@@ -29,8 +31,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 FACTS = ("date", "commit", "device", "command")
 ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "e2e-llama8b-step",
-         "e2e-llama8b-step-newkeys", "ibm",
-         "default"]
+         "e2e-llama8b-step-newkeys", "ibm", "decode_graph_kv_as-q", "decode_graph_kv_fp8", "prefill_kv_as-q",
+         "prefill_kv_fp8", "default"]
 PEER_NAMES = {"flash": "FA2", "cudnn": "cuDNN"}
 SAME_RUN_MINUTES = 60  # peers count as the same run: same commit and device, dates this close
 
@@ -172,11 +174,17 @@ def bench_section(gpu, stem, entry, peers):
     gpu_units = obj.get("backend") != "cpu"
     bw_unit, bw_div = ("TB/s", 1e3) if gpu_units else ("GB/s", 1.0)
     fl_unit, fl_div = ("TFLOP/s", 1e3) if gpu_units else ("GFLOP/s", 1.0)
-    title = obj.get("workload", stem) + (", graph replay" if obj.get("graph") else "")
+    workload = obj.get("workload", stem)
+    title = ("cases (" + stem + ")" if workload == "default" else workload) + (", graph replay" if obj.get("graph") else "")
     if obj.get("dtype", "bf16") != "bf16":
         title += ", " + obj["dtype"]
     if "--prior-writes new-keys" in facts.get("command", ""):
         title += ", prior_writes NEW_KEYS"
+    hd = re.search(r"--head-dim (\d+)", facts.get("command", ""))
+    if hd:
+        title += ", head dim " + hd.group(1)
+    if obj.get("kv_dtype"):
+        title += ", " + obj["kv_dtype"] + " cache"
     out = [f"### {title}", "", facts_line(gpu, stem + ".json", facts) + "  "]
     out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
                f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
