@@ -116,10 +116,17 @@ struct OnlineSoftmax {
       }
       acc_to_a<T>(pa[n], s[n]);
     }
+    /* Once the maxima settle, every alpha is exactly 1: the rescale is skipped
+     * (bit for bit the same), warp-uniformly. */
+    bool rescale = false;
 #pragma unroll
-    for (int d = 0; d < S::DK; d++)
+    for (int sl = 0; sl < kFragCSlots; sl++) rescale |= alpha[sl] != 1.0f;
+    if (warp_any(rescale)) {
 #pragma unroll
-      for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+      for (int d = 0; d < S::DK; d++)
+#pragma unroll
+        for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+    }
   }
   /* After tiles run with PSHIFT: l_run and acc back to their values (exact: powers of two). */
   template <int PSHIFT>

@@ -147,6 +147,8 @@ __device__ __forceinline__ void acc_to_a(FragA &a, const FragC &c) {
 /* A row lives in lanes L, L^16, L^32, L^48. */
 /* The larger of a and b, NaN if either is (fmaxf returns the other), as tile_nv.cuh's. */
 __device__ __forceinline__ float fmax_nan(float a, float b) { return (a > b || a != a) ? a : b; }
+/* True on every lane when pred is true on any lane of the wavefront. */
+__device__ __forceinline__ bool warp_any(bool pred) { return __any(pred) != 0; }
 __device__ __forceinline__ float row_allreduce_max(float v) {
   v = fmax_nan(v, __shfl_xor(v, 16, AA_WARP_SIZE));
   v = fmax_nan(v, __shfl_xor(v, 32, AA_WARP_SIZE));

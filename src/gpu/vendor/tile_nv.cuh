@@ -165,6 +165,8 @@ __device__ __forceinline__ float warp_allreduce_sum(float v) {
   for (int o = AA_WARP_SIZE / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+/* True on every lane when pred is true on any lane of the warp. */
+__device__ __forceinline__ bool warp_any(bool pred) { return __any_sync(0xffffffffu, pred) != 0; }
 __device__ __forceinline__ float warp_broadcast(float v, int src) {
   return __shfl_sync(0xffffffffu, v, src);
 }
