@@ -111,7 +111,7 @@ __device__ __forceinline__ void tile_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK],
  * The staged code tiles are read into B fragments and converted in registers
  * by the tile layer (CodeFrags: the head-dim order of Q K^T and of the P V
  * accumulators there). Both products run in f16: Q converted once per program
- * (q_to_f16), P packed as f16, every E4M3 value exact in f16. The head dim in
+ * (QToF16, mainloop.cuh), P packed as f16, every E4M3 value exact in f16. The head dim in
  * blocks of 4 k16 steps, the last of DK % 4 (1 or 2: head dims 80 and 96). */
 template <class S>
 struct CodeBlocks {
