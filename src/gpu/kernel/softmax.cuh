@@ -121,10 +121,14 @@ struct OnlineSoftmax {
      * one H200 that took 1-2.5% off fp8 decode and nothing off 16-bit decode;
      * the prefill tiles, where the vote cost ~1%, always rescale
      * (docs/design/layout.md). */
-    bool rescale = S::BM != 16;
+    bool rescale = true;
+    if constexpr (S::BM == 16) {
+      rescale = false;
 #pragma unroll
-    for (int sl = 0; sl < kFragCSlots; sl++) rescale |= alpha[sl] != 1.0f;
-    if (S::BM != 16 || warp_any(rescale)) {
+      for (int sl = 0; sl < kFragCSlots; sl++) rescale |= alpha[sl] != 1.0f;
+      rescale = warp_any(rescale);
+    }
+    if (rescale) {
 #pragma unroll
       for (int d = 0; d < S::DK; d++)
 #pragma unroll
