@@ -54,6 +54,11 @@ static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 256, 2, 4, 16, 1, DECODE, PER_TENSOR, 0, 2, 900, NULL, 0, -26},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 96, 2, 4, 16, 0, MIXED, PER_TENSOR, 0, 4, 500, "m16n64w4s2", 0, 24},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 512, 1, 4, 16, 1, DECODE, PER_SEQ_HEAD, 0, 2, 700, NULL, 0, 0},
+    /* the two-warpgroup prefill tile: codes 8 per copy (head dims 120, 56), q far outside f16's range */
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 120, 2, 4, 16, 1, PREFILL, PER_SEQ_HEAD, 0, 2, 500, "m128n128w8s2", 0, 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 56, 2, 4, 16, 1, PREFILL, PER_TENSOR, 1, 2, 400, "m128n128w8s2", 0, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 0, PREFILL, PER_TENSOR, 0, 2, 600, "m128n128w8s2", 0, 20},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 64, 2, 4, 32, 1, MIXED, PER_SEQ_HEAD, 0, 4, 700, "m128n128w8s2", 0, -26},
 };
 
 /* The exact value of a code (NaN codes are never drawn). */

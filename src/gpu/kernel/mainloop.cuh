@@ -15,58 +15,6 @@
 
 namespace aa {
 
-/* FRAG8 (products.cuh): the landed Q tile in shared memory -> f16, in place,
- * scaled by 2^-e so that its largest magnitude lies in [2^14, 2^15): exact for
- * every bf16 element down to 2^-28 of that largest (f16's normal range), the
- * smaller ones as f16 subnormals, far below the fp32 rounding of the sums they
- * join; NaN and infinities as they are (e = 0). Returns 2^e, the factor the
- * scores take back. Every warp finds the maximum over the whole tile itself
- * (identical in all), so one barrier orders the reads before the writes. An
- * f16 problem's Q is left as it is. */
-template <typename T>
-struct QToF16 {
-  template <class S>
-  __device__ __forceinline__ static float run(T *q, int tid) {
-    constexpr int CH = S::CHUNKS, N = S::BM * CH;
-    float mx = 0.0f;
-    for (int i = tid % AA_WARP_SIZE; i < N; i += AA_WARP_SIZE) {
-      const uint4 u = *reinterpret_cast<const uint4 *>(q + (i / CH) * S::ROW + (i % CH) * 8);
-      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        mx = fmaxf(mx, fmaxf(fabsf(__uint_as_float(w[k] << 16)), fabsf(__uint_as_float(w[k] & 0xffff0000u))));
-    }
-    mx = warp_allreduce_max(mx);
-    const int eb = (int)((__float_as_uint(mx) >> 23) & 0xffu);
-    const int e = (mx == 0.0f || eb == 255) ? 0 : min(max(eb - 127 - 14, -100), 100);
-    const float f = __uint_as_float((uint32_t)(127 - e) << 23);
-    block_sync(); /* every warp has read Q */
-    for (int i = tid; i < N; i += S::THREADS) {
-      uint4 *c = reinterpret_cast<uint4 *>(q + (i / CH) * S::ROW + (i % CH) * 8);
-      const uint4 u = *c;
-      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-      uint32_t h[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++) h[k] = pack2<aa_f16>(__uint_as_float(w[k] << 16) * f, __uint_as_float(w[k] & 0xffff0000u) * f);
-      *c = make_uint4(h[0], h[1], h[2], h[3]);
-    }
-    block_sync();
-    return __uint_as_float((uint32_t)(127 + e) << 23);
-  }
-};
-template <>
-struct QToF16<aa_f16> {
-  template <class S>
-  __device__ __forceinline__ static float run(aa_f16 *, int) {
-    return 1.0f;
-  }
-};
-
-/* FRAG8: P goes to the f16 products times 2^15 (at most 32768, below f16's
- * 65504), so weights down to 2^-29 of the row's maximum stay normal f16
- * numbers, as precise as in bf16 or better (softmax.cuh, PSHIFT). */
-constexpr int kCodePShift = 15;
-
 /* early (p.early_reads, the caller's batch->prior_writes promise): when the
  * first ST - 1 tiles all lie below the newest q_len keys (the only cache rows
  * the work before the call may write), their page ids are read and their
@@ -99,7 +47,7 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
   if (pre) async_wait<0>(); /* Q is the newest group */
   else async_wait<ST - 1>(); /* the Q group is the oldest */
   block_sync();
-  if constexpr (S::FRAG8) sx.kd *= QToF16<T>::template run<S>(sm.q, g.tid);
+  if constexpr (S::FRAG8) sx.kd *= QToF16<T>::template run<S, false>(sm.q, g.tid);
   const T *sQw = sm.q + g.wm * 16 * S::ROW;
   const aa_f16 *sQh = reinterpret_cast<const aa_f16 *>(sQw); /* FRAG8: Q in f16 */
   FragA qf[C::QREG ? S::DK : 1];
@@ -130,7 +78,7 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
       if (fnuz) tile_pv_codes<S, true>(acc, pa, tv, r0);
       else tile_pv_codes<S, false>(acc, pa, tv, r0);
     } else {
-      const int t16 = it % S::TILES16; /* FP8: the one converted tile */
+      const int t16 = it % C::TILES16; /* FP8: the one converted tile */
       const T *tk = sm.k + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
       const T *tv = sm.v + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
       tile_scores<T, S, C::WG, C::QREG>(s, qf, sQw, smem_u32(sm.q), (g.warp >> 2) * 64, tk);

@@ -4,7 +4,10 @@
  * tensor cores busy (docs/design/prefill.md). Each warpgroup also loads half
  * of every tile: the first K, the second V, as 16-byte copies tracked by
  * mbarriers or, where the cache layout allows, as 128-byte-swizzled TMA boxes
- * that land in exactly the wgmma layout. */
+ * that land in exactly the wgmma layout. FP8 caches: each warpgroup copies its
+ * half's codes into its code tile a phase before they are needed, then
+ * converts them into the 16-bit ring and arrives on the mbarrier itself; both
+ * products run in f16 (docs/design/layout.md, FP8 caches). */
 #ifndef ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 #define ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 
@@ -22,13 +25,23 @@ constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5;
 template <typename T, class S>
 struct PipelinedTile {
   static_assert(S::WM == 8 && S::PIPE_STAGES == 2, "two warpgroups of 64 rows, two stages");
+  /* FP8: codes per copy (16 where p.kv8_wide, else 8), chunks of a row, and
+   * each thread's chunks of a tile half */
+  static constexpr int CH16 = S::HD / 16, LOADS16 = S::BN * CH16 / 128;
+  static constexpr int CH8 = S::HD / 8, LOADS8 = S::BN * CH8 / 128;
+  static_assert(!S::KV8 || ((S::BN * CH16) % 128 == 0 && (CH16 == 4 || CH16 % 8 == 0)),
+                "FP8 halves in whole rounds of 128 copies; code tiles swizzled for 4 or 8k chunks a row");
   const AttnParams &p;
   const Program<S> &g;
   const SmemTiles<T, S> &sm;
   const KvPages<T, S> pages;
   int grp, lt; /* warpgroup (0 copies K, 1 copies V) and thread within it: owns row lt of a tile */
   bool tma;    /* halves may come as TMA boxes */
-  int pg_next; /* page id (or box page) of the next half this thread loads */
+  int pg_next; /* page id (or box page) of the next half this thread loads (FP8: copies the codes of) */
+  /* The products' type: T, or f16 for FP8 caches (Q converted by QToF16, P
+   * times 2^PSHIFT) */
+  typedef typename ProductElem<T, S::KV8>::type MT;
+  static constexpr int PSHIFT = S::KV8 ? kCodePShift : 0;
 
   /* The four mbarriers (full K and full V of each stage), one arrival per
    * copying thread of a warpgroup (128). Before the work search, whose
@@ -109,17 +122,132 @@ struct PipelinedTile {
     named_sync(kBarWg0 + grp, 128);
     issue(stage, slot);
   }
-  /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and K(2)
-   * follow inside the loop. One round trip for the page ids. */
-  __device__ __forceinline__ void prologue() {
+  /* ---- FP8 halves ----
+   * Chunk k of this thread (i = lt + 128 k): row r = i % 8 + 8 (i / (8 NC)),
+   * chunk c = (i / 8) % NC of NC a row, so the 8 threads of a shared-memory
+   * phase take 8 rows at one column: the 16-bit chunks they store land in 8
+   * distinct bank groups of the swizzled tile, and the code chunks they load
+   * do too, as the code tile (16 codes a chunk) XORs chunk c of row r with
+   * r % 8 (8k chunks a row) or (r / 2) % 4 (4 chunks, 64-byte rows). With 8
+   * codes a chunk (rows not 16-byte aligned) the code tile is plain. */
+  template <int NC>
+  __device__ __forceinline__ void code_chunk(int k, int &r, int &c) const {
+    const int i = lt + 128 * k;
+    r = (i & 7) + 8 * (i / (8 * NC));
+    c = (i >> 3) % NC;
+  }
+  __device__ __forceinline__ static int code16_offset(int r, int c) {
+    return r * S::HD + ((c ^ (CH16 == 4 ? (r >> 1) & 3 : r & 7)) << 4);
+  }
+  /* This warpgroup's codes of the tile whose offsets are in `slot` -> its
+   * code tile, one cp.async group (columns past the head dim and keys
+   * outside [lo, hi): zeros). */
+  __device__ __forceinline__ void issue_codes(int slot) const {
+    unsigned char *dst = grp ? sm.v8 : sm.k8;
+    const unsigned char *src = static_cast<const unsigned char *>(grp ? pages.vc : pages.kc);
+    if (p.kv8_wide) {
+      const int nc = p.head_dim >> 4;
+#pragma unroll
+      for (int k = 0; k < LOADS16; k++) {
+        int r, c;
+        code_chunk<CH16>(k, r, c);
+        const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+        const bool ok = o >= 0 && c < nc;
+        async_copy16(dst + code16_offset(r, c), src + (ok ? o + c * 16 : 0), ok);
+      }
+    } else {
+      const int nc = p.head_dim >> 3;
+#pragma unroll
+      for (int k = 0; k < LOADS8; k++) {
+        int r, c;
+        code_chunk<CH8>(k, r, c);
+        const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+        const bool ok = o >= 0 && c < nc;
+        async_copy8(dst + r * S::HD + c * 8, src + (ok ? o + c * 8 : 0), ok);
+      }
+    }
+    async_commit();
+  }
+  /* Tile n0's codes (this warpgroup's half) from page id pg, offsets in slot. */
+  __device__ __forceinline__ void fill_codes(int slot, int n0, int pg) const {
+    store(slot, n0, pg);
+    named_sync(kBarWg0 + grp, 128);
+    issue_codes(slot);
+  }
+  /* The codes this thread copied last (waited for: its only pending group)
+   * -> f16 in the swizzled 16-bit tile of `stage`, then its arrival on the
+   * stage's mbarrier (the stage must be free: KFree / VFree). */
+  template <bool FNUZ>
+  __device__ __forceinline__ void convert_codes(int stage) const {
+    const unsigned char *src = grp ? sm.v8 : sm.k8;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    if (p.kv8_wide) {
+#pragma unroll
+      for (int k = 0; k < LOADS16; k++) {
+        int r, c;
+        code_chunk<CH16>(k, r, c);
+        const uint4 x = *reinterpret_cast<const uint4 *>(src + code16_offset(r, c));
+        uint32_t h[8];
+        CodeFrags<FNUZ>::cvt4(x.x, h[0], h[1]);
+        CodeFrags<FNUZ>::cvt4(x.y, h[2], h[3]);
+        CodeFrags<FNUZ>::cvt4(x.z, h[4], h[5]);
+        CodeFrags<FNUZ>::cvt4(x.w, h[6], h[7]);
+        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
+        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < LOADS8; k++) {
+        int r, c;
+        code_chunk<CH8>(k, r, c);
+        const uint2 x = *reinterpret_cast<const uint2 *>(src + r * S::HD + c * 8);
+        uint32_t h[4];
+        CodeFrags<FNUZ>::cvt4(x.x, h[0], h[1]);
+        CodeFrags<FNUZ>::cvt4(x.y, h[2], h[3]);
+        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, c)) = make_uint4(h[0], h[1], h[2], h[3]);
+      }
+    }
+  }
+  __device__ __forceinline__ void land(int stage) const {
+    async_wait<0>();
+    if (p.fp8_fnuz) convert_codes<true>(stage);
+    else convert_codes<false>(stage);
+    fence_proxy_async_smem(); /* the conversions, before wgmma reads them */
+    mbar_arrive(sm.bar + 2 * grp + stage);
+  }
+  /* FP8: K(0), K(1) landed by the first warpgroup and K(2)'s codes out; V(0)
+   * landed by the second and V(1)'s codes out. */
+  __device__ __forceinline__ void prologue_codes() {
     const int n0 = g.n_begin;
     const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
     const int pg2 = grp == 0 ? lookup(n0 + 2 * S::BN) : 0;
-    if (g.ntiles > 0) fill(0, 0, n0, pg0);
-    else async_commit();
-    if (grp == 0 && g.ntiles > 1) fill(1, 1, n0 + S::BN, pg1);
-    else async_commit(); /* two groups after Q's on every thread */
-    pg_next = grp == 0 ? pg2 : pg1;
+    if (g.ntiles > 0) {
+      fill_codes(0, n0, pg0);
+      land(0);
+    }
+    if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
+    if (grp == 0 && g.ntiles > 1) {
+      land(1);
+      if (g.ntiles > 2) fill_codes(0, n0 + 2 * S::BN, pg2);
+    }
+    pg_next = lookup(n0 + (grp == 0 ? 3 : 2) * S::BN);
+  }
+
+  /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and K(2)
+   * follow inside the loop. One round trip for the page ids. */
+  __device__ __forceinline__ void prologue() {
+    if constexpr (S::KV8) {
+      prologue_codes();
+    } else {
+      const int n0 = g.n_begin;
+      const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
+      const int pg2 = grp == 0 ? lookup(n0 + 2 * S::BN) : 0;
+      if (g.ntiles > 0) fill(0, 0, n0, pg0);
+      else async_commit();
+      if (grp == 0 && g.ntiles > 1) fill(1, 1, n0 + S::BN, pg1);
+      else async_commit(); /* two groups after Q's on every thread */
+      pg_next = grp == 0 ? pg2 : pg1;
+    }
   }
 
   /* One product phase: O += P(it-1) V(it-1) (PV) and S = Q K(it)^T (QK)
@@ -146,8 +274,8 @@ struct PipelinedTile {
 #pragma unroll
     for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
     wg_fence();
-    if constexpr (PV) wg_issue_pv<T, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
-    if constexpr (QK) wg_issue_scores<T, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
+    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
+    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
     wg_commit();
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     if (grp == 1 && vfree) named_sync(kBarVFree, 256);
@@ -170,15 +298,31 @@ struct PipelinedTile {
       named_arrive(kBarKFree, 256);
     }
     if (grp == 1 && vissue) {
-      fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
-      pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+      if constexpr (S::KV8) { /* V(it+1)'s codes, out since the last phase; V(it+2)'s out */
+        land((it + 1) & 1);
+        if (it + 2 < g.ntiles) {
+          fill_codes(it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+          pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+        }
+      } else {
+        fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
+        pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+      }
     }
     if constexpr (QK) {
-      sx.template tile<T>(p, g, g.n_begin + it * S::BN, s, pa, acc);
+      sx.template tile<MT, PSHIFT>(p, g, g.n_begin + it * S::BN, s, pa, acc);
       if (grp == 0 && kfree) {
         named_sync(kBarKFree, 256);
-        fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
-        pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+        if constexpr (S::KV8) { /* K(it+2)'s codes, out since the last phase; K(it+3)'s out */
+          land(it & 1);
+          if (it + 3 < g.ntiles) {
+            fill_codes((it + 1) & 1, g.n_begin + (it + 3) * S::BN, pg_next);
+            pg_next = lookup(g.n_begin + (it + 4) * S::BN);
+          }
+        } else {
+          fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+          pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+        }
       }
     }
   }
@@ -194,6 +338,7 @@ __device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program
   async_wait<2>(); /* Q's group, before the two of the first K/V copies; wgmma reads Q next */
   fence_proxy_async_smem();
   block_sync();
+  if constexpr (S::KV8) sx.kd *= QToF16<T>::template run<S, true>(sm.q, g.tid);
 #pragma unroll
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
@@ -208,6 +353,7 @@ __device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program
      * with arrivals pending when the program goes on or exits. */
     if (pt.grp == 0) named_sync(kBarSched0, 256);
   }
+  if constexpr (S::KV8) sx.template unshift<kCodePShift>(acc);
 }
 
 }  // namespace aa

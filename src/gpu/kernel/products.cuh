@@ -107,11 +107,70 @@ __device__ __forceinline__ void tile_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK],
   }
 }
 
+/* ---- fp8 caches: the products in f16 ------------------------------------------------ */
+/* FP8 caches whose products run in f16 (the FRAG8 tiles; the PP tile): the
+ * landed Q tile in shared memory -> f16, in place, scaled by 2^-e so that its
+ * largest magnitude lies in [2^14, 2^15): exact for every bf16 element down
+ * to 2^-28 of that largest (f16's normal range), the smaller ones as f16
+ * subnormals, far below the fp32 rounding of the sums they join; NaN and
+ * infinities as they are (e = 0). Returns 2^e, the factor the scores take
+ * back. Every warp finds the maximum over the whole tile itself (identical in
+ * all), so one barrier orders the reads before the writes. An f16 problem's
+ * Q is left as it is. DENSE: the swizzled wgmma tile, BLOCK_M x HEAD_DIM
+ * elements back to back (the conversion is elementwise, so the layout does
+ * not matter), converted for wgmma to read (the async proxy); else the padded
+ * rows. */
+template <typename T>
+struct QToF16 {
+  template <class S, bool DENSE>
+  __device__ __forceinline__ static float run(T *q, int tid) {
+    constexpr int CH = S::CHUNKS, N = S::BM * CH;
+    auto chunk = [&](int i) { return q + (DENSE ? i * 8 : (i / CH) * S::ROW + (i % CH) * 8); };
+    float mx = 0.0f;
+    for (int i = tid % AA_WARP_SIZE; i < N; i += AA_WARP_SIZE) {
+      const uint4 u = *reinterpret_cast<const uint4 *>(chunk(i));
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+        mx = fmaxf(mx, fmaxf(fabsf(__uint_as_float(w[k] << 16)), fabsf(__uint_as_float(w[k] & 0xffff0000u))));
+    }
+    mx = warp_allreduce_max(mx);
+    const int eb = (int)((__float_as_uint(mx) >> 23) & 0xffu);
+    const int e = (mx == 0.0f || eb == 255) ? 0 : min(max(eb - 127 - 14, -100), 100);
+    const float f = __uint_as_float((uint32_t)(127 - e) << 23);
+    block_sync(); /* every warp has read Q */
+    for (int i = tid; i < N; i += S::THREADS) {
+      uint4 *c = reinterpret_cast<uint4 *>(chunk(i));
+      const uint4 u = *c;
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+      uint32_t h[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) h[k] = pack2<aa_f16>(__uint_as_float(w[k] << 16) * f, __uint_as_float(w[k] & 0xffff0000u) * f);
+      *c = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+    if constexpr (DENSE) fence_proxy_async_smem();
+    block_sync();
+    return __uint_as_float((uint32_t)(127 + e) << 23);
+  }
+};
+template <>
+struct QToF16<aa_f16> {
+  template <class S, bool DENSE>
+  __device__ __forceinline__ static float run(aa_f16 *, int) {
+    return 1.0f;
+  }
+};
+
+/* P goes to the f16 products of FP8 caches times 2^15 (at most 32768, below f16's
+ * 65504), so weights down to 2^-29 of the row's maximum stay normal f16
+ * numbers, as precise as in bf16 or better (softmax.cuh, PSHIFT). */
+constexpr int kCodePShift = 15;
+
 /* ---- fp8 codes straight into fragments (S::FRAG8) ----------------------------------
  * The staged code tiles are read into B fragments and converted in registers
  * by the tile layer (CodeFrags: the head-dim order of Q K^T and of the P V
  * accumulators there). Both products run in f16: Q converted once per program
- * (QToF16, mainloop.cuh), P packed as f16, every E4M3 value exact in f16. The head dim in
+ * (QToF16, above), P packed as f16, every E4M3 value exact in f16. The head dim in
  * blocks of 4 k16 steps, the last of DK % 4 (1 or 2: head dims 80 and 96). */
 template <class S>
 struct CodeBlocks {

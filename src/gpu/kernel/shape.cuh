@@ -17,10 +17,11 @@ namespace aa {
  * tiles arrive as codes in a STAGES-deep staging ring (16-byte copies where
  * the cache rows allow, else 8-byte). The mma.sync tiles (FRAG8, where the
  * vendor has kTileFp8Frags) read the codes from there straight into their
- * fragments (products.cuh); the others (wgmma tiles, AMD) have each thread
- * convert the chunks it copied into the one 16-bit K and V tile the products
- * read (KvCopies::convert). No TMA boxes and no two-warpgroup pipelined tile
- * (its own loader) for FP8 shapes. */
+ * fragments (products.cuh); the single-warpgroup wgmma tiles and AMD have
+ * each thread convert the chunks it copied into the one 16-bit K and V tile
+ * the products read (KvCopies::convert); the two-warpgroup pipelined tile
+ * (PP) stages each half's codes in one code tile a phase ahead and converts
+ * them into its 16-bit ring (mainloop_sm90.cuh). No TMA boxes for FP8. */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -47,11 +48,19 @@ struct TileShape {
                              (BLOCK_N == 64 || BLOCK_N == 128);
   /* FP8 codes into fragments: the mma.sync tiles */
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
+  /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
+   * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
+   * the two stages) after the scratch. */
+  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128;
   /* K/V ring depth: the config's stages (fp8 rings of twice the depth were
    * slower on the H200: docs/design/layout.md) */
   static constexpr int PIPE_STAGES = STAGES;
-  /* 16-bit K/V tiles the products read: the ring itself, one (FP8 converted), none (FRAG8) */
-  static constexpr int TILES16 = FRAG8 ? 0 : KV8 ? 1 : STAGES;
+  /* 16-bit K/V tiles the products read: the ring itself (16-bit caches; FP8
+   * on PP, converted a phase ahead), one (FP8 converted), none (FRAG8) */
+  static constexpr int TILES16 = FRAG8 ? 0 : (KV8 && !PP) ? 1 : STAGES;
+  /* FP8: staged code tiles of K and of V: the ring, or one each on PP (its
+   * 16-bit ring is the pipeline; two more stages of codes would not fit) */
+  static constexpr int CODE_STAGES = PP ? 1 : PIPE_STAGES;
   /* The padded tiles (not WG) can take their K/V tiles as TMA boxes where
    * the tile layer has them (sm_90+, kTileTma) and run says so
    * (AttnParams::tma_rows): one mbarrier per stage counts the bytes, and the
@@ -84,7 +93,7 @@ struct TileShape {
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
   static constexpr size_t PIPE_BYTES =
-      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + PIPE_STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
+      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + CODE_STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -94,13 +103,9 @@ struct TileShape {
   static constexpr size_t CL_OFF = MERGE_BYTES;
   static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
   static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
-  /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
-   * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
-   * the two stages) after the scratch. */
-  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && !KV8;
-  /* The pipelined tile can take its K/V halves as 128-byte-swizzled TMA
-   * boxes (64 columns each), which land in exactly its wgmma layout. */
-  static constexpr bool TMA_PP = kTileTma && PP;
+  /* The pipelined tile can take its 16-bit K/V halves as 128-byte-swizzled
+   * TMA boxes (64 columns each), which land in exactly its wgmma layout. */
+  static constexpr bool TMA_PP = kTileTma && PP && !KV8;
   /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled panels. */
   static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
@@ -151,6 +156,17 @@ struct CacheElem<T, TileShape<HD, BM, BN, W, ST, 1>> {
   typedef unsigned char type;
 };
 
+/* The type the products of the pipelined tile run in: T, or f16 (F16: FP8
+ * caches, whose products run in f16; products.cuh, QToF16). */
+template <typename T, bool F16>
+struct ProductElem {
+  typedef T type;
+};
+template <typename T>
+struct ProductElem<T, true> {
+  typedef aa_f16 type;
+};
+
 /* What this compilation pass runs for shape S (unlike TileShape, these depend
  * on the device pass: wgmma needs sm_90a, TMA sm_90; false elsewhere and on AMD). */
 template <class S>
@@ -160,6 +176,16 @@ struct PassCaps {
   static constexpr bool PP = S::PP && kArchWgmma;      /* the two-warpgroup pipelined tile */
   static constexpr bool TMA_PP = S::TMA_PP && kArchWgmma; /* its halves may be TMA boxes */
   static constexpr bool QREG = S::Q_IN_REGS && !WG;    /* Q fragments held in registers */
+  /* The pipeline's tiles as this pass lays them out: a PP shape in a pass
+   * without wgmma runs the single-ring loop (mainloop.cuh), whose FP8
+   * conversion wants one 16-bit tile and a ring of code tiles; that layout
+   * is smaller than the PP one the host reserves (checked below). */
+  static constexpr int TILES16 = S::FRAG8 ? 0 : (S::KV8 && !PP) ? 1 : S::PIPE_STAGES;
+  static constexpr int CODE_STAGES = PP ? 1 : S::PIPE_STAGES;
+  static_assert(S::WG_ALIGN + S::Q_BYTES + 2 * TILES16 * S::KV_TILE_BYTES +
+                        CODE_STAGES * (S::K8_TILE_BYTES + S::V8_TILE_BYTES) + S::OFF_BYTES <=
+                    S::PIPE_BYTES,
+                "the pass's pipeline fits the shared memory the host reserves");
 };
 
 /* The program's shared memory: the pipeline (Q, STAGES K and V tiles, the
@@ -169,8 +195,8 @@ struct PassCaps {
 template <typename T, class S>
 struct SmemTiles {
   unsigned char *base;
-  T *q, *k, *v;           /* Q; the 16-bit K and V tiles (TILES16 each) */
-  unsigned char *k8, *v8; /* FP8: the staged code tiles (STAGES each) */
+  T *q, *k, *v;           /* Q; the 16-bit K and V tiles (PassCaps::TILES16 each) */
+  unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] element offsets of the next tiles' rows */
   int *meta;    /* 4 ints: find_work's scratch */
   uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP) or [STAGES] (TMA) */
@@ -179,10 +205,10 @@ struct SmemTiles {
     unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
     q = reinterpret_cast<T *>(pipe);
     k = q + S::WM * 16 * S::ROW;
-    v = k + S::TILES16 * S::BN * S::ROW;
-    k8 = reinterpret_cast<unsigned char *>(v + S::TILES16 * S::BN * S::ROW);
-    v8 = k8 + S::PIPE_STAGES * S::K8_TILE_BYTES;
-    off = reinterpret_cast<int64_t *>(v8 + S::PIPE_STAGES * S::V8_TILE_BYTES);
+    v = k + PassCaps<S>::TILES16 * S::BN * S::ROW;
+    k8 = reinterpret_cast<unsigned char *>(v + PassCaps<S>::TILES16 * S::BN * S::ROW);
+    v8 = k8 + PassCaps<S>::CODE_STAGES * S::K8_TILE_BYTES;
+    off = reinterpret_cast<int64_t *>(v8 + PassCaps<S>::CODE_STAGES * S::V8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);
     bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
   }
