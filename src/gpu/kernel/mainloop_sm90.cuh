@@ -215,22 +215,35 @@ struct PipelinedTile {
     fence_proxy_async_smem(); /* the conversions, before wgmma reads them */
     mbar_arrive(sm.bar + 2 * grp + stage);
   }
-  /* FP8: K(0), K(1) landed by the first warpgroup and K(2)'s codes out; V(0)
-   * landed by the second and V(1)'s codes out. */
+  /* FP8: each warpgroup lands its half of tile 0 and sends the codes of tile 1. */
   __device__ __forceinline__ void prologue_codes() {
     const int n0 = g.n_begin;
     const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
-    const int pg2 = grp == 0 ? lookup(n0 + 2 * S::BN) : 0;
     if (g.ntiles > 0) {
       fill_codes(0, n0, pg0);
       land(0);
     }
     if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
-    if (grp == 0 && g.ntiles > 1) {
-      land(1);
-      if (g.ntiles > 2) fill_codes(0, n0 + 2 * S::BN, pg2);
+    pg_next = lookup(n0 + 2 * S::BN);
+  }
+  /* FP8, in phase it while the warpgroup's own products run: its half of
+   * tile it + 1 (codes out since the last phase) into stage (it + 1) % 2,
+   * then the codes of tile it + 2 out. That stage held tile it - 1: V(it-1)
+   * is free (the second warpgroup took kBarVFree before handing the turn
+   * over), K(it-1) once the second warpgroup is done with it (kBarKFree,
+   * arrived after its products of phase it - 1). Converting here, not after
+   * the softmax, keeps the conversion off the tensor cores' critical path. */
+  template <bool PV>
+  __device__ __forceinline__ void convert_ahead(int it) {
+    if (it + 1 >= g.ntiles) return;
+    if constexpr (PV) {
+      if (grp == 0) named_sync(kBarKFree, 256);
     }
-    pg_next = lookup(n0 + (grp == 0 ? 3 : 2) * S::BN);
+    land((it + 1) & 1);
+    if (it + 2 < g.ntiles) {
+      fill_codes(it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+      pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+    }
   }
 
   /* K(0) and K(1) by the first warpgroup, V(0) by the second; V(1) and K(2)
@@ -261,7 +274,9 @@ struct PipelinedTile {
    * V(it+1) once the first is done with V(it-1) (kBarVFree), right after its
    * products. The second takes kBarVFree before handing the turn back, and
    * the first takes kBarKFree before its next turn, so neither named barrier
-   * is passed twice by the same side before the other side took it. */
+   * is passed twice by the same side before the other side took it. FP8:
+   * each warpgroup converts its half of tile it + 1 while its products run
+   * (convert_ahead); the first then takes kBarKFree there, one phase later. */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
@@ -280,6 +295,7 @@ struct PipelinedTile {
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     if (grp == 1 && vfree) named_sync(kBarVFree, 256);
     named_arrive(kBarSched0 + (grp ^ 1), 256);
+    if constexpr (S::KV8) convert_ahead<PV>(it);
     wg_wait_all();
 #pragma unroll
     for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
@@ -297,29 +313,17 @@ struct PipelinedTile {
       fence_proxy_async_smem();
       named_arrive(kBarKFree, 256);
     }
-    if (grp == 1 && vissue) {
-      if constexpr (S::KV8) { /* V(it+1)'s codes, out since the last phase; V(it+2)'s out */
-        land((it + 1) & 1);
-        if (it + 2 < g.ntiles) {
-          fill_codes(it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
-          pg_next = lookup(g.n_begin + (it + 3) * S::BN);
-        }
-      } else {
+    if constexpr (!S::KV8) {
+      if (grp == 1 && vissue) {
         fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
         pg_next = lookup(g.n_begin + (it + 2) * S::BN);
       }
     }
     if constexpr (QK) {
       sx.template tile<MT, PSHIFT>(p, g, g.n_begin + it * S::BN, s, pa, acc);
-      if (grp == 0 && kfree) {
-        named_sync(kBarKFree, 256);
-        if constexpr (S::KV8) { /* K(it+2)'s codes, out since the last phase; K(it+3)'s out */
-          land(it & 1);
-          if (it + 3 < g.ntiles) {
-            fill_codes((it + 1) & 1, g.n_begin + (it + 3) * S::BN, pg_next);
-            pg_next = lookup(g.n_begin + (it + 4) * S::BN);
-          }
-        } else {
+      if constexpr (!S::KV8) {
+        if (grp == 0 && kfree) {
+          named_sync(kBarKFree, 256);
           fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
           pg_next = lookup(g.n_begin + (it + 3) * S::BN);
         }
