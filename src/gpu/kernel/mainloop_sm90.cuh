@@ -19,8 +19,9 @@ namespace aa {
 
 /* Named barriers of the pipelined tile (0 is the block barrier): whose turn it
  * is to issue products (one per warpgroup), K and V stages free for
- * refilling, and one per warpgroup for its copy offsets. */
-constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5;
+ * refilling, one per warpgroup for its copy offsets, and (FP8) the second
+ * warpgroup done with the V tile before last. */
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7;
 
 template <typename T, class S>
 struct PipelinedTile {
@@ -29,13 +30,17 @@ struct PipelinedTile {
    * each thread's chunks of a tile half */
   static constexpr int CH16 = S::HD / 16, LOADS16 = S::BN * CH16 / 128;
   static constexpr int CH8 = S::HD / 8, LOADS8 = S::BN * CH8 / 128;
-  static_assert(!S::KV8 || ((S::BN * CH16) % 128 == 0 && (CH16 == 4 || CH16 % 8 == 0)),
-                "FP8 halves in whole rounds of 128 copies; code tiles swizzled for 4 or 8k chunks a row");
+  /* 16-code chunks loaded before any is converted: 4 spilled (the products'
+   * registers are live around the conversion) */
+  static constexpr int kConvBatch = 2;
+  static_assert(!S::KV8 || ((S::BN * CH16) % (128 * kConvBatch) == 0 && (CH16 == 4 || CH16 % 8 == 0)),
+                "FP8 halves in batches of 4 copies per thread; code tiles swizzled for 4 or 8k chunks a row");
   const AttnParams &p;
   const Program<S> &g;
   const SmemTiles<T, S> &sm;
   const KvPages<T, S> pages;
-  int grp, lt; /* warpgroup (0 copies K, 1 copies V) and thread within it: owns row lt of a tile */
+  int grp, lt; /* warpgroup and thread within it: owns row lt of a tile */
+  int hf;      /* the half it loads: 0 K, 1 V (16-bit caches: warpgroup 0 K; FP8: warpgroup 1 K) */
   bool tma;    /* halves may come as TMA boxes */
   int pg_next; /* page id (or box page) of the next half this thread loads (FP8: copies the codes of) */
   /* The products' type: T, or f16 for FP8 caches (Q converted by QToF16, P
@@ -56,6 +61,7 @@ struct PipelinedTile {
   __device__ __forceinline__ PipelinedTile(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
       : p(p_), g(g_), sm(sm_), pages(p_, g_) {
     grp = g.tid >> 7, lt = g.tid & 127;
+    hf = S::KV8 ? grp ^ 1 : grp;
     tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
   }
 
@@ -64,17 +70,17 @@ struct PipelinedTile {
    * range: those may hold a page's unwritten tail, and P = 0 times NaN is
    * NaN). Box b of a tile is issued by thread lt = b R of the warpgroup,
    * which reads its page id a tile ahead instead of its row's. */
-  __device__ __forceinline__ bool box(int n0) const { return tma && (grp == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi)); }
+  __device__ __forceinline__ bool box(int n0) const { return tma && (hf == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi)); }
   __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
   __device__ __forceinline__ int lookup(int n0) const {
     if (box(n0)) return box_owner() ? pages.bt_row[fast_div(pages.box_key(n0 + lt), p.bs_magic, p.bs_shift)] : 0;
     return pages.page_id(lt, n0);
   }
-  /* Offsets go to off[slot][row][grp]; a warpgroup's named barrier publishes them. */
+  /* Offsets go to off[slot][row][hf]; a warpgroup's named barrier publishes them. */
   __device__ __forceinline__ void store(int slot, int n0, int pg) const {
     if (lt < S::BN)
-      sm.off[(slot * S::BN + lt) * 2 + grp] =
-          pages.row_elems(pg, n0 + lt, grp ? p.v_sb : p.k_sb, grp ? p.v_st : p.k_st);
+      sm.off[(slot * S::BN + lt) * 2 + hf] =
+          pages.row_elems(pg, n0 + lt, hf ? p.v_sb : p.k_sb, hf ? p.v_st : p.k_st);
   }
   /* This warpgroup's half of tile (stage, slot) as 16-byte copies; its
    * arrival on the stage's mbarrier comes when the copies have landed.
@@ -83,16 +89,16 @@ struct PipelinedTile {
    * shared memory is reused). */
   __device__ __forceinline__ void issue(int stage, int slot) const {
     constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
-    unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
-    const T *src = grp ? pages.vc : pages.kc;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    const T *src = hf ? pages.vc : pages.kc;
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
       const int r = lt / CH + k * (128 / CH), c = lt % CH;
-      const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+      const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
       const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
       async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
     }
-    mbar_arrive_copies(sm.bar + 2 * grp + stage);
+    mbar_arrive_copies(sm.bar + 2 * hf + stage);
     async_commit();
   }
   /* Tile n0's half (K for warpgroup 0, V for 1) into stage/slot from page id
@@ -102,18 +108,18 @@ struct PipelinedTile {
    * byte count for boxes). */
   __device__ __forceinline__ void fill(int stage, int slot, int n0, int pg) const {
     if (box(n0)) {
-      uint64_t *bar = sm.bar + 2 * grp + stage;
+      uint64_t *bar = sm.bar + 2 * hf + stage;
       /* whole boxes, the zeros past the tensor's head dim included */
       if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * S::HD * sizeof(T)));
       else mbar_arrive(bar);
       if (box_owner()) {
         const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
-        unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) +
+        unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) +
                              (size_t)stage * S::BN * S::ROW * sizeof(T) + (size_t)lt * 128;
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
 #pragma unroll
         for (int pn = 0; pn < S::HD / 64; pn++)
-          tma_load_4d(dst + pn * (S::BN * 128), grp ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg, bar);
+          tma_load_4d(dst + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg, bar);
       }
       async_commit();
       return;
@@ -143,15 +149,15 @@ struct PipelinedTile {
    * code tile, one cp.async group (columns past the head dim and keys
    * outside [lo, hi): zeros). */
   __device__ __forceinline__ void issue_codes(int slot) const {
-    unsigned char *dst = grp ? sm.v8 : sm.k8;
-    const unsigned char *src = static_cast<const unsigned char *>(grp ? pages.vc : pages.kc);
+    unsigned char *dst = hf ? sm.v8 : sm.k8;
+    const unsigned char *src = static_cast<const unsigned char *>(hf ? pages.vc : pages.kc);
     if (p.kv8_wide) {
       const int nc = p.head_dim >> 4;
 #pragma unroll
       for (int k = 0; k < LOADS16; k++) {
         int r, c;
         code_chunk<CH16>(k, r, c);
-        const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+        const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
         const bool ok = o >= 0 && c < nc;
         async_copy16(dst + code16_offset(r, c), src + (ok ? o + c * 16 : 0), ok);
       }
@@ -161,7 +167,7 @@ struct PipelinedTile {
       for (int k = 0; k < LOADS8; k++) {
         int r, c;
         code_chunk<CH8>(k, r, c);
-        const int64_t o = sm.off[(slot * S::BN + r) * 2 + grp];
+        const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
         const bool ok = o >= 0 && c < nc;
         async_copy8(dst + r * S::HD + c * 8, src + (ok ? o + c * 8 : 0), ok);
       }
@@ -179,32 +185,50 @@ struct PipelinedTile {
    * stage's mbarrier (the stage must be free: KFree / VFree). */
   template <bool FNUZ>
   __device__ __forceinline__ void convert_codes(int stage) const {
-    const unsigned char *src = grp ? sm.v8 : sm.k8;
-    unsigned char *dst = reinterpret_cast<unsigned char *>(grp ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
-    if (p.kv8_wide) {
+    const unsigned char *src = hf ? sm.v8 : sm.k8;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    if (p.kv8_wide) { /* in batches, loads first: their latencies overlap */
 #pragma unroll
-      for (int k = 0; k < LOADS16; k++) {
-        int r, c;
-        code_chunk<CH16>(k, r, c);
-        const uint4 x = *reinterpret_cast<const uint4 *>(src + code16_offset(r, c));
-        uint32_t h[8];
-        CodeFrags<FNUZ>::cvt4(x.x, h[0], h[1]);
-        CodeFrags<FNUZ>::cvt4(x.y, h[2], h[3]);
-        CodeFrags<FNUZ>::cvt4(x.z, h[4], h[5]);
-        CodeFrags<FNUZ>::cvt4(x.w, h[6], h[7]);
-        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
-        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+      for (int k0 = 0; k0 < LOADS16; k0 += kConvBatch) {
+        uint4 x[kConvBatch];
+#pragma unroll
+        for (int k = 0; k < kConvBatch; k++) {
+          int r, c;
+          code_chunk<CH16>(k0 + k, r, c);
+          x[k] = *reinterpret_cast<const uint4 *>(src + code16_offset(r, c));
+        }
+#pragma unroll
+        for (int k = 0; k < kConvBatch; k++) {
+          int r, c;
+          code_chunk<CH16>(k0 + k, r, c);
+          uint32_t h[8];
+          CodeFrags<FNUZ>::cvt4(x[k].x, h[0], h[1]);
+          CodeFrags<FNUZ>::cvt4(x[k].y, h[2], h[3]);
+          CodeFrags<FNUZ>::cvt4(x[k].z, h[4], h[5]);
+          CodeFrags<FNUZ>::cvt4(x[k].w, h[6], h[7]);
+          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
+          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+        }
       }
     } else {
 #pragma unroll
-      for (int k = 0; k < LOADS8; k++) {
-        int r, c;
-        code_chunk<CH8>(k, r, c);
-        const uint2 x = *reinterpret_cast<const uint2 *>(src + r * S::HD + c * 8);
-        uint32_t h[4];
-        CodeFrags<FNUZ>::cvt4(x.x, h[0], h[1]);
-        CodeFrags<FNUZ>::cvt4(x.y, h[2], h[3]);
-        *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, c)) = make_uint4(h[0], h[1], h[2], h[3]);
+      for (int k0 = 0; k0 < LOADS8; k0 += 8) {
+        uint2 x[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+          int r, c;
+          code_chunk<CH8>(k0 + k, r, c);
+          x[k] = *reinterpret_cast<const uint2 *>(src + r * S::HD + c * 8);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+          int r, c;
+          code_chunk<CH8>(k0 + k, r, c);
+          uint32_t h[4];
+          CodeFrags<FNUZ>::cvt4(x[k].x, h[0], h[1]);
+          CodeFrags<FNUZ>::cvt4(x[k].y, h[2], h[3]);
+          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, c)) = make_uint4(h[0], h[1], h[2], h[3]);
+        }
       }
     }
   }
@@ -213,7 +237,7 @@ struct PipelinedTile {
     if (p.fp8_fnuz) convert_codes<true>(stage);
     else convert_codes<false>(stage);
     fence_proxy_async_smem(); /* the conversions, before wgmma reads them */
-    mbar_arrive(sm.bar + 2 * grp + stage);
+    mbar_arrive(sm.bar + 2 * hf + stage);
   }
   /* FP8: each warpgroup lands its half of tile 0 and sends the codes of tile 1. */
   __device__ __forceinline__ void prologue_codes() {
@@ -226,23 +250,27 @@ struct PipelinedTile {
     if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
     pg_next = lookup(n0 + 2 * S::BN);
   }
-  /* FP8, in phase it while the warpgroup's own products run: its half of
-   * tile it + 1 (codes out since the last phase) into stage (it + 1) % 2,
-   * then the codes of tile it + 2 out. That stage held tile it - 1: V(it-1)
-   * is free (the second warpgroup took kBarVFree before handing the turn
-   * over), K(it-1) once the second warpgroup is done with it (kBarKFree,
-   * arrived after its products of phase it - 1). Converting here, not after
-   * the softmax, keeps the conversion off the tensor cores' critical path. */
+  /* FP8, in phase it while the warpgroup's own products run, each
+   * warpgroup converts a tile half whose stage no product in flight reads,
+   * then sends the codes of its next half:
+   * - the second (K): K(it+1) into the stage of K(it-1), which both
+   *   warpgroups' products of phase it - 1 read: its own are done, the
+   *   first's too (it took kBarVFree, arrived after them, before handing the
+   *   turn over; phase 0: the stage is unused);
+   * - the first (V): V(it) into the stage of V(it-2), read by both
+   *   warpgroups' products of phase it - 1: its own are done, the second's
+   *   once that arrives on kBarVOld after them (phase 1: the stage is unused).
+   * Neither waits for the other's conversion of the same phase, so the two
+   * overlap the products instead of running one after the other. */
   template <bool PV>
   __device__ __forceinline__ void convert_ahead(int it) {
-    if (it + 1 >= g.ntiles) return;
-    if constexpr (PV) {
-      if (grp == 0) named_sync(kBarKFree, 256);
-    }
-    land((it + 1) & 1);
-    if (it + 2 < g.ntiles) {
-      fill_codes(it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
-      pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+    const int t = hf == 0 ? it + 1 : it; /* the tile half converted now */
+    if (t < 1 || t >= g.ntiles) return;
+    if (hf == 1 && t >= 2) named_sync(kBarVOld, 256);
+    land(t & 1);
+    if (t + 1 < g.ntiles) {
+      fill_codes((t + 1) & 1, g.n_begin + (t + 1) * S::BN, pg_next);
+      pg_next = lookup(g.n_begin + (t + 2) * S::BN);
     }
   }
 
@@ -309,10 +337,11 @@ struct PipelinedTile {
       fence_proxy_async_smem();
       named_arrive(kBarVFree, 256);
     }
-    if (grp == 1 && kfree) {
+    if (grp == 1 && kfree && !S::KV8) {
       fence_proxy_async_smem();
       named_arrive(kBarKFree, 256);
     }
+    if (grp == 1 && vfree && S::KV8) named_arrive(kBarVOld, 256); /* V(it-1)'s stage, for V(it+1) */
     if constexpr (!S::KV8) {
       if (grp == 1 && vissue) {
         fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
