@@ -33,8 +33,7 @@ struct PipelinedTile {
   /* 16-code chunks loaded before any is converted: 4 spilled (the products'
    * registers are live around the conversion) */
   static constexpr int kConvBatch = 2;
-  static_assert(!S::KV8 || ((S::BN * CH16) % (128 * kConvBatch) == 0 && (CH16 == 4 || CH16 % 8 == 0)),
-                "FP8 halves in batches of 4 copies per thread; code tiles swizzled for 4 or 8k chunks a row");
+  static_assert(!S::KV8 || (LOADS16 % kConvBatch == 0 && LOADS8 % 8 == 0), "FP8 halves in whole batches");
   const AttnParams &p;
   const Program<S> &g;
   const SmemTiles<T, S> &sm;
@@ -129,22 +128,25 @@ struct PipelinedTile {
     issue(stage, slot);
   }
   /* ---- FP8 halves ----
-   * Chunk k of this thread (i = lt + 128 k): row r = i % 8 + 8 (i / (8 NC)),
-   * chunk c = (i / 8) % NC of NC a row, so the 8 threads of a shared-memory
-   * phase take 8 rows at one column: the 16-bit chunks they store land in 8
-   * distinct bank groups of the swizzled tile, and the code chunks they load
-   * do too, as the code tile (16 codes a chunk) XORs chunk c of row r with
-   * r % 8 (8k chunks a row) or (r / 2) % 4 (4 chunks, 64-byte rows). With 8
-   * codes a chunk (rows not 16-byte aligned) the code tile is plain. */
+   * Chunk k of this thread (i = lt + 128 k of the half's NC chunks a row):
+   * row i % 8 + 8 (i / (8 NC)), chunk (i / 8) % NC, so the 8 threads of a
+   * shared-memory phase take 8 rows at one column: the 16-bit chunks they
+   * store land in 8 distinct bank groups of the swizzled tile, and the code
+   * chunks they load do too, as the code tile (16 codes a chunk) XORs chunk
+   * c of row r with r % 8 (8 chunks a row) or (r / 2) % 4 (4 chunks, 64-byte
+   * rows). With 8 codes a chunk (rows not 16-byte aligned) the code tile is
+   * plain. A thread's chunks lie 128 / NC rows apart in one column. */
   template <int NC>
-  __device__ __forceinline__ void code_chunk(int k, int &r, int &c) const {
-    const int i = lt + 128 * k;
-    r = (i & 7) + 8 * (i / (8 * NC));
-    c = (i >> 3) % NC;
-  }
-  __device__ __forceinline__ static int code16_offset(int r, int c) {
-    return r * S::HD + ((c ^ (CH16 == 4 ? (r >> 1) & 3 : r & 7)) << 4);
-  }
+  struct Chunks { /* this thread's chunk k: row r0 + RS k, chunk c */
+    static_assert(16 % NC == 0, "rows of 4, 8 or 16 chunks");
+    static constexpr int RS = 128 / NC;
+    int r0, c;
+    __device__ __forceinline__ explicit Chunks(int lt) : r0((lt & 7) + 8 * (lt / (8 * NC))), c((lt >> 3) % NC) {}
+    /* byte offsets at k = 0; chunk k adds k RS rows (r0 % 8, the swizzle, stays) */
+    __device__ __forceinline__ int code16() const { return r0 * S::HD + ((c ^ (NC == 4 ? (r0 >> 1) & 3 : r0 & 7)) << 4); }
+    __device__ __forceinline__ int code8() const { return r0 * S::HD + c * 8; }
+    __device__ __forceinline__ uint32_t tile16(int cc) const { return kv_smem_offset<S::BN>(r0, cc); }
+  };
   /* This warpgroup's codes of the tile whose offsets are in `slot` -> its
    * code tile, one cp.async group (columns past the head dim and keys
    * outside [lo, hi): zeros). */
@@ -152,24 +154,26 @@ struct PipelinedTile {
     unsigned char *dst = hf ? sm.v8 : sm.k8;
     const unsigned char *src = static_cast<const unsigned char *>(hf ? pages.vc : pages.kc);
     if (p.kv8_wide) {
-      const int nc = p.head_dim >> 4;
+      const Chunks<CH16> ch(lt);
+      const bool cok = ch.c < (p.head_dim >> 4);
+      const int64_t *off = sm.off + (slot * S::BN + ch.r0) * 2 + hf;
+      unsigned char *d = dst + ch.code16();
 #pragma unroll
       for (int k = 0; k < LOADS16; k++) {
-        int r, c;
-        code_chunk<CH16>(k, r, c);
-        const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
-        const bool ok = o >= 0 && c < nc;
-        async_copy16(dst + code16_offset(r, c), src + (ok ? o + c * 16 : 0), ok);
+        const int64_t o = off[k * Chunks<CH16>::RS * 2];
+        const bool ok = o >= 0 && cok;
+        async_copy16(d + k * Chunks<CH16>::RS * S::HD, src + (ok ? o + ch.c * 16 : 0), ok);
       }
     } else {
-      const int nc = p.head_dim >> 3;
+      const Chunks<CH8> ch(lt);
+      const bool cok = ch.c < (p.head_dim >> 3);
+      const int64_t *off = sm.off + (slot * S::BN + ch.r0) * 2 + hf;
+      unsigned char *d = dst + ch.code8();
 #pragma unroll
       for (int k = 0; k < LOADS8; k++) {
-        int r, c;
-        code_chunk<CH8>(k, r, c);
-        const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
-        const bool ok = o >= 0 && c < nc;
-        async_copy8(dst + r * S::HD + c * 8, src + (ok ? o + c * 8 : 0), ok);
+        const int64_t o = off[k * Chunks<CH8>::RS * 2];
+        const bool ok = o >= 0 && cok;
+        async_copy8(d + k * Chunks<CH8>::RS * S::HD, src + (ok ? o + ch.c * 8 : 0), ok);
       }
     }
     async_commit();
@@ -181,53 +185,48 @@ struct PipelinedTile {
     issue_codes(slot);
   }
   /* The codes this thread copied last (waited for: its only pending group)
-   * -> f16 in the swizzled 16-bit tile of `stage`, then its arrival on the
-   * stage's mbarrier (the stage must be free: KFree / VFree). */
+   * -> f16 in the swizzled 16-bit tile of `stage` (which must be free). */
   template <bool FNUZ>
   __device__ __forceinline__ void convert_codes(int stage) const {
     const unsigned char *src = hf ? sm.v8 : sm.k8;
     unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
     if (p.kv8_wide) { /* in batches, loads first: their latencies overlap */
+      using C = Chunks<CH16>;
+      const C ch(lt);
+      const unsigned char *sc = src + ch.code16();
+      unsigned char *d0 = dst + ch.tile16(2 * ch.c), *d1 = dst + ch.tile16(2 * ch.c + 1);
 #pragma unroll
       for (int k0 = 0; k0 < LOADS16; k0 += kConvBatch) {
         uint4 x[kConvBatch];
 #pragma unroll
-        for (int k = 0; k < kConvBatch; k++) {
-          int r, c;
-          code_chunk<CH16>(k0 + k, r, c);
-          x[k] = *reinterpret_cast<const uint4 *>(src + code16_offset(r, c));
-        }
+        for (int k = 0; k < kConvBatch; k++) x[k] = *reinterpret_cast<const uint4 *>(sc + (k0 + k) * C::RS * S::HD);
 #pragma unroll
         for (int k = 0; k < kConvBatch; k++) {
-          int r, c;
-          code_chunk<CH16>(k0 + k, r, c);
           uint32_t h[8];
           CodeFrags<FNUZ>::cvt4(x[k].x, h[0], h[1]);
           CodeFrags<FNUZ>::cvt4(x[k].y, h[2], h[3]);
           CodeFrags<FNUZ>::cvt4(x[k].z, h[4], h[5]);
           CodeFrags<FNUZ>::cvt4(x[k].w, h[6], h[7]);
-          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
-          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+          *reinterpret_cast<uint4 *>(d0 + (k0 + k) * C::RS * 128) = make_uint4(h[0], h[1], h[2], h[3]);
+          *reinterpret_cast<uint4 *>(d1 + (k0 + k) * C::RS * 128) = make_uint4(h[4], h[5], h[6], h[7]);
         }
       }
     } else {
+      using C = Chunks<CH8>;
+      const C ch(lt);
+      const unsigned char *sc = src + ch.code8();
+      unsigned char *d0 = dst + ch.tile16(ch.c);
 #pragma unroll
       for (int k0 = 0; k0 < LOADS8; k0 += 8) {
         uint2 x[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-          int r, c;
-          code_chunk<CH8>(k0 + k, r, c);
-          x[k] = *reinterpret_cast<const uint2 *>(src + r * S::HD + c * 8);
-        }
+        for (int k = 0; k < 8; k++) x[k] = *reinterpret_cast<const uint2 *>(sc + (k0 + k) * C::RS * S::HD);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-          int r, c;
-          code_chunk<CH8>(k0 + k, r, c);
           uint32_t h[4];
           CodeFrags<FNUZ>::cvt4(x[k].x, h[0], h[1]);
           CodeFrags<FNUZ>::cvt4(x[k].y, h[2], h[3]);
-          *reinterpret_cast<uint4 *>(dst + kv_smem_offset<S::BN>(r, c)) = make_uint4(h[0], h[1], h[2], h[3]);
+          *reinterpret_cast<uint4 *>(d0 + (k0 + k) * C::RS * 128) = make_uint4(h[0], h[1], h[2], h[3]);
         }
       }
     }
