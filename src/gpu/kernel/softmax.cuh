@@ -83,13 +83,20 @@ struct OnlineSoftmax {
     float mx[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
-    if constexpr (S::KV8) { /* dot products of codes -> of the dequantised keys (any sign of k_descale) */
+    /* FP8: dot products of codes -> of the dequantised keys. A positive
+     * k_descale folds into the scale of the plain scores (the maximum
+     * commutes with it); otherwise (softcap, ALiBi, a descale <= 0 or NaN)
+     * the scores are multiplied. */
+    const bool kd_fold = S::KV8 && plain && kd > 0.0f;
+    if constexpr (S::KV8) {
+      if (!kd_fold) {
 #pragma unroll
-      for (int n = 0; n < S::NK; n++)
+        for (int n = 0; n < S::NK; n++)
 #pragma unroll
-        for (int e = 0; e < kFragCElems; e++) s[n].x[e] *= kd;
+          for (int e = 0; e < kFragCElems; e++) s[n].x[e] *= kd;
+      }
     }
-    const float sc = plain ? p.scale_log2 : 1.0f; /* raw dot products -> log2 domain */
+    const float sc = plain ? p.scale_log2 * (kd_fold ? kd : 1.0f) : 1.0f; /* raw dot products -> log2 domain */
     if (plain) {
       if (full) score_tile<true, false>(p, s, nw0, jlo, jhi, slope, pos, mx);
       else score_tile<true, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
