@@ -124,15 +124,23 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
           vis[j] = (char)ref_visible(pr, j, p, kv_len);
           if (!vis[j]) continue;
           const int64_t kr = ref_row(b, s, j, pr->block_size, ks, kvh);
-          double dot = 0.0;
-          for (int c = 0; c < d; c++) dot += qrow[c] * (kd * tl_cache_load(kv, dt, t->k_cache, (size_t)(kr + c)));
-          double xj = scale * dot;
+          double dot = 0.0, adot = 0.0;
+          for (int c = 0; c < d; c++) {
+            const double term = qrow[c] * (kd * tl_cache_load(kv, dt, t->k_cache, (size_t)(kr + c)));
+            dot += term;
+            adot += fabs(term);
+          }
+          double xj = scale * dot, mj = fabs(scale) * adot; /* softcap's slope is at most 1 */
           if (softcap > 0.0) xj = softcap * tanh(xj / softcap);
-          if (t->alibi_slopes) xj += (double)t->alibi_slopes[h] * (double)(j - p);
+          if (t->alibi_slopes) {
+            const double al = (double)t->alibi_slopes[h] * (double)(j - p);
+            xj += al;
+            mj += fabs(al);
+          }
           x[j] = xj;
           any = 1;
           if (xj > m) m = xj;
-          if (fabs(xj) > mag) mag = fabs(xj);
+          if (mj > mag) mag = mj;
         }
         if (!any) { /* no visible key: out 0 and lse -inf, sinks or not */
           for (int c = 0; c < d; c++) o[c] = 0.0;

@@ -29,8 +29,10 @@ extern "C" {
  *   absout [num_tokens * num_q_heads * head_dim] or NULL: sum over visible j of
  *          the softmax weight times |v_j[d]|, the natural scale of rounding
  *          error in out (it bounds |out| and does not cancel).
- *   xmag   [num_tokens * num_q_heads] or NULL: max |x_j| over visible keys
- *          (and |sink|), the scale of fp32 rounding error in the logits.
+ *   xmag   [num_tokens * num_q_heads] or NULL: the scale of fp32 rounding
+ *          error in the logits: the largest over visible keys of
+ *          |scale| * sum_c |q_c k_c| (the dot product's terms, which bound its
+ *          rounding however they cancel) plus |ALiBi term|, and |sink|.
  * Unlike run() without q_pos, the reference does not require q_len <=
  * kv_len: a query whose position p is negative simply sees no key, which is
  * how tests reach the empty-row rule. Returns 0, or -1 (with a message on stderr) when the
