@@ -95,7 +95,7 @@ static void aa_cpu_device_name(char *buf, size_t size) {
  * 4x512 1.03x, `dev/cpu_ab.c`, 2 threads; 4x the keys 1.04x slower than 2x). */
 static int aa_cpu_block_n32(int dp, int heads) {
   const int bn = (heads ? 4096 : 8192) / dp / AA_VL * AA_VL;
-  return bn < 16 ? 16 : bn > 128 ? 128 : bn;
+  return bn < 16 ? 16 : bn > AA_CPU_MAX_BN ? AA_CPU_MAX_BN : bn;
 }
 
 /* Keys per tile of the 16-bit path (tiled16.c): a multiple of 32 (the P.V
@@ -122,7 +122,7 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   L.max_hpi = (int)(AA_CPU_DECODE_STAGE_BYTES / stage_row);
   if (L.max_hpi < 1) L.max_hpi = 1;
   if (L.max_hpi > plan->problem.num_kv_heads) L.max_hpi = plan->problem.num_kv_heads;
-  const size_t prefill_rows = aa_round_up((size_t)bq * group, 4);
+  const size_t prefill_rows = aa_round_up((size_t)bq * group, AA_VL); /* tiled.c's prefill items: 16 */
   const size_t decode_rows = (size_t)L.max_hpi * aa_round_up((size_t)L.dec_q * group, 4);
   L.rows = (int)(prefill_rows > decode_rows ? prefill_rows : decode_rows);
   /* The fp32 path's segments (tiled.c, decode.c), and where the 16-bit path

@@ -21,6 +21,9 @@
 #define AA_CPU_PREFETCH_BYTES 16384
 #endif
 
+/* Keys per tile of the fp32 path, at most (aa_cpu_block_n32 in backend.c). */
+#define AA_CPU_MAX_BN 128
+
 static inline size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* Per-thread scratch, in floats; every segment starts on a 64-byte boundary

@@ -78,37 +78,92 @@ AA_INLINE void aa_qk_1x16(const float *restrict q, const float *restrict k, int 
   aa_st(s, aa_reduce16(acc));
 }
 
-/* Scores of NR query rows x 16 NC keys from a transposed K tile (Kt[c][j] =
- * dim c of key j): per dim, NC loads of Kt and NR broadcasts of q for NR NC
- * FMAs, and no horizontal sums (the 4x4 kernel above spends 61 ops folding
- * and storing per 128 FMAs at head_dim 128). */
-AA_INLINE void aa_qk_kt_(const int NR, const int NC, const float *restrict q, int dp, const float *restrict kt, int bn,
-                        int d, float *restrict s) {
-  aa_vf acc[8][2];
-  for (int r = 0; r < NR; r++)
-    for (int x = 0; x < NC; x++) acc[r][x] = aa_splat(0.0f);
+/* Prefill items keep q transposed (Qt[c][r] = dim c of row r, ldq floats a
+ * dim, once per item) and the scores transposed (St[j][r] = score of key j
+ * for row r, the same ldq): the softmax then works on vectors of 16 rows
+ * (maxima and sums lane-wise, no folds), and K needs no staged copy: a score
+ * block broadcasts K elements from the rows where they are (fp32 caches) or
+ * from rows widened once per tile, instead of transposing every tile of K. */
+
+/* St[j][16 NV rows] for NJ keys whose rows are k[0..NJ): per dim, NV loads
+ * of Qt and NJ broadcasts of K for NJ NV FMAs. 6 keys x 4 vectors (24
+ * accumulators, 10 loads per 24 FMAs) against 8 x 2 (16, 10 per 16): fp32
+ * prefill 1x1024 1.05x faster on a loaded machine, 1.01x on a quiet one
+ * (`dev/cpu_ab.c`, one thread, thread CPU time). */
+AA_INLINE void aa_qk_t_(const int NJ, const int NV, const float *const *restrict k, const float *restrict qt, int ldq,
+                        int d, float *restrict st) {
+  const float *kr[8];
+  for (int j = 0; j < NJ; j++) kr[j] = k[j];
+  aa_vf acc[8][4];
+  for (int j = 0; j < NJ; j++)
+    for (int x = 0; x < NV; x++) acc[j][x] = aa_splat(0.0f);
   for (int c = 0; c < d; c++) {
-    aa_vf kv[2];
-    for (int x = 0; x < NC; x++) kv[x] = aa_ld(kt + (size_t)c * bn + x * AA_VL);
-    for (int r = 0; r < NR; r++) {
-      const aa_vf qb = aa_splat(q[(size_t)r * dp + c]);
-      for (int x = 0; x < NC; x++) acc[r][x] += qb * kv[x];
+    aa_vf qv[4];
+    for (int x = 0; x < NV; x++) qv[x] = aa_ld(qt + (size_t)c * ldq + x * AA_VL);
+    for (int j = 0; j < NJ; j++) {
+      const aa_vf kb = aa_splat(kr[j][c]);
+      for (int x = 0; x < NV; x++) acc[j][x] += kb * qv[x];
     }
   }
-  for (int r = 0; r < NR; r++)
-    for (int x = 0; x < NC; x++) aa_st(s + (size_t)r * bn + x * AA_VL, acc[r][x]);
+  for (int j = 0; j < NJ; j++)
+    for (int x = 0; x < NV; x++) aa_st(st + (size_t)j * ldq + x * AA_VL, acc[j][x]);
 }
 
-#define AA_QK_KT(NR, NC)                                                                                       \
-  static __attribute__((noinline)) void aa_qk_kt##NR##x##NC(const float *restrict q, int dp, const float *restrict kt, \
-                                                            int bn, int d, float *restrict s) {                     \
-    aa_qk_kt_(NR, NC, q, dp, kt, bn, d, s);                                                                        \
+#define AA_QK_T(NJ, NV)                                                                                          \
+  static __attribute__((noinline)) void aa_qk_t##NJ##x##NV(const float *const *restrict k, const float *restrict qt, \
+                                                           int ldq, int d, float *restrict st) {                  \
+    aa_qk_t_(NJ, NV, k, qt, ldq, d, st);                                                                         \
   }
-AA_QK_KT(8, 2)
-AA_QK_KT(4, 2)
-AA_QK_KT(8, 1)
-AA_QK_KT(4, 1)
-#undef AA_QK_KT
+AA_QK_T(6, 4)
+AA_QK_T(6, 2)
+AA_QK_T(6, 1)
+AA_QK_T(4, 4)
+AA_QK_T(4, 2)
+AA_QK_T(4, 1)
+#undef AA_QK_T
+
+/* The same for P.V with P transposed (Pt[j][r], ldp floats a key): acc[NR
+ * rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]. 6 rows x
+ * 64 dims (24 accumulators) 1.03x faster than 4 x 64 on fp32 prefill 1x1024. */
+AA_INLINE void aa_pv_t(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
+                       const float *restrict pt, int ldp, const float *restrict v, int nk) {
+  aa_vf a[6][4];
+  for (int i = 0; i < NR; i++) {
+    const aa_vf al = aa_splat(alpha[i]);
+    for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
+  }
+  for (int j = 0; j < nk; j++) {
+    const float *vj = v + (size_t)j * dp, *pj = pt + (size_t)j * ldp;
+    aa_vf vv[4];
+    for (int k = 0; k < NC; k++) vv[k] = aa_ld(vj + k * AA_VL);
+    for (int i = 0; i < NR; i++) {
+      const aa_vf pb = aa_splat(pj[i]);
+      for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
+    }
+  }
+  for (int i = 0; i < NR; i++)
+    for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
+}
+static __attribute__((noinline)) void aa_pv_t4x4(float *restrict acc, int dp, const float *restrict alpha,
+                                                 const float *restrict pt, int ldp, const float *restrict v, int nk) {
+  aa_pv_t(4, 4, acc, dp, alpha, pt, ldp, v, nk);
+}
+static __attribute__((noinline)) void aa_pv_t6x4(float *restrict acc, int dp, const float *restrict alpha,
+                                                 const float *restrict pt, int ldp, const float *restrict v, int nk) {
+  aa_pv_t(6, 4, acc, dp, alpha, pt, ldp, v, nk);
+}
+static __attribute__((noinline)) void aa_pv_t_rows6(float *restrict acc, int dp, const float *restrict alpha,
+                                                    const float *restrict pt, int ldp, const float *restrict v, int nk) {
+  int c = 0;
+  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_t6x4(acc + c, dp, alpha, pt, ldp, v + c, nk);
+  for (; c < dp; c += AA_VL) aa_pv_t(6, 1, acc + c, dp, alpha, pt, ldp, v + c, nk);
+}
+static __attribute__((noinline)) void aa_pv_t_rows4(float *restrict acc, int dp, const float *restrict alpha,
+                                                    const float *restrict pt, int ldp, const float *restrict v, int nk) {
+  int c = 0;
+  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_t4x4(acc + c, dp, alpha, pt, ldp, v + c, nk);
+  for (; c < dp; c += AA_VL) aa_pv_t(4, 1, acc + c, dp, alpha, pt, ldp, v + c, nk);
+}
 
 /* acc[NR rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]:
  * the accumulators stay in registers across the whole tile. */
@@ -175,24 +230,6 @@ AA_INLINE void aa_tile_scores(int R, int R4, int dp, int bn, const float *restri
   } else {
     for (int r = 0; r < R; r++)
       for (int j = 0; j < nkp; j += 16) aa_qk_1x16(Q + (size_t)r * dp, Kf + (size_t)j * dp, dp, S + (size_t)r * bn + j);
-  }
-}
-
-/* The same from the transposed tile Kt [d][bn]: 8 rows x 32 keys per block
- * (16 accumulators), nkp a multiple of 16, R4 of 4. */
-AA_INLINE void aa_tile_scores_kt(int R4, int dp, int bn, int d, const float *restrict Q, const float *restrict Kt,
-                                 float *restrict S, int nkp) {
-  for (int j = 0; j < nkp; j += 2 * AA_VL) {
-    const float *kt = Kt + j;
-    float *sj = S + j;
-    int r = 0;
-    if (nkp - j >= 2 * AA_VL) {
-      for (; r + 8 <= R4; r += 8) aa_qk_kt8x2(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
-      for (; r < R4; r += 4) aa_qk_kt4x2(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
-    } else {
-      for (; r + 8 <= R4; r += 8) aa_qk_kt8x1(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
-      for (; r < R4; r += 4) aa_qk_kt4x1(Q + (size_t)r * dp, dp, kt, bn, d, sj + (size_t)r * bn);
-    }
   }
 }
 
@@ -310,14 +347,13 @@ AA_INLINE void aa_tile_pv(int R, int R4, int dp, int bn, float *restrict acc, co
 
 /* Scores, online softmax and P.V of kv head g's row block over one staged
  * tile of nk keys starting at key j0; qpos0 is the position of the block's
- * first query token (for ALiBi). kt: K staged transposed (aa_item_stage_kt). */
+ * first query token (for ALiBi). */
 static void aa_cpu_tile(const aa_cpu_job *job, int R, int R4, const float *restrict Q, float *restrict acc,
                         float *restrict S, float *restrict m, float *restrict l, float *restrict alpha, float *restrict mx,
                         const int32_t *lo, const int32_t *hi, const float *restrict Kf, const float *restrict Vf,
-                        int j0, int nk, int g, int qpos0, int kt, int bn) {
+                        int j0, int nk, int g, int qpos0, int bn) {
   const int dp = job->L.dp;
-  if (kt) aa_tile_scores_kt(R4, dp, bn, job->d, Q, Kf, S, (int)aa_round_up((size_t)nk, AA_VL));
-  else aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
+  aa_tile_scores(R, R4, dp, bn, Q, Kf, S, (int)aa_round_up((size_t)nk, R >= 4 ? 4 : 16));
   aa_tile_softmax(job, R, R4, bn, S, m, l, alpha, mx, lo, hi, j0, nk, g, qpos0);
   aa_tile_pv(R, R4, dp, bn, acc, alpha, S, Vf, nk);
 }
@@ -383,51 +419,6 @@ AA_INLINE void aa_item_stage(const aa_cpu_job *job, int nh, int nk, int bn, aa_k
   }
 }
 
-/* 16 elements of a K row widened to fp32 (unaligned source). */
-AA_INLINE aa_vf aa_load_dt(anyattn_dtype dt, anyattn_kv_dtype kv, const char *p) {
-  if (kv == ANYATTN_KV_FP8_E4M3) return aa_load_fp8((const uint8_t *)p, 0);
-  if (kv == ANYATTN_KV_FP8_E4M3FNUZ) return aa_load_fp8((const uint8_t *)p, 1);
-  switch (dt) {
-    case ANYATTN_DTYPE_BF16: return aa_load_bf16((const uint16_t *)p);
-    case ANYATTN_DTYPE_F16: return aa_load_f16((const uint16_t *)p);
-    default: return aa_load_f32((const float *)p);
-  }
-}
-
-/* One kv head's next nk keys as a transposed K tile Kt [d][bn] (keys nk..nkp
- * zero) and a V tile as aa_item_stage makes it; d a multiple of 16. 16 keys at
- * a time: their K rows widened 16 dims at a time and transposed in registers. */
-AA_INLINE void aa_item_stage_kt(const aa_cpu_job *job, int nk, int nkp, int bn, aa_kv_walks *rd, aa_kv_walks *pf,
-                                int *prefetched, int ihi, float *restrict Kt, float *restrict Vf) {
-  const int d = job->d, dp = job->L.dp;
-  const anyattn_dtype dt = job->plan->problem.dtype;
-  const anyattn_kv_dtype kv = job->kv;
-  const size_t es = job->kes, row_bytes = (size_t)d * es;
-  for (int j0 = 0; j0 < nkp; j0 += AA_VL) {
-    const char *kr[AA_VL];
-    for (int j = 0; j < AA_VL; j++) {
-      kr[j] = NULL;
-      if (j0 + j >= nk) continue;
-      kr[j] = aa_walk_next(&rd->k);
-      aa_widen_row(dt, kv, aa_walk_next(&rd->v), Vf + (size_t)(j0 + j) * dp, d, dp);
-      if (*prefetched < ihi) {
-        const char *kp = aa_walk_next(&pf->k), *vp = aa_walk_next(&pf->v);
-        for (size_t o = 0; o < row_bytes; o += 64) {
-          __builtin_prefetch(kp + o, 0, AA_PF_HINT);
-          __builtin_prefetch(vp + o, 0, AA_PF_HINT);
-        }
-        ++*prefetched;
-      }
-    }
-    for (int c = 0; c < d; c += AA_VL) {
-      aa_vf r[AA_VL];
-      for (int j = 0; j < AA_VL; j++) r[j] = kr[j] ? aa_load_dt(dt, kv, kr[j] + (size_t)c * es) : aa_splat(0.0f);
-      aa_transpose16(r);
-      for (int i = 0; i < AA_VL; i++) aa_st(Kt + (size_t)(c + i) * bn + j0, r[i]);
-    }
-  }
-}
-
 /* Normalises the accumulators, times the v_descale of fp8 caches, and rounds
  * them once to the output dtype; writes the LSE (without v_descale) when asked
  * (-inf, and a zero row, where no key is visible). */
@@ -469,8 +460,7 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int s
 /* One work item (cpu.h): its q rows into scratch, then the visible keys a
  * tile at a time, staged for all nh kv heads and run head by head, then the
  * output. Inlined into the two entry points below. */
-AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq,
-                            const int kt) {
+AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
   const aa_cpu_layout *L = &job->L;
   const int dp = L->dp, bn = nh > 1 ? L->bnh : L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
@@ -493,32 +483,217 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
   }
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn;
-    if (kt) {
-      aa_item_stage_kt(job, nk, (int)aa_round_up((size_t)nk, AA_VL), bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
-      aa_cpu_tile(job, rw.R, R4, Q, acc, S, m, l, alpha, mx, rw.lo, rw.hi, Kf, Vf, j0, nk, g0, rw.qpos0, 1, bn);
-      continue;
-    }
     const int nkp = (int)aa_round_up((size_t)nk, rw.R >= 4 ? 4 : 16);
     aa_item_stage(job, nh, nk, bn, &rd, &pf, &prefetched, ihi, Kf, Vf);
     for (int hb = 0; hb < nh; hb++) {
       for (int j = nk; j < nkp; j++) memset(Kf + ((size_t)hb * bn + j) * dp, 0, (size_t)dp * sizeof(float));
       const size_t r0 = (size_t)hb * R4;
       aa_cpu_tile(job, rw.R, R4, Q + r0 * dp, acc + r0 * dp, S + r0 * bn, m + r0, l + r0, alpha + r0, mx + r0, rw.lo, rw.hi,
-                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, 0, bn);
+                  Kf + (size_t)hb * bn * dp, Vf + (size_t)hb * bn * dp, j0, nk, g0 + hb, rw.qpos0, bn);
     }
   }
   aa_item_store(job, &rw, s, g0, nh, acc, m, l);
 }
 
+/* ---- prefill items: q and the scores transposed ------------------------------ */
+/* The item's q rows widened and scaled as aa_item_load_q does, through acc
+ * (cleared after), then transposed 16 x 16 at a time into Qt [dp][R16]; rows
+ * R..R16 zero, m and l from the sinks. */
+AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, float *restrict Qt,
+                               float *restrict acc, float *restrict m, float *restrict l) {
+  const int dp = job->L.dp;
+  aa_item_load_q(job, rw, s, g, 1, acc, Qt, m, l);
+  for (int r = rw->R4; r < R16; r++) {
+    memset(acc + (size_t)r * dp, 0, (size_t)dp * sizeof(float));
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  for (int r0 = 0; r0 < R16; r0 += AA_VL)
+    for (int c = 0; c < dp; c += AA_VL) {
+      aa_vf t[AA_VL];
+      for (int i = 0; i < AA_VL; i++) t[i] = aa_ld(acc + (size_t)(r0 + i) * dp + c);
+      aa_transpose16(t);
+      for (int i = 0; i < AA_VL; i++) aa_st(Qt + (size_t)(c + i) * R16 + r0, t[i]);
+    }
+  memset(acc, 0, (size_t)R16 * dp * sizeof(float));
+}
+
+/* Prefetches the K and V rows of the next n keys of walk pf. */
+AA_INLINE void aa_prefetch_keys(const aa_cpu_job *job, aa_kv_walks *pf, int n) {
+  const size_t row_bytes = (size_t)job->d * job->kes;
+  for (int j = 0; j < n; j++) {
+    const char *kq = aa_walk_next(&pf->k), *vq = aa_walk_next(&pf->v);
+    for (size_t o = 0; o < row_bytes; o += 64) {
+      __builtin_prefetch(kq + o, 0, AA_PF_HINT);
+      __builtin_prefetch(vq + o, 0, AA_PF_HINT);
+    }
+  }
+}
+
+/* One kv head's next nk keys: the addresses of their K rows in kp (in place
+ * for fp32 caches, else widened into Kf) and their V rows widened into Vf.
+ * Keys nk..nkp point at zero rows: Kf's first row for fp32 caches (zeroed
+ * by the caller), else Kf's rows nk..nkp. */
+AA_INLINE void aa_item_stage_t(const aa_cpu_job *job, int nk, int nkp, aa_kv_walks *rd, const float **kp,
+                               float *restrict Kf, float *restrict Vf) {
+  const int d = job->d, dp = job->L.dp;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const anyattn_kv_dtype kv = job->kv;
+  const int in_place = dt == ANYATTN_DTYPE_F32 && kv == ANYATTN_KV_AS_Q;
+  for (int j = 0; j < nk; j++) {
+    const char *kr = aa_walk_next(&rd->k);
+    if (in_place) {
+      kp[j] = (const float *)kr;
+    } else {
+      aa_widen_row(dt, kv, kr, Kf + (size_t)j * dp, d, dp);
+      kp[j] = Kf + (size_t)j * dp;
+    }
+    aa_widen_row(dt, kv, aa_walk_next(&rd->v), Vf + (size_t)j * dp, d, dp);
+  }
+  for (int j = nk; j < nkp; j++) {
+    if (!in_place) memset(Kf + (size_t)j * dp, 0, (size_t)dp * sizeof(float));
+    kp[j] = in_place ? Kf : Kf + (size_t)j * dp;
+  }
+}
+
+/* St[0:nkp][0:R16] = K[0:nkp] . Qt: blocks of 6 keys, then of 4 (nkp a
+ * multiple of 4), x 64 rows (then 32, 16), the rows outer so that a block's
+ * 32 KiB of Qt stays in L1 while the K rows pass. */
+AA_INLINE void aa_tile_scores_t(int R16, int d, const float *const *kp, const float *restrict Qt, float *restrict St,
+                                int nkp) {
+  const int n6 = nkp / 6 / 2 * 2 * 6; /* an even count of 6-key blocks leaves a multiple of 4 */
+  int r = 0;
+#define AA_QK_ROWS(NV)                                                                     \
+  for (; r + NV * AA_VL <= R16; r += NV * AA_VL) {                                         \
+    int j = 0;                                                                             \
+    for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
+    for (; j < nkp; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
+  }
+  AA_QK_ROWS(4)
+  AA_QK_ROWS(2)
+  AA_QK_ROWS(1)
+#undef AA_QK_ROWS
+}
+
+/* Online softmax of St (keys [j0, j0 + nk)), 16 rows per vector: softcap
+ * and ALiBi, each row's maximum, its rescale factor alpha, probabilities in
+ * place of the scores, and the running m and l. Key masks only in row
+ * vectors some row of which does not see the whole tile. */
+AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *restrict St, float *restrict m,
+                                 float *restrict l, float *restrict alpha, const int32_t *lo, const int32_t *hi, int j0,
+                                 int nk, int g, int qpos0) {
+  const anyattn_args *a = job->a;
+  const int group = job->group;
+  const float softcap = job->plan->problem.softcap;
+  if (softcap > 0.0f) {
+    const float inv_softcap = 1.0f / softcap;
+    for (int j = 0; j < nk; j++)
+      for (int r = 0; r < R; r++) St[(size_t)j * R16 + r] = softcap * tanhf(St[(size_t)j * R16 + r] * inv_softcap);
+  }
+  if (a->alibi_slopes)
+    for (int r = 0; r < R; r++) {
+      const float slope = a->alibi_slopes[g * group + r % group];
+      const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
+      for (int j = 0; j < nk; j++) St[(size_t)j * R16 + r] += slope * (float)(rel + j);
+    }
+  for (int r0 = 0; r0 < R16; r0 += AA_VL) {
+    /* row r sees keys [lo[r], hi[r]); padding rows none */
+    aa_vi vlo = aa_splati(0), vhi = aa_splati(0);
+    int full = 1;
+    for (int i = 0; i < AA_VL; i++) {
+      const int r = r0 + i;
+      vlo[i] = r < R ? lo[r] : 0;
+      vhi[i] = r < R ? hi[r] : 0;
+      full &= vlo[i] <= j0 && vhi[i] >= j0 + nk;
+    }
+    float *restrict sr = St + r0;
+    aa_vf vmax = aa_splat(-INFINITY);
+    if (full)
+      for (int j = 0; j < nk; j++) vmax = aa_max(vmax, aa_ld(sr + (size_t)j * R16));
+    else
+      for (int j = 0; j < nk; j++) {
+        const aa_vi jv = aa_splati(j0 + j);
+        vmax = aa_max(vmax, aa_sel((jv >= vlo) & (jv < vhi), aa_ld(sr + (size_t)j * R16), aa_splat(-INFINITY)));
+      }
+    /* alpha 1 where a row sees no key here (its max stays), 0 while m is
+     * still -inf (padding rows too: m -inf, acc 0) */
+    const aa_vf mo = aa_ld(m + r0), mn = aa_max(vmax, mo);
+    const aa_vf e = aa_sel(mo == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mo - mn));
+    const aa_vf al = aa_sel(mn == mo, aa_splat(1.0f), e);
+    aa_vf vsum = aa_splat(0.0f);
+    if (full)
+      for (int j = 0; j < nk; j++) {
+        const aa_vf p = aa_exp(aa_ld(sr + (size_t)j * R16) - mn);
+        aa_st(sr + (size_t)j * R16, p);
+        vsum += p;
+      }
+    else
+      for (int j = 0; j < nk; j++) {
+        const aa_vi jv = aa_splati(j0 + j);
+        const aa_vf p = aa_sel((jv >= vlo) & (jv < vhi), aa_exp(aa_ld(sr + (size_t)j * R16) - mn), aa_splat(0.0f));
+        aa_st(sr + (size_t)j * R16, p);
+        vsum += p;
+      }
+    aa_st(alpha + r0, al);
+    aa_st(l + r0, aa_ld(l + r0) * al + vsum);
+    aa_st(m + r0, mn);
+  }
+}
+
+/* One prefill item (cpu.h), query tokens [t0, t0 + nq) of sequence s
+ * against kv head g, head_dim a multiple of 16: q transposed into scratch
+ * once, then per tile of keys the K row addresses and the widened V rows,
+ * the transposed scores, their softmax and P.V (6, then 4, rows x 64 dims
+ * of accumulators per call), then the output. */
+static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq) {
+  const aa_cpu_layout *L = &job->L;
+  const int dp = L->dp, bn = L->bn;
+  float *restrict Qt = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
+  float *restrict St = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
+  const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
+  const int R16 = (int)aa_round_up((size_t)rw.R, AA_VL), ilo = rw.ilo, ihi = rw.ihi;
+  aa_item_load_qt(job, &rw, s, g, R16, Qt, acc, m, l);
+  memset(Kf, 0, (size_t)dp * sizeof(float)); /* the zero row of fp32 caches (aa_item_stage_t) */
+  const float *kp[AA_CPU_MAX_BN];
+
+  /* The first tile's rows are prefetched here, each next tile's spread over
+   * the P.V calls of the one before. */
+  aa_kv_walks rd = {0}, pf = {0};
+  if (ilo < ihi) {
+    aa_walks_init(&rd, job, s, g, ilo);
+    aa_walks_init(&pf, job, s, g, ilo);
+    aa_prefetch_keys(job, &pf, ihi - ilo < bn ? ihi - ilo : bn);
+  }
+  for (int j0 = ilo; j0 < ihi; j0 += bn) {
+    const int nk = ihi - j0 < bn ? ihi - j0 : bn, nkp = (int)aa_round_up((size_t)nk, 4);
+    aa_item_stage_t(job, nk, nkp, &rd, kp, Kf, Vf);
+    aa_tile_scores_t(R16, job->d, kp, Qt, St, nkp);
+    aa_tile_softmax_t(job, rw.R, R16, St, m, l, alpha, rw.lo, rw.hi, j0, nk, g, rw.qpos0);
+    int next = ihi - (j0 + bn) < bn ? ihi - (j0 + bn) : bn; /* keys of the next tile left to prefetch */
+    const int n6 = rw.R4 / 6 / 2 * 2 * 6; /* 6-row calls, then 4-row ones: R4 - n6 a multiple of 4 */
+    const int calls = n6 / 6 + (rw.R4 - n6) / 4;
+    const int per = next > 0 ? (next + calls - 1) / calls : 0;
+    for (int r = 0; r < rw.R4; r += r < n6 ? 6 : 4) {
+      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk);
+      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk);
+      if (next > 0) {
+        aa_prefetch_keys(job, &pf, per < next ? per : next);
+        next -= per;
+      }
+    }
+  }
+  aa_item_store(job, &rw, s, g, 1, acc, m, l);
+}
+
 /* The entry points: a block of a sequence's tokens against one kv head
  * (prefill), and all of a short sequence's tokens against nh kv heads
- * (decode in fp32, or a head_dim the fused path does not take). The first
- * compiles with nh = 1, so the per-key head loops of its staging and
- * prefetch passes vanish. */
+ * (decode in fp32, or a head_dim the fused path does not take). Prefill at
+ * head dims that are not a multiple of 16 takes aa_cpu_item with nh = 1, so
+ * the per-key head loops of its staging and prefetch passes vanish. */
 void aa_cpu_item_block(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq) {
-  if (job->d % AA_VL == 0) aa_cpu_item(job, ws, s, g, 1, t0, nq, 1);
-  else aa_cpu_item(job, ws, s, g, 1, t0, nq, 0);
+  if (job->d % AA_VL == 0) aa_cpu_item_t(job, ws, s, g, t0, nq);
+  else aa_cpu_item(job, ws, s, g, 1, t0, nq);
 }
 void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int nq) {
-  aa_cpu_item(job, ws, s, g0, nh, 0, nq, 0);
+  aa_cpu_item(job, ws, s, g0, nh, 0, nq);
 }
