@@ -620,17 +620,20 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
     const aa_vf mo = aa_ld(m + r0), mn = aa_max(vmax, mo);
     const aa_vf e = aa_sel(mo == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mo - mn));
     const aa_vf al = aa_sel(mn == mo, aa_splat(1.0f), e);
+    /* p = e^(s - mn) = 2^(s log2(e) - mn log2(e)): one FMA and aa_exp2, 11
+     * ops against 20 (fp32 prefill 1x1024 1.04x faster) */
+    const aa_vf l2e = aa_splat(1.44269504088896341f), mn2 = mn * l2e;
     aa_vf vsum = aa_splat(0.0f);
     if (full)
       for (int j = 0; j < nk; j++) {
-        const aa_vf p = aa_exp(aa_ld(sr + (size_t)j * R16) - mn);
+        const aa_vf p = aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2);
         aa_st(sr + (size_t)j * R16, p);
         vsum += p;
       }
     else
       for (int j = 0; j < nk; j++) {
         const aa_vi jv = aa_splati(j0 + j);
-        const aa_vf p = aa_sel((jv >= vlo) & (jv < vhi), aa_exp(aa_ld(sr + (size_t)j * R16) - mn), aa_splat(0.0f));
+        const aa_vf p = aa_sel((jv >= vlo) & (jv < vhi), aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2), aa_splat(0.0f));
         aa_st(sr + (size_t)j * R16, p);
         vsum += p;
       }
