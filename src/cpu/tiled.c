@@ -7,6 +7,10 @@
 
 #include "cpu.h"
 
+/* Lines of one tile's K and V rows, at most: 2 x 8192 / dp keys x dp / 16
+ * lines at fp32 (aa_cpu_block_n32), fewer for 16-bit and fp8 rows. */
+#define AA_PF_LINES 1024
+
 /* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
  * lanes contribute nothing to dot products. The row holds dt, or the fp8
@@ -126,13 +130,15 @@ AA_QK_T(4, 1)
  * rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]. 6 rows x
  * 64 dims (24 accumulators) 1.03x faster than 4 x 64 on fp32 prefill 1x1024. */
 AA_INLINE void aa_pv_t(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
-                       const float *restrict pt, int ldp, const float *restrict v, int nk) {
+                       const float *restrict pt, int ldp, const float *restrict v, int nk, const char *const *pl,
+                       int npl) {
   aa_vf a[6][4];
   for (int i = 0; i < NR; i++) {
     const aa_vf al = aa_splat(alpha[i]);
     for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
+    if (j < npl) __builtin_prefetch(pl[j], 0, AA_PF_HINT);
     const float *vj = v + (size_t)j * dp, *pj = pt + (size_t)j * ldp;
     aa_vf vv[4];
     for (int k = 0; k < NC; k++) vv[k] = aa_ld(vj + k * AA_VL);
@@ -144,26 +150,30 @@ AA_INLINE void aa_pv_t(const int NR, const int NC, float *restrict acc, int dp, 
   for (int i = 0; i < NR; i++)
     for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
 }
-static __attribute__((noinline)) void aa_pv_t4x4(float *restrict acc, int dp, const float *restrict alpha,
-                                                 const float *restrict pt, int ldp, const float *restrict v, int nk) {
-  aa_pv_t(4, 4, acc, dp, alpha, pt, ldp, v, nk);
-}
-static __attribute__((noinline)) void aa_pv_t6x4(float *restrict acc, int dp, const float *restrict alpha,
-                                                 const float *restrict pt, int ldp, const float *restrict v, int nk) {
-  aa_pv_t(6, 4, acc, dp, alpha, pt, ldp, v, nk);
-}
-static __attribute__((noinline)) void aa_pv_t_rows6(float *restrict acc, int dp, const float *restrict alpha,
-                                                    const float *restrict pt, int ldp, const float *restrict v, int nk) {
-  int c = 0;
-  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_t6x4(acc + c, dp, alpha, pt, ldp, v + c, nk);
-  for (; c < dp; c += AA_VL) aa_pv_t(6, 1, acc + c, dp, alpha, pt, ldp, v + c, nk);
-}
-static __attribute__((noinline)) void aa_pv_t_rows4(float *restrict acc, int dp, const float *restrict alpha,
-                                                    const float *restrict pt, int ldp, const float *restrict v, int nk) {
-  int c = 0;
-  for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_t4x4(acc + c, dp, alpha, pt, ldp, v + c, nk);
-  for (; c < dp; c += AA_VL) aa_pv_t(4, 1, acc + c, dp, alpha, pt, ldp, v + c, nk);
-}
+/* The kernels, and the calls over a row group's 64-dim column blocks, which
+ * share out npl prefetch lines (pl) between them. */
+#define AA_PV_T(NR)                                                                                                 \
+  static __attribute__((noinline)) void aa_pv_t##NR##x4(float *restrict acc, int dp, const float *restrict alpha,  \
+                                                       const float *restrict pt, int ldp, const float *restrict v, \
+                                                       int nk, const char *const *pl, int npl) {                   \
+    aa_pv_t(NR, 4, acc, dp, alpha, pt, ldp, v, nk, pl, npl);                                                       \
+  }                                                                                                                \
+  static __attribute__((noinline)) void aa_pv_t_rows##NR(float *restrict acc, int dp, const float *restrict alpha, \
+                                                        const float *restrict pt, int ldp, const float *restrict v, \
+                                                        int nk, const char *const *pl, int npl) {                  \
+    const int calls = dp / (4 * AA_VL), q = calls ? (npl + calls - 1) / calls : 0;                                 \
+    int c = 0;                                                                                                     \
+    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) {                                                                  \
+      const int n = q < npl ? q : npl;                                                                             \
+      aa_pv_t##NR##x4(acc + c, dp, alpha, pt, ldp, v + c, nk, pl, n);                                              \
+      pl += n;                                                                                                     \
+      npl -= n;                                                                                                    \
+    }                                                                                                              \
+    for (; c < dp; c += AA_VL) aa_pv_t(NR, 1, acc + c, dp, alpha, pt, ldp, v + c, nk, pl, 0);                      \
+  }
+AA_PV_T(6)
+AA_PV_T(4)
+#undef AA_PV_T
 
 /* acc[NR rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]:
  * the accumulators stay in registers across the whole tile. */
@@ -518,16 +528,19 @@ AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int
   memset(acc, 0, (size_t)R16 * dp * sizeof(float));
 }
 
-/* Prefetches the K and V rows of the next n keys of walk pf. */
-AA_INLINE void aa_prefetch_keys(const aa_cpu_job *job, aa_kv_walks *pf, int n) {
+/* The cache lines of the K and V rows of the next n keys of walk pf, into
+ * pl (at most max); returns their count. */
+AA_INLINE int aa_prefetch_lines(const aa_cpu_job *job, aa_kv_walks *pf, int n, const char **pl, int max) {
   const size_t row_bytes = (size_t)job->d * job->kes;
+  int at = 0;
   for (int j = 0; j < n; j++) {
     const char *kq = aa_walk_next(&pf->k), *vq = aa_walk_next(&pf->v);
-    for (size_t o = 0; o < row_bytes; o += 64) {
-      __builtin_prefetch(kq + o, 0, AA_PF_HINT);
-      __builtin_prefetch(vq + o, 0, AA_PF_HINT);
+    for (size_t o = 0; o < row_bytes && at + 2 <= max; o += 64) {
+      pl[at++] = kq + o;
+      pl[at++] = vq + o;
     }
   }
+  return at;
 }
 
 /* One kv head's next nk keys: the addresses of their K rows in kp (in place
@@ -659,30 +672,35 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
   memset(Kf, 0, (size_t)dp * sizeof(float)); /* the zero row of fp32 caches (aa_item_stage_t) */
   const float *kp[AA_CPU_MAX_BN];
 
-  /* The first tile's rows are prefetched here, each next tile's spread over
-   * the P.V calls of the one before. */
+  /* The first tile's rows are prefetched here, each next tile's a line per
+   * key step of the P.V loops of the one before: prefetches in a burst stall
+   * on the line fill buffers (whole tiles before each tile's math: 1.02x
+   * slower than none; a few keys' rows after each P.V call: the same as none). */
   aa_kv_walks rd = {0}, pf = {0};
+  const char *pl[AA_PF_LINES];
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g, ilo);
     aa_walks_init(&pf, job, s, g, ilo);
-    aa_prefetch_keys(job, &pf, ihi - ilo < bn ? ihi - ilo : bn);
+    const int n = aa_prefetch_lines(job, &pf, ihi - ilo < bn ? ihi - ilo : bn, pl, AA_PF_LINES);
+    for (int i = 0; i < n; i++) __builtin_prefetch(pl[i], 0, AA_PF_HINT);
   }
+  /* 6-row P.V calls, then 4-row ones: R4 - n6 a multiple of 4 */
+  const int n6 = rw.R4 / 6 / 2 * 2 * 6, calls = n6 / 6 + (rw.R4 - n6) / 4;
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn, nkp = (int)aa_round_up((size_t)nk, 4);
     aa_item_stage_t(job, nk, nkp, &rd, kp, Kf, Vf);
     aa_tile_scores_t(R16, job->d, kp, Qt, St, nkp);
     aa_tile_softmax_t(job, rw.R, R16, St, m, l, alpha, rw.lo, rw.hi, j0, nk, g, rw.qpos0);
-    int next = ihi - (j0 + bn) < bn ? ihi - (j0 + bn) : bn; /* keys of the next tile left to prefetch */
-    const int n6 = rw.R4 / 6 / 2 * 2 * 6; /* 6-row calls, then 4-row ones: R4 - n6 a multiple of 4 */
-    const int calls = n6 / 6 + (rw.R4 - n6) / 4;
-    const int per = next > 0 ? (next + calls - 1) / calls : 0;
+    const int next = ihi - (j0 + bn) < bn ? ihi - (j0 + bn) : bn; /* keys of the next tile */
+    int npl = next > 0 ? aa_prefetch_lines(job, &pf, next, pl, AA_PF_LINES) : 0;
+    const int per = (npl + calls - 1) / calls;
+    const char **at = pl;
     for (int r = 0; r < rw.R4; r += r < n6 ? 6 : 4) {
-      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk);
-      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk);
-      if (next > 0) {
-        aa_prefetch_keys(job, &pf, per < next ? per : next);
-        next -= per;
-      }
+      const int n = per < npl ? per : npl;
+      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk, at, n);
+      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk, at, n);
+      at += n;
+      npl -= n;
     }
   }
   aa_item_store(job, &rw, s, g, 1, acc, m, l);
