@@ -635,9 +635,15 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
     }
     float *restrict sr = St + r0;
     aa_vf vmax = aa_splat(-INFINITY);
-    if (full)
-      for (int j = 0; j < nk; j++) vmax = aa_max(vmax, aa_ld(sr + (size_t)j * R16));
-    else
+    if (full) {
+      /* four chains: one is bound by the latency of the compare and select */
+      aa_vf mx4[4] = {vmax, vmax, vmax, vmax};
+      int j = 0;
+      for (; j + 4 <= nk; j += 4)
+        for (int u = 0; u < 4; u++) mx4[u] = aa_max(mx4[u], aa_ld(sr + (size_t)(j + u) * R16));
+      for (; j < nk; j++) mx4[0] = aa_max(mx4[0], aa_ld(sr + (size_t)j * R16));
+      vmax = aa_max(aa_max(mx4[0], mx4[1]), aa_max(mx4[2], mx4[3]));
+    } else
       for (int j = 0; j < nk; j++) {
         const aa_vi jv = aa_splati(j0 + j);
         vmax = aa_max(vmax, aa_sel((jv >= vlo) & (jv < vhi), aa_ld(sr + (size_t)j * R16), aa_splat(-INFINITY)));
