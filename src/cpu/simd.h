@@ -187,38 +187,46 @@ AA_INLINE aa_vf aa_exp(aa_vf x) {
 }
 
 /* 2^t on 16 lanes: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial
- * (relative error about 2e-7, as tiled16.c's aa16_exp2), times 2^n
- * (vscalefps on AVX-512, else the exponent field); t below -126 gives
- * 2^-126, not 0, and NaN stays NaN on AVX-512. 10 ops against aa_exp's 19,
- * for callers that fold log2(e) into an FMA before it. */
+ * (relative error about 2e-7), times 2^n (vscalefps on AVX-512, else the
+ * exponent field); t below -126 gives 2^-126, not 0, and NaN stays NaN on
+ * AVX-512. 10 ops against aa_exp's 19, for callers that fold log2(e) into an
+ * FMA before it. The AVX-512 form (aa_exp2_512) is the 16-bit path's too
+ * (tiled16.c). */
+#if defined(__AVX512F__)
+AA_INLINE __m512 aa_exp2_512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-126.0f), x); /* vmaxps returns its second operand for NaN: NaN stays NaN */
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
 AA_INLINE aa_vf aa_exp2(aa_vf t) {
 #if defined(__AVX512F__)
   __m512 x;
   memcpy(&x, &t, sizeof x);
-  x = _mm512_max_ps(_mm512_set1_ps(-126.0f), x); /* vmaxps returns its second operand for NaN: NaN stays NaN */
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(x, n);
+  x = aa_exp2_512(x);
+  memcpy(&t, &x, sizeof t);
+  return t;
 #else
   t = aa_sel(t < aa_splat(-126.0f), aa_splat(-126.0f), t);
   t = aa_sel(t > aa_splat(127.0f), aa_splat(127.0f), t);
   const aa_vf magic = aa_splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
   const aa_vf nm = t + magic, nf = nm - magic;
   const aa_vf f = t - nf;
-#endif
   aa_vf p = aa_splat(1.535336188319500e-4f);
-  p = p * (aa_vf)f + aa_splat(1.339887440266574e-3f);
-  p = p * (aa_vf)f + aa_splat(9.618437357674640e-3f);
-  p = p * (aa_vf)f + aa_splat(5.550332471162809e-2f);
-  p = p * (aa_vf)f + aa_splat(2.402264791363012e-1f);
-  p = p * (aa_vf)f + aa_splat(6.931472028550421e-1f);
-  p = p * (aa_vf)f + aa_splat(1.0f);
-#if defined(__AVX512F__)
-  __m512 r;
-  memcpy(&r, &p, sizeof r);
-  r = _mm512_scalef_ps(r, n);
-  memcpy(&p, &r, sizeof p);
-  return p;
-#else
+  p = p * f + aa_splat(1.339887440266574e-3f);
+  p = p * f + aa_splat(9.618437357674640e-3f);
+  p = p * f + aa_splat(5.550332471162809e-2f);
+  p = p * f + aa_splat(2.402264791363012e-1f);
+  p = p * f + aa_splat(6.931472028550421e-1f);
+  p = p * f + aa_splat(1.0f);
   return (aa_vf)((aa_vi)p + (((aa_vi)nm - (aa_vi)magic) << 23));
 #endif
 }

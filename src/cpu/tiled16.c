@@ -52,23 +52,6 @@ AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, uint16_t *dst, int term
   }
 }
 
-/* 2^t on 16 lanes: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial
- * (relative error about 2e-7), scaled by 2^n with vscalefps. NaN in, NaN
- * out, as expf does on the fp32 path. */
-AA_INLINE __m512 aa16_exp2(__m512 t) {
-  t = _mm512_max_ps(_mm512_set1_ps(-126.0f), t); /* vmaxps returns its second operand for NaN: a NaN score stays NaN */
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
 /* Lanes of the 16 keys from j that lie in [jlo, jhi). */
 AA_INLINE __mmask16 aa16_keys(int j, int jlo, int jhi) {
   const int a = jlo - j, b = jhi - j;
@@ -245,7 +228,7 @@ static void aa16_softmax(const aa_cpu_job *job, const aa16_tile *T, int R, int R
     for (int j = 0; j < nkp; j += 16) {
       const __mmask16 keys = aa16_keys(j, jlo, jhi);
       __m512 p = _mm512_setzero_ps();
-      if (keys) p = _mm512_maskz_mov_ps(keys, aa16_exp2(_mm512_fmsub_ps(_mm512_loadu_ps(sr + j), k2, m2)));
+      if (keys) p = _mm512_maskz_mov_ps(keys, aa_exp2_512(_mm512_fmsub_ps(_mm512_loadu_ps(sr + j), k2, m2)));
       vsum = _mm512_add_ps(vsum, p);
       const __m256i ph = aa16_to_bf16(p);
       _mm256_storeu_si256((__m256i *)(pr + j), ph);
