@@ -191,6 +191,9 @@ typedef struct {
                          * optionally suffixed "-kS" (1 <= S <= 128) to force S KV segments
                          * for decode-like batches (mean q_len <= 8; -k1 never splits) where
                          * the workspace holds S x num_tokens partial rows, else one segment;
+                         * GPU role pairs "PREFILL+DECODE" (rows paired in the build) run
+                         * every batch as one launch, sequences of one decode Q block on the
+                         * DECODE row (-kS: its segments), the rest on PREFILL;
                          * forcing changes what runs, not the plan's limits or workspace */
   anyattn_kv_dtype kv_dtype; /* storage of k_cache and v_cache: ANYATTN_KV_AS_Q (init) or an fp8
                               * format, which needs dtype BF16 or F16 (else UNSUPPORTED_OPTION);

@@ -39,11 +39,14 @@ static void make_plan(fixture *f, int q_heads, int kv_heads, int head_dim, int m
   f->plan.state = &f->st;
   memcpy(f->st.configs, kRows, sizeof kRows);
   f->st.num_configs = (int)(sizeof kRows / sizeof kRows[0]);
+  /* the NVIDIA role pair m128n128w8s2+m16n128w8s2: the larger tile's shared memory */
+  f->st.role_dec[5] = 3 + 1;
+  f->st.role_smem[5] = 205824;
   aa_gpu_policy_init(&f->st);
   f->st.num_splits = 1;
   f->st.config = -1;
   if (forced) {
-    f->st.config = aa_gpu_config_parse(&f->st, forced, &f->st.forced_splits);
+    f->st.config = aa_gpu_config_parse_any(&f->st, forced, &f->st.forced_splits, &f->st.forced_dec);
     f->st.config_forced = 1;
   }
 }
@@ -193,8 +196,76 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "boxes under 8 rows: copies");
 }
 
+/* Role launches: mixed batches on a row with a pair, the decode role's segments bounded by the workspace. */
+static void test_roles(void) {
+  fixture f;
+  int s = -1, d = -1;
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, NULL);
+  EXPECT(aa_gpu_config_parse_any(&f.st, "m128n128w8s2+m16n128w8s2", &s, &d) == 5 && d == 4 && s == 0, "pair");
+  EXPECT(aa_gpu_config_parse_any(&f.st, "m128n128w8s2+m16n128w8s2-k2", &s, &d) == 5 && d == 4 && s == 2,
+         "pair with -k2");
+  EXPECT(aa_gpu_config_parse_any(&f.st, "m16n64w4s2", &s, &d) == 1 && d == 0, "a single row");
+  const char *bad[] = {"m64n64w4s2+m16n128w8s2", "m128n128w8s2+m16n64w4s2", "m128n128w8s2+", "+m16n128w8s2",
+                       "m128n128w8s2-k2+m16n128w8s2", "m128n128w8s2+m16n128w8s2+m16n128w8s2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    EXPECT(aa_gpu_config_parse_any(&f.st, bad[i], &s, &d) == -1, "'%s' must not parse", bad[i]);
+
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  static const aa_tree_node nodes[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
+  static const aa_tree tree = {"test", "sm_90", "test tree", 0, 1, nodes};
+  f.st.tree = &tree;
+  /* one 2048-token prefill and 63 decodes: roles; 64 x 4 decode rows exceed the 128 split rows: no split */
+  anyattn_args a = batch(64, 2048 + 63, 2048);
+  aa_gpu_choice c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.dec_config == 3 && c.dec_splits == 1, "2048p+63d: config %d dec %d splits %d", c.config,
+         c.dec_config, c.dec_splits);
+  /* one prefill and 3 long decodes: 4 x 8 decode programs, 132 / 32 = 4 segments */
+  a = batch(4, 2048 + 3, 32768);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == 3 && c.dec_splits == 4, "2048p+3d: dec %d splits %d", c.dec_config, c.dec_splits);
+  /* decode-like batches and single sequences stay on one tile */
+  a = batch(64, 64, 2048);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == -1, "64 decodes: dec %d", c.dec_config);
+  a = batch(1, 8192, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == -1, "1x8192 prefill: dec %d", c.dec_config);
+  /* the pair must fit the device */
+  const aa_gpu_device small = {132, 200000, 90};
+  a = batch(64, 2048 + 63, 2048);
+  c = aa_gpu_choose(&f.plan, &small, &a);
+  EXPECT(c.dec_config == -1, "pair over the device's shared memory: dec %d", c.dec_config);
+  /* a row without a pair */
+  static const aa_tree_node nodes64[] = {{-1, 0.0, 0, 0, "m64n64w4s2", 0}};
+  static const aa_tree tree64 = {"test", "sm_90", "test tree", 0, 1, nodes64};
+  f.st.tree = &tree64;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 4 && c.dec_config == -1, "m64n64w4s2: config %d dec %d", c.config, c.dec_config);
+
+  /* a forced pair runs every batch as roles; batch-1 decode splits 16 ways (132 / 8) */
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, "m128n128w8s2+m16n128w8s2");
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  a = batch(1, 1, 32768);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.dec_config == 3 && c.dec_splits == 16 && c.splits == 1,
+         "forced pair, 1x32768: config %d dec %d splits %d", c.config, c.dec_config, c.dec_splits);
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, "m128n128w8s2+m16n128w8s2-k2");
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == 3 && c.dec_splits == 2, "forced pair -k2: dec %d splits %d", c.dec_config, c.dec_splits);
+  a = batch(64, 2048 + 63, 2048); /* 2 x 64 x 4 rows exceed the workspace: no split */
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == 3 && c.dec_splits == 1, "forced pair -k2, 64 sequences: splits %d", c.dec_splits);
+  /* a forced single row never runs as roles */
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, "m128n128w8s2");
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.dec_config == -1, "forced row: config %d dec %d", c.config, c.dec_config);
+}
+
 int main(void) {
   test_names();
+  test_roles();
   test_plan_splits();
   test_choose();
   test_clusters_and_boxes();

@@ -103,7 +103,8 @@ static const cli_command commands[] = {
      "                      reads metadata and older K/V before its dependency wait)\n"
      "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
-     "                      CPU's one config is \"cpu\"); -kS forces S KV segments, 1 to 128\n"
+     "                      CPU's one config is \"cpu\"), or a role pair PREFILL+DECODE (mixed\n"
+     "                      batches in one launch); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
      "  --max-context N     plan once with limits.max_context N, 1 to 16777216\n"
      "  --graph             time CUDA/HIP graph replays (GPU only)\n"
@@ -421,10 +422,29 @@ static int open_backend(const cli_options *o, anyattn_backend *b) {
   return 0;
 }
 
+/* Whether the first len characters of name are a row of backend b's table;
+ * the rows' names, comma-separated, into known. */
+static int config_row(anyattn_backend b, const char *name, size_t len, char *known, size_t known_size) {
+  size_t used = 0;
+  known[0] = '\0';
+  for (int i = 0; i < anyattn_config_count(b); i++) {
+    anyattn_config_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    if (anyattn_config_get(b, i, &ci) != ANYATTN_STATUS_OK) continue;
+    if (strlen(ci.name) == len && !strncmp(ci.name, name, len)) return 1;
+    if (used < known_size)
+      used += (size_t)snprintf(known + used, known_size - used, "%s%s", used ? ", " : "", ci.name);
+  }
+  return 0;
+}
+
 /* --config must name a config of the backend that runs, or bench fails every
- * case: a row of the backend's table (anyattn_config_get), optionally with
- * "-kS", 1 <= S <= 128 (anyattn.h, problem->config); the CPU backend has no
- * table and one config, "cpu". Returns 0, or 2 after the one-line error. */
+ * case: a row of the backend's table (anyattn_config_get), or a role pair
+ * PREFILL+DECODE of two rows, optionally with "-kS", 1 <= S <= 128
+ * (anyattn.h, problem->config; plan checks that the rows form a pair); the
+ * CPU backend has no table and one config, "cpu". Returns 0, or 2 after the
+ * one-line error. */
 static int check_config(anyattn_backend b, const char *name) {
   if (b == ANYATTN_BACKEND_CPU) {
     if (!strcmp(name, "cpu")) return 0;
@@ -438,19 +458,14 @@ static int check_config(anyattn_backend b, const char *name) {
       return usage_error("--config '%s': the suffix -kS takes 1 <= S <= 128 KV segments", shown(name));
     len = (size_t)(dash - name);
   }
-  char known[512] = "";
-  size_t used = 0;
-  for (int i = 0; i < anyattn_config_count(b); i++) {
-    anyattn_config_info ci;
-    memset(&ci, 0, sizeof ci);
-    ci.struct_size = sizeof ci;
-    if (anyattn_config_get(b, i, &ci) != ANYATTN_STATUS_OK) continue;
-    if (strlen(ci.name) == len && !strncmp(ci.name, name, len)) return 0;
-    if (used < sizeof known)
-      used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "", ci.name);
-  }
-  return usage_error("--config '%s' is not a config of backend %s (%s; optionally -kS)", shown(name),
-                     anyattn_backend_name(b), known);
+  char known[512];
+  const char *plus = memchr(name, '+', len);
+  const int ok = plus ? config_row(b, name, (size_t)(plus - name), known, sizeof known) &&
+                            config_row(b, plus + 1, len - (size_t)(plus - name) - 1, known, sizeof known)
+                      : config_row(b, name, len, known, sizeof known);
+  if (ok) return 0;
+  return usage_error("--config '%s' is not a config of backend %s (%s, or PREFILL+DECODE; optionally -kS)",
+                     shown(name), anyattn_backend_name(b), known);
 }
 
 static int cmd_info(void) {

@@ -81,13 +81,30 @@
 #define ANYATTN_GPU_CONFIGS_NVIDIA_TUNING(X) AA_CONFIG_ROWS_NVIDIA(AA_CONFIG_ANY, X)
 #define ANYATTN_GPU_CONFIGS_CDNA(X) AA_CONFIG_ROWS_AMD(AA_CONFIG_IF_SHIP, X)
 
+/* ---- role pairs: mixed batches in one launch ------------------------------------
+ * X(prefill name, block_m, block_n, warps, stages, decode name, block_m,
+ * block_n, warps, stages): a launch whose grid holds the decode rows of a
+ * batch (sequences of at most one Q block of the decode row's tokens) on the
+ * decode row's tile, with its own split-KV segments, and every longer
+ * sequence on the prefill row's tile (docs/design/prefill.md#mixed-batches).
+ * The two rows of a pair have equal warps: one block size serves the grid.
+ * Plan runs a pair when the tree (or the heuristic) picks its prefill row for
+ * a batch that is not decode-like, or when problem->config names it as
+ * "PREFILL+DECODE". Each pair costs one kernel per (dtype, compiled head dim,
+ * cache kind) where both rows fit. The AMD table has none: untested there. */
+#define ANYATTN_GPU_ROLE_PAIRS_NVIDIA(X) X(m128n128w8s2, 128, 128, 8, 2, m16n128w8s2, 16, 128, 8, 2)
+#define ANYATTN_GPU_ROLE_PAIRS_CDNA(X)
+
 /* This build's table. */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
 #define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_NVIDIA_TUNING(X)
+#define ANYATTN_GPU_ROLE_PAIRS(X) ANYATTN_GPU_ROLE_PAIRS_NVIDIA(X)
 #elif defined(ANYATTN_GPU_CONFIGS_AMD) /* the HIP build (cmake/hip.cmake): 64 KB LDS */
 #define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_CDNA(X)
+#define ANYATTN_GPU_ROLE_PAIRS(X) ANYATTN_GPU_ROLE_PAIRS_CDNA(X)
 #else
 #define ANYATTN_GPU_CONFIGS(X) ANYATTN_GPU_CONFIGS_NVIDIA(X)
+#define ANYATTN_GPU_ROLE_PAIRS(X) ANYATTN_GPU_ROLE_PAIRS_NVIDIA(X)
 #endif
 
 #endif

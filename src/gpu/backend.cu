@@ -94,6 +94,11 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
     const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st->configs[i].smem));
+    /* the row's role pair, unless a single row is forced */
+    if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
+      const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
+      if (r) AA_CUDA_TRY(cudaFuncSetAttribute(r, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st->role_smem[i]));
+    }
     if (!clusters) continue;
     int active[AA_GPU_CLUSTER_MERGE + 1];
     for (int c = 0; c <= AA_GPU_CLUSTER_MERGE; c++)
@@ -119,8 +124,13 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
   char pad_txt[32] = "";
   if (aa::compiled_head_dim(plan->problem.head_dim) != plan->problem.head_dim)
     snprintf(pad_txt, sizeof pad_txt, " (padded to d%d)", aa::compiled_head_dim(plan->problem.head_dim));
+  char name[64];
+  if (st->forced_dec > 0)
+    snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->forced_dec - 1].name);
+  else
+    snprintf(name, sizeof name, "%s", c.name);
   snprintf(plan->describe, sizeof plan->describe, "%s %s %s d%d%s group %d: %d tokens x %d heads per program, %s%s%s",
-           anyattn_backend_name(plan->ctx->backend), c.name, dt, plan->problem.head_dim, pad_txt, plan->group, m.bq, m.gh,
+           anyattn_backend_name(plan->ctx->backend), name, dt, plan->problem.head_dim, pad_txt, plan->group, m.bq, m.gh,
            forced ? "forced" : "chosen from the limits", forced ? "" : " (run re-chooses from each batch)", split_txt);
 }
 
@@ -153,14 +163,21 @@ anyattn_status plan(anyattn_plan *plan) {
 
   int forced = -1;
   if (pr->config) {
-    forced = aa_gpu_config_parse(st, pr->config, &st->forced_splits);
+    forced = aa_gpu_config_parse_any(st, pr->config, &st->forced_splits, &st->forced_dec);
     AA_CHECK(forced >= 0, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
-             "problem->config '%s' is not a " AA_GPU_NAME " config (see anyattn_config_get; an optional "
-             "suffix -kS, 1 <= S <= %d, forces S KV segments)",
+             "problem->config '%s' is not a " AA_GPU_NAME " config or role pair (see anyattn_config_get; "
+             "PREFILL+DECODE names a pair of src/choose/configs.h; an optional suffix -kS, 1 <= S <= %d, "
+             "forces S KV segments)",
              pr->config, AA_GPU_MAX_SPLITS);
     AA_CHECK(aa_gpu_config_fits(st, &dev, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
              "problem->config '%s' needs %zu bytes of shared memory at head_dim %d; the device allows %zu", pr->config,
              st->configs[forced].smem, pr->head_dim, ctx->smem_per_block);
+    AA_CHECK(st->forced_dec == 0 || aa_gpu_roles_fit(st, &dev, forced), ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s': the pair is not compiled at head_dim %d or needs %zu bytes of shared memory; "
+             "the device allows %zu",
+             pr->config, pr->head_dim, st->role_smem[forced], ctx->smem_per_block);
+    AA_CHECK(st->forced_dec == 0 || pr->dtype != ANYATTN_DTYPE_F32, ANYATTN_STATUS_UNSUPPORTED_CONFIG,
+             "problem->config '%s': fp32 runs on the CUDA-core kernel, which has no role pairs", pr->config);
   }
   plan->workspace_size = 0;
   st->num_splits = 1;

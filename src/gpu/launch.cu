@@ -47,6 +47,33 @@ struct ConfigRow {
    RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
+
+/* A role pair's launch: shared memory per compiled head dim (0 where either
+ * tile does not fit: kernels.cuh compiles no kernel there). */
+template <int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
+struct PairFacts {
+  static constexpr size_t pick(size_t a, size_t b) { return a > kMaxSmemAnyDevice || b > kMaxSmemAnyDevice ? 0 : a > b ? a : b; }
+#define AA_PSMEM_(hd) pick(TileShape<hd, PBM, PBN, PW, PS, F8>::SMEM_BYTES, TileShape<hd, DBM, DBN, DW, DS, F8>::SMEM_BYTES),
+  static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_PSMEM_)};
+#undef AA_PSMEM_
+};
+
+struct PairRow {
+  const char *pre, *dec;
+  const size_t *smem, *smem8; /* the launch's shared memory per compiled head dim, 16-bit and fp8 caches */
+};
+#define AA_PAIR_ROW_(pn, pbm, pbn, pw, ps, dn, dbm, dbn, dw, ds) \
+  {#pn, #dn, PairFacts<pbm, pbn, pw, ps, dbm, dbn, dw, ds, 0>::smem, PairFacts<pbm, pbn, pw, ps, dbm, dbn, dw, ds, 1>::smem},
+const PairRow kPairs[] = {ANYATTN_GPU_ROLE_PAIRS(AA_PAIR_ROW_){nullptr, nullptr, nullptr, nullptr}};
+constexpr int kNumPairs = (int)(sizeof kPairs / sizeof kPairs[0]) - 1;
+static_assert(sizeof(RoleParams) <= 4096, "a role launch's parameters fit the kernel parameter space");
+
+/* The role pair whose prefill row is config cfg, or -1. */
+int pair_of(int cfg) {
+  for (int k = 0; k < kNumPairs; k++)
+    if (strcmp(kPairs[k].pre, kConfigs[cfg].name) == 0) return k;
+  return -1;
+}
 static_assert(kNumConfigs <= AA_GPU_MAX_CONFIGS, "the plan state holds AA_GPU_MAX_CONFIGS rows");
 static_assert(AA_GPU_MAX_SPLITS == kMergeMaxSplits, "the policy splits no wider than the merge merges");
 static_assert(AA_GPU_CLUSTER_MERGE <= kClusterMax, "the kernel's cluster merge holds kClusterMax segments");
@@ -118,6 +145,8 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.softcap_in = pr->softcap > 0.0f ? plan->scale / pr->softcap : 0.0f;
   p.softcap_out = pr->softcap * kLog2e;
   p.num_splits = 1;
+  p.sp_magic = 1; /* n / 1 (fast_div) */
+  p.part_tokens = a->num_tokens;
   p.early_reads = a->prior_writes == ANYATTN_PRIOR_WRITES_NEW_KEYS;
   return p;
 }
@@ -173,6 +202,15 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
+    st->role_dec[i] = 0;
+    st->role_smem[i] = 0;
+  }
+  for (int i = 0; i < kNumConfigs; i++) {
+    const int k = pair_of(i);
+    if (k < 0) continue;
+    for (int d = 0; d < kNumConfigs; d++)
+      if (strcmp(kConfigs[d].name, kPairs[k].dec) == 0) st->role_dec[i] = d + 1;
+    st->role_smem[i] = fp8 ? kPairs[k].smem8[hdi] : kPairs[k].smem[hdi];
   }
   st->num_configs = kNumConfigs;
   return true;
@@ -183,20 +221,34 @@ int compiled_head_dim(int head_dim) {
   return i < 0 ? 0 : kHeadDims[i];
 }
 
-KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
-  KernelFn k[kNumConfigs];
+namespace {
+/* The kernel tables of one (dtype, compiled head dim, cache kind); false where none is compiled. */
+bool kernel_tables(anyattn_dtype dtype, int hd, bool fp8, KernelFn *k, RolesFn *r) {
   const bool bf = dtype == ANYATTN_DTYPE_BF16;
   switch (compiled_head_dim(hd)) {
-#define AA_TABLE_CASE_(d)                                                                           \
-  case d:                                                                                           \
-    if (fp8) bf ? aa_kernel_table_bf16_fp8_d##d(k) : aa_kernel_table_f16_fp8_d##d(k);              \
-    else bf ? aa_kernel_table_bf16_d##d(k) : aa_kernel_table_f16_d##d(k);                           \
-    break;
+#define AA_TABLE_CASE_(d)                                                                                 \
+  case d:                                                                                                 \
+    if (fp8) bf ? aa_kernel_table_bf16_fp8_d##d(k, r) : aa_kernel_table_f16_fp8_d##d(k, r);              \
+    else bf ? aa_kernel_table_bf16_d##d(k, r) : aa_kernel_table_f16_d##d(k, r);                           \
+    return true;
     AA_GPU_HEAD_DIMS(AA_TABLE_CASE_)
 #undef AA_TABLE_CASE_
-    default: return nullptr;
+    default: return false;
   }
-  return k[cfg];
+}
+}  // namespace
+
+KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
+  KernelFn k[kNumConfigs];
+  RolesFn r[kNumPairs + 1];
+  return kernel_tables(dtype, hd, fp8, k, r) ? k[cfg] : nullptr;
+}
+
+RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
+  KernelFn k[kNumConfigs];
+  RolesFn r[kNumPairs + 1];
+  const int pair = pair_of(cfg);
+  return pair >= 0 && kernel_tables(dtype, hd, fp8, k, r) ? r[pair] : nullptr;
 }
 
 aa_gpu_device device_of(const anyattn_context *ctx) {
@@ -207,6 +259,64 @@ aa_gpu_device device_of(const anyattn_context *ctx) {
   return d;
 }
 
+namespace {
+/* Split-KV segments for p: the workspace's counters and partials. */
+void set_splits(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, int splits) {
+  p.num_splits = splits;
+  fastdiv_init((uint32_t)splits, &p.sp_magic, &p.sp_shift);
+  if (splits < 2) return;
+  char *ws = static_cast<char *>(a->workspace);
+  p.counters = reinterpret_cast<unsigned *>(ws);
+  p.part_ml = reinterpret_cast<float2 *>(ws + aa_gpu_split_counter_bytes(plan));
+  p.part_o = reinterpret_cast<float *>(ws + aa_gpu_split_counter_bytes(plan) + aa_gpu_split_ml_bytes(plan));
+}
+
+/* TMA boxes for config cfg in a launch of `programs` programs, where the policy says they pay. */
+void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev, int cfg,
+             long long programs) {
+  const anyattn_problem *pr = &plan->problem;
+  const aa_gpu_config &c = static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg];
+  const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode());
+  if (rows <= 0) return;
+  const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
+  const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
+  if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
+               compiled_head_dim(pr->head_dim), pr->num_kv_heads, pr->block_size, rows, c.tma))
+    p.tma_rows = rows;
+}
+
+/* A role launch (attn_roles_kernel): the decode role's programs
+ * (num_seqs x kv heads x head chunks x segments) then the prefill role's
+ * (num_tokens / bq + num_seqs Q blocks x kv heads x head chunks), sized from
+ * host scalars only. */
+anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev,
+                            const aa_gpu_choice &ch, cudaStream_t stream) {
+  const anyattn_problem *pr = &plan->problem;
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  RoleParams rp;
+  rp.pre = params_of(plan, a);
+  rp.dec = rp.pre;
+  map_programs(rp.pre, plan, st->configs[ch.config]);
+  map_programs(rp.dec, plan, st->configs[ch.dec_config]);
+  rp.pre.min_q_len = rp.dec.bq + 1;
+  set_splits(rp.dec, plan, a, ch.dec_splits);
+  rp.dec.part_tokens = a->num_seqs * rp.dec.bq; /* the policy bounds it by the workspace's split rows */
+  const long long pre_programs = ((long long)a->num_tokens / rp.pre.bq + a->num_seqs) * rp.pre.hprogs;
+  const long long dec_programs = (long long)a->num_seqs * rp.dec.hprogs * ch.dec_splits;
+  AA_CHECK(pre_programs + dec_programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, pre_programs + dec_programs);
+  rp.dec_programs = (int)dec_programs;
+  set_tma(rp.pre, plan, a, dev, ch.config, pre_programs + dec_programs);
+  set_tma(rp.dec, plan, a, dev, ch.dec_config, pre_programs + dec_programs);
+  const RolesFn k = roles_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
+  AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "problem->config: no role pair for %s at head_dim %d",
+           st->configs[ch.config].name, pr->head_dim);
+  const dim3 grid((unsigned)(pre_programs + dec_programs));
+  return launch(k, grid, dim3(st->configs[ch.config].warps * AA_WARP_SIZE), st->role_smem[ch.config], stream,
+                dev.arch >= 90, 0, rp);
+}
+}  // namespace
+
 anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
@@ -216,27 +326,15 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   if (pr->dtype == ANYATTN_DTYPE_F32) return launch_f32(plan, p, stream);
 
   const aa_gpu_choice ch = aa_gpu_choose(plan, &dev, a);
+  if (ch.dec_config >= 0) return launch_roles(plan, a, dev, ch, stream);
   const aa_gpu_config &c = st->configs[ch.config];
-  if (ch.splits > 1) {
-    p.num_splits = ch.splits;
-    p.cluster = ch.cluster;
-    char *ws = static_cast<char *>(a->workspace);
-    p.counters = reinterpret_cast<unsigned *>(ws);
-    p.part_ml = reinterpret_cast<float2 *>(ws + aa_gpu_split_counter_bytes(plan));
-    p.part_o = reinterpret_cast<float *>(ws + aa_gpu_split_counter_bytes(plan) + aa_gpu_split_ml_bytes(plan));
-  }
+  set_splits(p, plan, a, ch.splits);
+  p.cluster = ch.splits > 1 && ch.cluster;
   map_programs(p, plan, c);
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
-  const int rows = aa_gpu_tma_rows(plan, &dev, ch.config, programs * p.num_splits, tma_mode());
-  if (rows > 0) {
-    const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
-    const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
-    if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
-                 compiled_head_dim(pr->head_dim), pr->num_kv_heads, pr->block_size, rows, c.tma))
-      p.tma_rows = rows;
-  }
+  set_tma(p, plan, a, dev, ch.config, programs * p.num_splits);
   /* On sm_90 the kernel goes out with programmatic dependent launch: it
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */

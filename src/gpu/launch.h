@@ -23,6 +23,8 @@ void config_info(int i, anyattn_config_info *info);
 bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st);
 /* The tensor-core kernel of config cfg at head_dim's compiled head dim (nullptr where it is not compiled). */
 KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
+/* The role pair kernel whose prefill row is config cfg (nullptr: none compiled there). */
+RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */
 aa_gpu_device device_of(const anyattn_context *ctx);
 /* One call: the choice (policy.h), the parameters, the launches. */

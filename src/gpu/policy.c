@@ -70,6 +70,21 @@ int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, in
   return st->configs[cfg].smem > 0 && st->configs[cfg].smem <= dev->smem_per_block;
 }
 
+int aa_gpu_config_parse_any(const aa_gpu_plan_state *st, const char *name, int *splits, int *dec) {
+  *dec = 0;
+  const char *plus = strchr(name, '+');
+  if (!plus) return aa_gpu_config_parse(st, name, splits);
+  const int pre = aa_gpu_config_find(st, name, (size_t)(plus - name));
+  const int d = aa_gpu_config_parse(st, plus + 1, splits);
+  if (pre < 0 || d < 0 || st->role_dec[pre] != d + 1) return -1;
+  *dec = d + 1;
+  return pre;
+}
+
+int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg) {
+  return cfg >= 0 && st->role_dec[cfg] > 0 && st->role_smem[cfg] > 0 && st->role_smem[cfg] <= dev->smem_per_block;
+}
+
 void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode = aa_gpu_config_find(st, "m16n64w4s3", 10);
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
@@ -305,9 +320,46 @@ static int aa_cluster_adds_no_wave(const anyattn_plan *plan, const aa_gpu_device
   return cl > 0 && (programs + cl - 1) / cl <= (programs + plain - 1) / plain;
 }
 
+/* The decode role's segments in a role launch: its partials hold
+ * num_seqs x bq token rows per segment (a decode sequence's at seq x bq), so
+ * S x those rows must fit the workspace's split rows, and its counters
+ * (num_seqs x bq x programs per Q block) the plan's; fixed >= 2: that count
+ * (problem->config "P+D-kS") or none, fixed 1: none, 0: as aa_split_count
+ * for num_seqs one-block sequences. */
+static int aa_role_split_count(const anyattn_plan *plan, const aa_gpu_device *dev, int dcfg, const anyattn_args *a,
+                               int fixed) {
+  const aa_gpu_plan_state *st = aa_st(plan);
+  const aa_gpu_row_map m = aa_gpu_rows(plan->group, st->configs[dcfg].block_m);
+  if (st->num_splits < 2 || a->num_seqs <= 0 || fixed == 1) return 1;
+  const long long rows = (long long)a->num_seqs * m.bq;
+  const long long progs = (long long)a->num_seqs * plan->problem.num_kv_heads * m.n_hchunks;
+  if (rows * plan->problem.num_kv_heads * m.n_hchunks > st->split_counters) return 1;
+  long long s = fixed >= 2 ? fixed : st->num_splits;
+  if (s > st->num_splits) s = st->num_splits;
+  if (fixed >= 2) return s * rows <= st->split_rows ? (int)s : 1;
+  const long long by_rows = st->split_rows / rows;
+  const long long by_fill = (long long)aa_gpu_split_occupancy(st, dev, dcfg) * dev->num_sms / progs;
+  const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
+  const long long by_keys = ((long long)kv + st->configs[dcfg].block_n - 1) / st->configs[dcfg].block_n;
+  if (by_rows < s) s = by_rows;
+  if (by_fill < s) s = by_fill;
+  if (by_keys < s) s = by_keys;
+  return s >= 2 ? (int)s : 1;
+}
+
 aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, const anyattn_args *a) {
   const aa_gpu_plan_state *st = aa_st(plan);
   aa_gpu_choice c;
+  c.dec_config = -1;
+  c.dec_splits = 1;
+  if (st->forced_dec > 0) { /* a forced pair runs every batch as roles */
+    c.config = st->config;
+    c.splits = 1;
+    c.cluster = 0;
+    c.dec_config = st->forced_dec - 1;
+    c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, st->forced_splits);
+    return c;
+  }
   int tree_splits = -1;
   c.config = st->config_forced ? st->config
                                : aa_gpu_choose_config(plan, dev, a->num_seqs, a->num_tokens, a->max_q_len,
@@ -327,6 +379,14 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
+  /* Mixed batches (not decode-like, several sequences) on a row with a role
+   * pair run as roles: the sequences of one decode Q block on the decode
+   * tile, the rest on the chosen one (docs/design/prefill.md#mixed-batches). */
+  if (!st->config_forced && c.splits == 1 && a->num_seqs >= 2 && !aa_decode_like(a) &&
+      aa_gpu_roles_fit(st, dev, c.config)) {
+    c.dec_config = st->role_dec[c.config] - 1;
+    c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);
+  }
   return c;
 }
 

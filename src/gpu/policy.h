@@ -54,6 +54,12 @@ typedef struct {
   int cluster_slots[AA_GPU_MAX_CONFIGS]; /* per config: programs co-scheduled in such clusters */
   /* The fallback heuristic's rows (-1 when this build's table lacks them). */
   int decode, decode_long, small, large;
+  /* Role pairs (src/choose/configs.h) at this head dim: role_dec[i] = 1 + the
+   * decode row paired with prefill row i (0: none), role_smem[i] the shared
+   * memory of their launch (0: not compiled at this head dim). */
+  int role_dec[AA_GPU_MAX_CONFIGS];
+  size_t role_smem[AA_GPU_MAX_CONFIGS];
+  int forced_dec; /* 1 + the decode row when problem->config named a pair "PREFILL+DECODE" (0: not) */
 } aa_gpu_plan_state;
 
 /* Programs along a GQA group: a program takes min(group, block_m) heads of it
@@ -64,9 +70,11 @@ typedef struct {
 
 /* What one run launches. */
 typedef struct {
-  int config;  /* table row */
+  int config;  /* table row (a role launch: the prefill role's) */
   int splits;  /* split-KV segments (1: none) */
   int cluster; /* 1: the segments merge in a cluster, 0: by the last to arrive */
+  int dec_config; /* -1: one tile; else a role launch, the decode role's row */
+  int dec_splits; /* the decode role's split-KV segments (1: none; merged by the last to arrive) */
 } aa_gpu_choice;
 
 AA_HIDDEN aa_gpu_row_map aa_gpu_rows(int group, int block_m);
@@ -75,7 +83,14 @@ AA_HIDDEN int aa_gpu_config_find(const aa_gpu_plan_state *st, const char *name, 
 /* "m16n128w8s2" or "m16n128w8s2-k8" (8 segments; -k1 never splits): the row
  * (-1: unknown) and the suffix in *splits (0: none given). */
 AA_HIDDEN int aa_gpu_config_parse(const aa_gpu_plan_state *st, const char *name, int *splits);
+/* problem->config as a row or a role pair "PREFILL+DECODE" (either may end
+ * in -kS; on a pair it counts the decode role's segments): the (prefill)
+ * row, or -1 when the name is neither; *dec gets 1 + the decode row (0: a
+ * single row). A pair must be one of this build's (st->role_dec). */
+AA_HIDDEN int aa_gpu_config_parse_any(const aa_gpu_plan_state *st, const char *name, int *splits, int *dec);
 AA_HIDDEN int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
+/* Whether row cfg's role pair is compiled at this head dim and fits the device. */
+AA_HIDDEN int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
 /* Fills the fallback rows of st from its table. */
 AA_HIDDEN void aa_gpu_policy_init(aa_gpu_plan_state *st);
 

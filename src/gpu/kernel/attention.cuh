@@ -7,6 +7,8 @@
  *   mainloop_sm90.cuh  the two-warpgroup wgmma tile (sm_90a)
  *   epilogue.cuh       the warps' merge; out and lse, a partial, or the cluster's merge
  *   merge.cuh          split-KV segments: the last to arrive merges the partials
+ * attn_roles_kernel runs two tiles in one grid (mixed batches: decode rows on
+ * a decode tile, longer sequences on a prefill tile).
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
  * f32.cuh (fp32) is a kernel of its own. */
@@ -21,16 +23,13 @@
 
 namespace aa {
 
-/* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
-__global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
-                                  (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>::MIN_BLOCKS))
-    attn_tc_kernel(const AA_GRID_CONSTANT AttnParams p) {
-  using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>;
+/* One program of shape S on p: the work search (find, or find_seq for the
+ * decode role of a role launch), the mainloop, the epilogue and the split
+ * merge. Every thread of the block calls it. */
+template <typename T, class S>
+__device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsigned char *smem, bool decode_role) {
   constexpr bool PP = PassCaps<S>::PP;
-  extern __shared__ __align__(16) unsigned char smem[];
   const SmemTiles<T, S> sm(smem);
-  Program<S> g(p);
   /* Launched with programmatic dependent launch after another kernel: wait,
    * before any input is read, for it to finish (a no-op otherwise). Only the
    * parameters are read before. */
@@ -41,7 +40,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   const bool early = !PP && p.early_reads;
   if (!early) grid_dependency_wait();
   if constexpr (PP) PipelinedTile<T, S>::init_barriers(sm);
-  if (!g.find(sm.meta)) return;
+  if (!(decode_role ? g.find_seq() : g.find(sm.meta))) return;
   g.map();
   if (g.split) {
     g.cut_segment();
@@ -68,8 +67,42 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
+/* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
+__global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
+                                  (TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>::MIN_BLOCKS))
+    attn_tc_kernel(const AA_GRID_CONSTANT AttnParams p) {
+  using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  Program<S> g(p);
+  attend<T, S>(p, g, smem, false);
+}
+
+/* A role pair's launch (src/choose/configs.h, docs/design/prefill.md#mixed-batches):
+ * one grid, the decode role's programs first (sequences of at most one Q
+ * block of its tokens, on the decode tile, split into segments), then the
+ * prefill role's (the longer sequences, on the prefill tile, longest first).
+ * Both tiles have the same threads; shared memory is the larger one's. */
+template <typename T, int HEAD_DIM, int P_BM, int P_BN, int P_W, int P_S, int D_BM, int D_BN, int D_W, int D_S,
+          int FP8>
+__global__ void __launch_bounds__(P_W *AA_WARP_SIZE, 1) attn_roles_kernel(const AA_GRID_CONSTANT RoleParams rp) {
+  static_assert(P_W == D_W, "the two tiles of a role pair have the same warps");
+  using SP = TileShape<HEAD_DIM, P_BM, P_BN, P_W, P_S, FP8>;
+  using SD = TileShape<HEAD_DIM, D_BM, D_BN, D_W, D_S, FP8>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int bx = (int)blockIdx.x;
+  if (bx < rp.dec_programs) {
+    Program<SD> g(rp.dec, bx, typename Program<SD>::DecodeRole());
+    attend<T, SD>(rp.dec, g, smem, true);
+  } else {
+    Program<SP> g(rp.pre, bx - rp.dec_programs);
+    attend<T, SP>(rp.pre, g, smem, false);
+  }
+}
+
 typedef void (*KernelFn)(AttnParams);
 typedef void (*KernelF32Fn)(AttnParams, int);
+typedef void (*RolesFn)(RoleParams);
 
 }  // namespace aa
 

@@ -26,25 +26,38 @@ constexpr KernelFn kernel_or_null() {
     return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
+/* A role pair's kernel where both tiles fit (configs.h, ANYATTN_GPU_ROLE_PAIRS). */
+template <typename T, int HD, int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
+constexpr RolesFn roles_kernel_or_null() {
+  if constexpr (TileShape<HD, PBM, PBN, PW, PS, F8>::SMEM_BYTES <= kMaxSmemAnyDevice &&
+                TileShape<HD, DBM, DBN, DW, DS, F8>::SMEM_BYTES <= kMaxSmemAnyDevice)
+    return &attn_roles_kernel<T, HD, PBM, PBN, PW, PS, DBM, DBN, DW, DS, F8>;
+  else return nullptr;
+}
 }  // namespace aa
 
 #define AA_KERNEL_PTR_(name, bm, bn, w, s) aa::kernel_or_null<T, HD, bm, bn, w, s, F8>(),
+#define AA_ROLES_PTR_(pn, pbm, pbn, pw, ps, dn, dbm, dbn, dw, ds) \
+  aa::roles_kernel_or_null<T, HD, pbm, pbn, pw, ps, dbm, dbn, dw, ds, F8>(),
 
-/* Defines aa_kernel_table_<TN>_d<HD_>(out): out[i] = kernel of config i, for
- * caches of T (F8_ 0) or of fp8 codes (F8_ 1, the tables ..._fp8_d<HD_>). */
-#define AA_DEFINE_KERNEL_TABLE_(NAME, TYPE, HD_, F8_)                          \
-  void NAME(aa::KernelFn *out) {                                               \
-    using T = TYPE;                                                            \
-    constexpr int HD = HD_, F8 = F8_;                                          \
-    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_KERNEL_PTR_)};     \
-    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];       \
+/* Defines aa_kernel_table_<TN>_d<HD_>(out, roles): out[i] = kernel of config
+ * i, roles[i] = kernel of role pair i (a nullptr closes the list), for caches
+ * of T (F8_ 0) or of fp8 codes (F8_ 1, the tables ..._fp8_d<HD_>). */
+#define AA_DEFINE_KERNEL_TABLE_(NAME, TYPE, HD_, F8_)                                       \
+  void NAME(aa::KernelFn *out, aa::RolesFn *roles) {                                        \
+    using T = TYPE;                                                                         \
+    constexpr int HD = HD_, F8 = F8_;                                                       \
+    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_KERNEL_PTR_)};                  \
+    static const aa::RolesFn r[] = {ANYATTN_GPU_ROLE_PAIRS(AA_ROLES_PTR_) nullptr};         \
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];                    \
+    for (unsigned i = 0; i < sizeof r / sizeof r[0]; i++) roles[i] = r[i];                  \
   }
 #define AA_DEFINE_KERNEL_TABLE(TN, TYPE, HD_) AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_d##HD_, TYPE, HD_, 0)
 #define AA_DEFINE_KERNEL_TABLE_FP8(TN, TYPE, HD_) \
   AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_fp8_d##HD_, TYPE, HD_, 1)
 
-#define AA_DECLARE_KERNEL_TABLE(TN, HD_)                 \
-  void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out); \
-  void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out);
+#define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
+  void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
+  void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles);
 
 #endif

@@ -13,7 +13,8 @@ namespace aa {
 constexpr int kMergeMaxSplits = 128; /* the launcher never splits wider */
 
 /* ---- one row's merge, by one warp -------------------------------------------------
- * Merges segments [0, S) of a (token, q head) row by their log-sum-exp
+ * Merges segments [0, S) of a (token, q head) row (its partials at rows
+ * prow + s * part_tokens * num_q_heads, its out and lse at row) by their log-sum-exp
  * weights: with M = max(m_s, sink), w_s = l_s 2^(m_s - M), out = vd * sum w_s
  * o_s / (sum w_s + 2^(sink - M)) and lse = (M + log2 of that denominator) ln 2.
  * Segments that saw no key (m_s = -inf) weigh nothing; a row with no key
@@ -26,19 +27,19 @@ constexpr int kMergeMaxSplits = 128; /* the launcher never splits wider */
  * the same whichever segment merges. s_w: kMergeMaxSplits floats of shared
  * memory for this warp. Every lane of the warp calls it. */
 template <typename T, int MAX_DIM>
-__device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, float sink, float vd, int S,
-                                          float *s_w) {
+__device__ __forceinline__ void merge_row(const AttnParams &p, int64_t prow, int64_t row, float sink, float vd,
+                                          int S, float *s_w) {
   constexpr int BATCH = 2048 / MAX_DIM < 2 ? 2 : 2048 / MAX_DIM > 16 ? 16 : 2048 / MAX_DIM; /* 64 registers of rows */
   constexpr int PAIRS = (MAX_DIM / 2 + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* column pairs per lane */
   constexpr int SEGS = (kMergeMaxSplits + AA_WARP_SIZE - 1) / AA_WARP_SIZE; /* segments per lane */
   const int lane = lane_id();
-  const int64_t seg_rows = (int64_t)p.num_tokens * p.num_q_heads;
+  const int64_t seg_rows = (int64_t)p.part_tokens * p.num_q_heads;
   const int pairs = p.head_dim / 2;
   float m_seg[SEGS], w_seg[SEGS];
 #pragma unroll
   for (int i = 0; i < SEGS; i++) {
     const int s = lane + i * AA_WARP_SIZE;
-    const float2 ml = s < S ? load_fresh(p.part_ml + s * seg_rows + row) : make_float2(-INFINITY, 0.0f);
+    const float2 ml = s < S ? load_fresh(p.part_ml + s * seg_rows + prow) : make_float2(-INFINITY, 0.0f);
     m_seg[i] = ml.x;
     w_seg[i] = ml.y;
   }
@@ -50,7 +51,7 @@ __device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, floa
 #pragma unroll
     for (int u = 0; u < BATCH; u++) {
       const int s = s0 + u;
-      const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + row) * p.head_dim);
+      const float2 *o = reinterpret_cast<const float2 *>(p.part_o + (s * seg_rows + prow) * p.head_dim);
 #pragma unroll
       for (int k = 0; k < PAIRS; k++) {
         const int c = lane + k * AA_WARP_SIZE;
@@ -110,8 +111,8 @@ __device__ __forceinline__ void merge_row(const AttnParams &p, int64_t row, floa
  * written (or its empty partial). After a block barrier, one thread counts
  * the arrival with an acquire-release atomic at device scope (the barrier
  * makes its release cover every thread's stores) on the program's
- * counter (p.counters[tok0 * hprogs + hprog]: a Q block with work has a first
- * token of its own, so programs with work never share one; every call leaves
+ * counter (p.counters[ptok0 * hprogs + hprog]: a Q block with work has a first
+ * token row of its own, so programs with work never share one; every call leaves
  * it at 0, arrive_counter wrapping at S - 1). The segment that sees S - 1 is
  * the last: its warps merge the program's valid rows, one row per warp at a
  * time. The counters are touched only after grid_dependency_wait, so a call
@@ -127,7 +128,7 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   block_sync(); /* every thread's partial stores precede thread 0's release (cumulative) */
   if (g.tid == 0) {
     const unsigned last = (unsigned)p.num_splits - 1;
-    *flag = arrive_counter(p.counters + ((int64_t)g.w.tok0 * p.hprogs + g.hprog), last) == last;
+    *flag = arrive_counter(p.counters + ((int64_t)g.ptok0 * p.hprogs + g.hprog), last) == last;
   }
   block_sync(); /* thread 0's acquire precedes every thread's partial loads */
   if (!*flag) return;
@@ -135,7 +136,7 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   for (int r = g.warp; r < S::BM; r += WARPS) {
     if (!g.row_valid(r)) continue; /* the same for the whole warp */
     const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;
-    merge_row<T, S::HD>(p, g.row_offset(r), sink, vd, g.s_eff, s_w);
+    merge_row<T, S::HD>(p, g.part_row(r, 0), g.row_offset(r), sink, vd, g.s_eff, s_w);
   }
 }
 

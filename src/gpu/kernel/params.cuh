@@ -107,8 +107,25 @@ struct AttnParams {
    * read before grid_dependency_wait (attention.cuh); 0: nothing is. */
   int early_reads;
   int num_kv_heads;
+  /* Split partials are laid out per segment as part_tokens token rows of
+   * num_q_heads heads (part_row): num_tokens, or in a role launch's decode
+   * role num_seqs x bq (a decode sequence's tokens at seq * bq). */
+  int part_tokens;
+  /* Role launches (attn_roles_kernel): the prefill role takes sequences of
+   * at least min_q_len queries (0: every sequence); the decode role numbers
+   * its programs (sequence, kv head / head chunk, segment), segments
+   * fastest, and sp_magic/sp_shift divide by num_splits. */
+  int min_q_len;
+  uint32_t sp_magic, sp_shift;
   const float *k_descale;
   const float *v_descale;
+};
+
+/* A launch of a role pair (src/choose/configs.h): programs [0, dec_programs)
+ * are the decode role's (on dec), the rest the prefill role's (on pre). */
+struct RoleParams {
+  AttnParams dec, pre;
+  int dec_programs;
 };
 
 /* A dequantisation factor of sequence seq, kv head kvh (d NULL: 1). */

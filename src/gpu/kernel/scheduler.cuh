@@ -92,20 +92,58 @@ struct Program {
   int lo, hi;           /* keys [lo, hi) any row of the program may see (this segment's, when split) */
   int n_begin, ntiles;  /* the BLOCK_N-key tiles covering them */
   bool split, cl;       /* split-KV segment; merged in the cluster (not by the last arrival) */
-  int seg;              /* segment index (blockIdx.y) */
+  int seg;              /* segment index (blockIdx.y; the decode role: from the program index) */
   int s_eff;            /* segments that hold tiles of this program (cut_segment); the others are empty */
+  int ptok0;            /* token row of the block's first token in the partials and counters (part_row) */
 
-  /* One grid dimension, heads fastest and Q blocks in reverse: under a causal
-   * mask later blocks see more keys, so the longest programs start first and
-   * the last wave holds short ones. Reads the parameters only. */
-  __device__ __forceinline__ explicit Program(const AttnParams &p_) : p(p_) {
-    const int bx = (int)blockIdx.x, bxq = fast_div(bx, p.hp_magic, p.hp_shift);
+  /* Program bx of a grid of Q blocks: heads fastest and Q blocks in reverse:
+   * under a causal mask later blocks see more keys, so the longest programs
+   * start first and the last wave holds short ones. Reads the parameters only. */
+  __device__ __forceinline__ Program(const AttnParams &p_, int bx) : p(p_) {
+    const int bxq = fast_div(bx, p.hp_magic, p.hp_shift);
     hprog = bx - bxq * p.hprogs;
     qblock = p.num_qblocks - 1 - bxq;
+    seg = (int)blockIdx.y;
+  }
+  __device__ __forceinline__ explicit Program(const AttnParams &p_) : Program(p_, (int)blockIdx.x) {}
+
+  /* Program i of a role launch's decode role: (sequence, kv head / head
+   * chunk, segment), segments fastest; qblock holds the sequence. */
+  struct DecodeRole {};
+  __device__ __forceinline__ Program(const AttnParams &p_, int i, DecodeRole) : p(p_) {
+    const int j = fast_div(i, p.sp_magic, p.sp_shift);
+    seg = i - j * p.num_splits;
+    qblock = fast_div(j, p.hp_magic, p.hp_shift);
+    hprog = j - qblock * p.hprogs;
   }
 
-  /* The work search (every thread calls it); false: the program has none. */
-  __device__ __forceinline__ bool find(int *meta) { return find_work<S::THREADS>(p, qblock, w, meta); }
+  /* The work search (every thread calls it); false: the program has none.
+   * A role launch's prefill role leaves sequences shorter than min_q_len to
+   * the decode role. */
+  __device__ __forceinline__ bool find(int *meta) {
+    if (!find_work<S::THREADS>(p, qblock, w, meta) || w.q_len < p.min_q_len) return false;
+    ptok0 = w.tok0;
+    return true;
+  }
+
+  /* The decode role's work: sequence qblock, when it has 1 to bq queries
+   * (longer ones are the prefill role's). No search: every thread loads the
+   * sequence's few words at once. Its partials sit at token row seq * bq. */
+  __device__ __forceinline__ bool find_seq() {
+    const int s = qblock;
+    if (s >= p.num_seqs) return false;
+    const int c0 = p.cu_seqlens_q[s], c1 = p.cu_seqlens_q[s + 1], kv = p.seq_lens_k[s];
+    const int qp = p.q_pos ? p.q_pos[s] : kv - (c1 - c0);
+    w.seq = s;
+    w.q_len = c1 - c0;
+    w.kv_len = kv;
+    w.pos0 = qp;
+    w.q_first = 0;
+    w.tok0 = c0;
+    w.n_tok = w.q_len;
+    ptok0 = s * p.bq;
+    return w.q_len >= 1 && w.q_len <= p.bq;
+  }
 
   /* Heads, rows and the KV tiles of this program (before any split). */
   __device__ __forceinline__ void map() {
@@ -122,7 +160,6 @@ struct Program {
     ntiles = hi > lo ? (hi - n_begin + S::BN - 1) / S::BN : 0;
     split = p.num_splits > 1;
     cl = kHasClusters && split && p.cluster;
-    seg = (int)blockIdx.y;
   }
 
   /* Split-KV: segment `seg` takes its even share of the tiles. Tile-aligned
@@ -157,10 +194,13 @@ struct Program {
   }
   /* The q head of row r, clamped into the group for rows past it (padding rows). */
   __device__ __forceinline__ int row_head(int r) const { return head0 + min(r - row_tok(r) * p.gh, heads_here - 1); }
-  /* Row of r's split-KV partial: (segment * num_tokens + token) * num_q_heads + head. */
-  __device__ __forceinline__ int64_t part_row(int r) const {
-    return (int64_t)seg * p.num_tokens * p.num_q_heads + row_offset(r);
+  /* Row of r's split-KV partial in segment sg: (sg * part_tokens + token
+   * row) * num_q_heads + head; of this program's segment. */
+  __device__ __forceinline__ int64_t part_row(int r, int sg) const {
+    const int t = row_tok(r);
+    return ((int64_t)sg * p.part_tokens + ptok0 + t) * p.num_q_heads + head0 + (r - t * p.gh);
   }
+  __device__ __forceinline__ int64_t part_row(int r) const { return part_row(r, seg); }
 };
 
 }  // namespace aa
