@@ -50,8 +50,12 @@ struct TileShape {
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
   /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
    * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
-   * the two stages) after the scratch. */
-  static constexpr bool PP = WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128;
+   * the two stages) after the scratch. With FP8 caches each thread's share
+   * of a tile half must be whole batches of 8-code copies (mainloop_sm90.cuh):
+   * BLOCK_N x HEAD_DIM a multiple of 8192 (not the tuning row m128n64w8s2
+   * at d64, which runs the single-ring loop). */
+  static constexpr bool PP =
+      WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && (!KV8 || (BLOCK_N * HEAD_DIM) % 8192 == 0);
   /* K/V ring depth: the config's stages (fp8 rings of twice the depth were
    * slower on the H200: docs/design/layout.md) */
   static constexpr int PIPE_STAGES = STAGES;
