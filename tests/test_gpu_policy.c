@@ -219,10 +219,10 @@ static void test_roles(void) {
   aa_gpu_choice c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 5 && c.dec_config == 3 && c.dec_splits == 1, "2048p+63d: config %d dec %d splits %d", c.config,
          c.dec_config, c.dec_splits);
-  /* one prefill and 3 long decodes: 4 x 8 decode programs, 132 / 32 = 4 segments */
-  a = batch(4, 2048 + 3, 32768);
+  /* a 300-token chunk and 3 long decodes: 4 x 8 decode programs, 132 / 32 = 4 segments */
+  a = batch(4, 300 + 3, 32768);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
-  EXPECT(c.dec_config == 3 && c.dec_splits == 4, "2048p+3d: dec %d splits %d", c.dec_config, c.dec_splits);
+  EXPECT(c.dec_config == 3 && c.dec_splits == 4, "300c+3d: dec %d splits %d", c.dec_config, c.dec_splits);
   /* decode-like batches and single sequences stay on one tile */
   a = batch(64, 64, 2048);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
@@ -230,6 +230,12 @@ static void test_roles(void) {
   a = batch(1, 8192, 8192);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.dec_config == -1, "1x8192 prefill: dec %d", c.dec_config);
+  a = batch(16, 16384, 1024); /* prefill batches (mean q_len >= 128): no empty decode role */
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == -1, "16x1024 prefill: dec %d", c.dec_config);
+  a = batch(128, 2 * 512 + 126, 4096); /* two chunks and 126 decodes: mean q_len 9 */
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == 3, "2x512c+126d: dec %d", c.dec_config);
   /* the pair must fit the device */
   const aa_gpu_device small = {132, 200000, 90};
   a = batch(64, 2048 + 63, 2048);

@@ -286,7 +286,7 @@ void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, con
 }
 
 /* A role launch (attn_roles_kernel): the decode role's programs
- * (num_seqs x kv heads x head chunks x segments) and the prefill role's
+ * (num_seqs x kv heads x head chunks x segments), then the prefill role's
  * (num_tokens / bq + num_seqs Q blocks x kv heads x head chunks), sized from
  * host scalars only. */
 anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev,
@@ -306,7 +306,6 @@ anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, con
   AA_CHECK(pre_programs + dec_programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, pre_programs + dec_programs);
   rp.dec_programs = (int)dec_programs;
-  rp.pre_programs = (int)pre_programs;
   set_tma(rp.pre, plan, a, dev, ch.config, pre_programs + dec_programs);
   set_tma(rp.dec, plan, a, dev, ch.dec_config, pre_programs + dec_programs);
   const RolesFn k = roles_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);

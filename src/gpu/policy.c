@@ -35,6 +35,8 @@
  * tile, one per SM), S_max = 33, rows = 264, 4.4 MB below. A run whose
  * S x num_tokens exceeds rows runs unsplit. One wave of equal segments is the aim. */
 enum { kSplitMinKeys = 64, kSplitMaxTokens = 8 };
+/* Role launches serve batches of mean q_len below this (aa_gpu_choose). */
+enum { kRolesMaxMeanQ = 128 };
 
 aa_gpu_row_map aa_gpu_rows(int group, int block_m) {
   aa_gpu_row_map m;
@@ -379,10 +381,13 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
-  /* Mixed batches (not decode-like, several sequences) on a row with a role
-   * pair run as roles: the sequences of one decode Q block on the decode
-   * tile, the rest on the chosen one (docs/design/prefill.md#mixed-batches). */
-  if (!st->config_forced && c.splits == 1 && a->num_seqs >= 2 && !aa_decode_like(a) &&
+  /* Mixed batches (mean q_len over 8 and under 128: chunks or prompts among
+   * decodes) on a row with a role pair run as roles: the sequences of one
+   * decode Q block on the decode tile, the rest on the chosen one. Prefill
+   * batches do not: their decode role would only add empty programs, 1-2%
+   * (docs/design/prefill.md#mixed-batches). */
+  const long long mean_q = a->num_seqs > 0 ? ((long long)a->num_tokens + a->num_seqs - 1) / a->num_seqs : 0;
+  if (!st->config_forced && c.splits == 1 && a->num_seqs >= 2 && mean_q > 8 && mean_q < kRolesMaxMeanQ &&
       aa_gpu_roles_fit(st, dev, c.config)) {
     c.dec_config = st->role_dec[c.config] - 1;
     c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);

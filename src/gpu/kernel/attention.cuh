@@ -79,14 +79,10 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
 }
 
 /* A role pair's launch (src/choose/configs.h, docs/design/prefill.md#mixed-batches):
- * one grid holding the decode role's programs (sequences of at most one Q
- * block of its tokens, on the decode tile, split into segments) and the
- * prefill role's (the longer sequences, on the prefill tile, longest first),
- * spread evenly through each other: block b is a prefill program when
- * floor((b + 1) Np / N) > floor(b Np / N) (Np prefill programs of N), so
- * bandwidth-bound decode programs and compute-bound prefill programs share
- * the machine from the first wave to the last. Both tiles have the same
- * threads; shared memory is the larger one's. */
+ * one grid, the decode role's programs first (sequences of at most one Q
+ * block of its tokens, on the decode tile, split into segments), then the
+ * prefill role's (the longer sequences, on the prefill tile, longest first).
+ * Both tiles have the same threads; shared memory is the larger one's. */
 template <typename T, int HEAD_DIM, int P_BM, int P_BN, int P_W, int P_S, int D_BM, int D_BN, int D_W, int D_S,
           int FP8>
 __global__ void __launch_bounds__(P_W *AA_WARP_SIZE, 1) attn_roles_kernel(const AA_GRID_CONSTANT RoleParams rp) {
@@ -94,14 +90,13 @@ __global__ void __launch_bounds__(P_W *AA_WARP_SIZE, 1) attn_roles_kernel(const 
   using SP = TileShape<HEAD_DIM, P_BM, P_BN, P_W, P_S, FP8>;
   using SD = TileShape<HEAD_DIM, D_BM, D_BN, D_W, D_S, FP8>;
   extern __shared__ __align__(16) unsigned char smem[];
-  const long long bx = blockIdx.x, n = (long long)rp.dec_programs + rp.pre_programs;
-  const int pre_before = (int)(bx * rp.pre_programs / n); /* prefill programs among blocks [0, bx) */
-  if ((bx + 1) * rp.pre_programs / n > pre_before) {
-    Program<SP> g(rp.pre, pre_before);
-    attend<T, SP>(rp.pre, g, smem, false);
-  } else {
-    Program<SD> g(rp.dec, (int)bx - pre_before, typename Program<SD>::DecodeRole());
+  const int bx = (int)blockIdx.x;
+  if (bx < rp.dec_programs) {
+    Program<SD> g(rp.dec, bx, typename Program<SD>::DecodeRole());
     attend<T, SD>(rp.dec, g, smem, true);
+  } else {
+    Program<SP> g(rp.pre, bx - rp.dec_programs);
+    attend<T, SP>(rp.pre, g, smem, false);
   }
 }
 

@@ -121,12 +121,11 @@ struct AttnParams {
   const float *v_descale;
 };
 
-/* A launch of a role pair (src/choose/configs.h): dec_programs of the
- * decode role (on dec) and pre_programs of the prefill role (on pre),
- * interleaved through the grid (attn_roles_kernel). */
+/* A launch of a role pair (src/choose/configs.h): programs [0, dec_programs)
+ * are the decode role's (on dec), the rest the prefill role's (on pre). */
 struct RoleParams {
   AttnParams dec, pre;
-  int dec_programs, pre_programs;
+  int dec_programs;
 };
 
 /* A dequantisation factor of sequence seq, kv head kvh (d NULL: 1). */
