@@ -57,7 +57,7 @@ struct anyattn_plan_s {
   float scale;              /* resolved softmax scale */
   void *state;              /* the backend's plan state */
   size_t workspace_size;
-  char describe[192];
+  char describe[256];
 };
 
 /* Everything run() needs, with defaults resolved (cache strides filled in). */

@@ -127,6 +127,8 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
   char name[64];
   if (st->forced_dec > 0)
     snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->forced_dec - 1].name);
+  else if (!forced && aa_gpu_roles_serve(st, dev, st->config, plan->limits.max_seqs, plan->limits.max_tokens))
+    snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->role_dec[st->config] - 1].name); /* mixed limits */
   else
     snprintf(name, sizeof name, "%s", c.name);
   snprintf(plan->describe, sizeof plan->describe, "%s %s %s d%d%s group %d: %d tokens x %d heads per program, %s%s%s",

@@ -87,6 +87,17 @@ int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int 
   return cfg >= 0 && st->role_dec[cfg] > 0 && st->role_smem[cfg] > 0 && st->role_smem[cfg] <= dev->smem_per_block;
 }
 
+/* Mixed batches (mean q_len over 8 and under kRolesMaxMeanQ: chunks or
+ * prompts among decodes) on a row with a role pair run as roles: the
+ * sequences of one decode Q block on the decode tile, the rest on the
+ * chosen one. Prefill batches do not: their decode role would only add
+ * empty programs, and they ran 1-2% slower so (docs/design/prefill.md#mixed-batches). */
+int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, int num_seqs, int num_tokens) {
+  if (num_seqs < 2) return 0;
+  const long long mean_q = ((long long)num_tokens + num_seqs - 1) / num_seqs;
+  return mean_q > 8 && mean_q < kRolesMaxMeanQ && aa_gpu_roles_fit(st, dev, cfg);
+}
+
 void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode = aa_gpu_config_find(st, "m16n64w4s3", 10);
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
@@ -381,14 +392,7 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
-  /* Mixed batches (mean q_len over 8 and under 128: chunks or prompts among
-   * decodes) on a row with a role pair run as roles: the sequences of one
-   * decode Q block on the decode tile, the rest on the chosen one. Prefill
-   * batches do not: their decode role would only add empty programs, 1-2%
-   * (docs/design/prefill.md#mixed-batches). */
-  const long long mean_q = a->num_seqs > 0 ? ((long long)a->num_tokens + a->num_seqs - 1) / a->num_seqs : 0;
-  if (!st->config_forced && c.splits == 1 && a->num_seqs >= 2 && mean_q > 8 && mean_q < kRolesMaxMeanQ &&
-      aa_gpu_roles_fit(st, dev, c.config)) {
+  if (!st->config_forced && c.splits == 1 && aa_gpu_roles_serve(st, dev, c.config, a->num_seqs, a->num_tokens)) {
     c.dec_config = st->role_dec[c.config] - 1;
     c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);
   }

@@ -91,6 +91,9 @@ AA_HIDDEN int aa_gpu_config_parse_any(const aa_gpu_plan_state *st, const char *n
 AA_HIDDEN int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
 /* Whether row cfg's role pair is compiled at this head dim and fits the device. */
 AA_HIDDEN int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
+/* Whether an unforced batch of these sizes on row cfg runs as roles (mixed batches). */
+AA_HIDDEN int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, int num_seqs,
+                                 int num_tokens);
 /* Fills the fallback rows of st from its table. */
 AA_HIDDEN void aa_gpu_policy_init(aa_gpu_plan_state *st);
 
