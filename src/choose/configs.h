@@ -88,8 +88,9 @@
  * decode row's tile, with its own split-KV segments, and every longer
  * sequence on the prefill row's tile (docs/design/prefill.md#mixed-batches).
  * The two rows of a pair have equal warps: one block size serves the grid.
- * Plan runs a pair when the tree (or the heuristic) picks its prefill row for
- * a batch that is not decode-like, or when problem->config names it as
+ * Run takes a pair when the tree (or the heuristic) picks its prefill row for
+ * a mixed batch (several sequences, mean q_len 9 to 127: policy.c,
+ * aa_gpu_roles_serve), or for every batch when problem->config names it as
  * "PREFILL+DECODE". Each pair costs one kernel per (dtype, compiled head dim,
  * cache kind) where both rows fit. The AMD table has none: untested there. */
 #define ANYATTN_GPU_ROLE_PAIRS_NVIDIA(X) X(m128n128w8s2, 128, 128, 8, 2, m16n128w8s2, 16, 128, 8, 2)

@@ -7,10 +7,10 @@
  *   mainloop_sm90.cuh  the two-warpgroup wgmma tile (sm_90a)
  *   epilogue.cuh       the warps' merge; out and lse, a partial, or the cluster's merge
  *   merge.cuh          split-KV segments: the last to arrive merges the partials
- * attn_roles_kernel runs two tiles in one grid (mixed batches: decode rows on
- * a decode tile, longer sequences on a prefill tile).
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
+ * attn_tc_kernel runs one tile; attn_roles_kernel two in one grid (mixed
+ * batches: decode sequences on a decode tile, the rest on a prefill tile).
  * f32.cuh (fp32) is a kernel of its own. */
 #ifndef ANYATTN_GPU_KERNEL_ATTENTION_CUH
 #define ANYATTN_GPU_KERNEL_ATTENTION_CUH
