@@ -4,7 +4,7 @@
  * causal and not, GQA, page sizes 1 to 64, head dims 64 to 256 with 72, 80
  * and 192 among them, both E4M3 variants, per-tensor, per-(sequence, kv head)
  * and absent (NULL) descales, split-KV merged by the last arrival and (sm_90) in
- * clusters, forced tiles, and q far outside f16's range (the fp8 products
+ * clusters, forced tiles and role pairs, and q far outside f16's range (the fp8 products
  * run in f16: q is scaled into it). Codes are random bytes without NaN codes; out
  * and lse are poisoned before each run. Exit: 0 pass, 1 fail, 77 skip (no CUDA
  * build or device). */
@@ -59,6 +59,9 @@ static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 56, 2, 4, 16, 1, PREFILL, PER_TENSOR, 1, 2, 400, "m128n128w8s2", 0, 0},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 0, PREFILL, PER_TENSOR, 0, 2, 600, "m128n128w8s2", 0, 20},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 64, 2, 4, 32, 1, MIXED, PER_SEQ_HEAD, 0, 4, 700, "m128n128w8s2", 0, -26},
+    /* a role pair: decode sequences on the 16-row tile (split, -k3), the rest on the 128-row tile, one launch */
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, MIXED, PER_SEQ_HEAD, 0, 6, 900, "m128n128w8s2+m16n128w8s2-k3", 0, 0},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 80, 2, 4, 16, 0, MIXED, PER_TENSOR, 0, 5, 600, "m128n128w8s2+m16n128w8s2", 0, 0},
 };
 
 /* The exact value of a code (NaN codes are never drawn). */
