@@ -302,14 +302,15 @@ static long long aa_busy_programs(const anyattn_plan *plan, int cfg, const anyat
   return qblocks * plan->problem.num_kv_heads * m.n_hchunks;
 }
 
-/* Segments for this run, from host scalars only; 1 = no split. */
-static int aa_split_count(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, const anyattn_args *a) {
+/* Segments for `base` busy programs of config cfg whose partials take `rows`
+ * token rows per segment: at most S_max, what the workspace's split rows
+ * hold, one wave of programs, and the tiles of the kv bound (batch->max_kv_len
+ * when given, else limits.max_context); 1 = no split. */
+static int aa_split_bound(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, const anyattn_args *a,
+                          long long rows, long long base) {
   const aa_gpu_plan_state *st = aa_st(plan);
-  if (st->forced_splits > 0) return aa_fixed_split_count(plan, a, st->forced_splits);
-  if (st->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !aa_decode_like(a)) return 1;
-  const long long base = aa_busy_programs(plan, cfg, a);
   long long s = st->num_splits;
-  const long long by_rows = st->split_rows / a->num_tokens;
+  const long long by_rows = st->split_rows / rows;
   const long long by_fill = (long long)aa_gpu_split_occupancy(st, dev, cfg) * dev->num_sms / base;
   const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
   const long long by_keys = ((long long)kv + st->configs[cfg].block_n - 1) / st->configs[cfg].block_n;
@@ -317,6 +318,14 @@ static int aa_split_count(const anyattn_plan *plan, const aa_gpu_device *dev, in
   if (by_fill < s) s = by_fill;
   if (by_keys < s) s = by_keys;
   return s >= 2 ? (int)s : 1;
+}
+
+/* Segments for this run, from host scalars only; 1 = no split. */
+static int aa_split_count(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, const anyattn_args *a) {
+  const aa_gpu_plan_state *st = aa_st(plan);
+  if (st->forced_splits > 0) return aa_fixed_split_count(plan, a, st->forced_splits);
+  if (st->num_splits < 2 || cfg < 0 || a->num_tokens <= 0 || !aa_decode_like(a)) return 1;
+  return aa_split_bound(plan, dev, cfg, a, a->num_tokens, aa_busy_programs(plan, cfg, a));
 }
 
 /* Clusters pack into GPCs, so fewer programs may be co-resident in clusters
@@ -347,17 +356,11 @@ static int aa_role_split_count(const anyattn_plan *plan, const aa_gpu_device *de
   const long long rows = (long long)a->num_seqs * m.bq;
   const long long progs = (long long)a->num_seqs * plan->problem.num_kv_heads * m.n_hchunks;
   if (rows * plan->problem.num_kv_heads * m.n_hchunks > st->split_counters) return 1;
-  long long s = fixed >= 2 ? fixed : st->num_splits;
-  if (s > st->num_splits) s = st->num_splits;
-  if (fixed >= 2) return s * rows <= st->split_rows ? (int)s : 1;
-  const long long by_rows = st->split_rows / rows;
-  const long long by_fill = (long long)aa_gpu_split_occupancy(st, dev, dcfg) * dev->num_sms / progs;
-  const int kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
-  const long long by_keys = ((long long)kv + st->configs[dcfg].block_n - 1) / st->configs[dcfg].block_n;
-  if (by_rows < s) s = by_rows;
-  if (by_fill < s) s = by_fill;
-  if (by_keys < s) s = by_keys;
-  return s >= 2 ? (int)s : 1;
+  if (fixed >= 2) {
+    const long long s = fixed < st->num_splits ? fixed : st->num_splits;
+    return s * rows <= st->split_rows ? (int)s : 1;
+  }
+  return aa_split_bound(plan, dev, dcfg, a, rows, progs);
 }
 
 aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, const anyattn_args *a) {
