@@ -191,7 +191,8 @@ typedef struct {
                          * optionally suffixed "-kS" (1 <= S <= 128) to force S KV segments
                          * for decode-like batches (mean q_len <= 8; -k1 never splits) where
                          * the workspace holds S x num_tokens partial rows, else one segment;
-                         * GPU role pairs "PREFILL+DECODE" (rows paired in the build) run
+                         * GPU role pairs "PREFILL+DECODE" (rows paired in the build; CUDA:
+                         * "m128n128w8s2+m16n128w8s2" at head dims up to 128) run
                          * every batch as one launch, sequences of one decode Q block on the
                          * DECODE row (-kS: its segments), the rest on PREFILL;
                          * forcing changes what runs, not the plan's limits or workspace */
