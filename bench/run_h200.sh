@@ -9,7 +9,7 @@
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the ship and tune rows of
 #       src/choose/configs.h) and benches each forced config (SWEEP empty: every config of that table)
-# Steps: build check ctest sanitize bench graph e2e fp8 sweep peers ibm tune tunex
+# Steps: build check ctest sanitize bench graph e2e roles fp8 sweep peers ibm tune tunex
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
@@ -167,6 +167,15 @@ if has e2e; then
   cat "$OUT/.bench" >>"$LOG"
   note "bench e2e-llama8b-step --prior-writes new-keys: rc=$rc"
   grep -E "^e2e-llama8b-step:" "$OUT/.bench" | sed 's/^/  /' >>"$SUMMARY"
+fi
+
+# roles: mixed and prefill batches with the library's choice beside the role
+# pair and the single tiles forced (dev/mixed_roles.sh; docs/design/prefill.md#mixed-batches).
+if has roles; then
+  say "mixed batches: role pair against single tiles"
+  OUT="$OUT/roles" timeout 300 bash dev/mixed_roles.sh >"$OUT/roles.txt" 2>&1
+  note "roles: rc=$?"
+  sed 's/^/  /' "$OUT/roles.txt" >>"$SUMMARY"
 fi
 
 # fp8: the fp8 caches against 16-bit ones in one run (docs/design/layout.md's
