@@ -10,11 +10,12 @@
 
 
 /* The NVIDIA table's rows at head dim 128 with shared memory like the H200
- * build's (TileShape::SMEM_BYTES) and their TMA kinds. */
+ * build's (TileShape::SMEM_BYTES), their TMA kinds and cluster merges. */
 static const aa_gpu_config kRows[] = {
-    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1},
-    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1},
-    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2},
+    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1},
+    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1},
+    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1},
+    {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1}, /* compiled from head dim 192 on (configs.h) */
 };
 static const aa_gpu_device kH200 = {132, 232448, 90};
 
@@ -143,6 +144,15 @@ static void test_choose(void) {
   a = batch(1, 500, 500);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4 && c.splits == 1, "1x500 prefill: config %d splits %d", c.config, c.splits);
+  /* head dim 256: m128n128w8s2 does not fit, the 64-key 128-row tile takes prefill */
+  f.st.configs[5].smem = 270336 + 1024, f.st.configs[6].smem = 205824;
+  a = batch(1, 8192, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 6 && c.splits == 1, "d256 1x8192 prefill: config %d splits %d", c.config, c.splits);
+  a = batch(1, 500, 500);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 4, "d256 1x500 prefill: config %d", c.config);
+  f.st.configs[5].smem = kRows[5].smem, f.st.configs[6].smem = kRows[6].smem;
 
   /* a tree's leaf picks the config and a fixed split count */
   static const aa_tree_node nodes[] = {{-1, 0.0, 0, 0, "m16n64w4s2", 4}};

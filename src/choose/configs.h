@@ -43,7 +43,7 @@
   R(X, tune, m32n128w8s2, 32, 128, 8, 2)      \
   R(X, ship, m64n64w4s2, 64, 64, 4, 2)        \
   R(X, tune, m64n128w8s2, 64, 128, 8, 2)      \
-  R(X, tune, m128n64w8s2, 128, 64, 8, 2)      \
+  R(X, ship, m128n64w8s2, 128, 64, 8, 2)      \
   R(X, ship, m128n128w8s2, 128, 128, 8, 2)
 
 /* ---- AMD CDNA (gfx90a, gfx942) ------------------------------------------------
@@ -69,6 +69,19 @@
   R(X, ship, m32n32w2s1, 32, 32, 2, 1)        \
   R(X, ship, m16n32w2s1, 16, 32, 2, 1)        \
   R(X, ship, m16n16w1s1, 16, 16, 1, 1)
+
+/* The smallest head dim at which the library build compiles a row (0: at
+ * every head dim where it fits); the tuning build compiles every row wherever
+ * it fits. m128n64w8s2 serves prefill at head dims 192 and 256, where
+ * m128n128w8s2 does not fit the shared memory (on one H200, d256 prefill
+ * 1x8192 463 TFLOP/s against 265 for m64n64w4s2); at d128 it is the slower
+ * tile (351 against 474 TFLOP/s for m128n128w8s2), and compiling it there
+ * would cost build time for kernels no plan picks. */
+#if defined(ANYATTN_GPU_CONFIGS_TUNING)
+#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) 0
+#else
+#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) ((block_m) == 128 && (block_n) == 64 ? 192 : 0)
+#endif
 
 /* ---- row filters: purpose -> X(name, block_m, block_n, warps, stages) or nothing */
 #define AA_CONFIG_SHIP_ship(X, ...) X(__VA_ARGS__)

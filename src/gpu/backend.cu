@@ -99,7 +99,7 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
       if (r) AA_CUDA_TRY(cudaFuncSetAttribute(r, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st->role_smem[i]));
     }
-    if (!clusters) continue;
+    if (!clusters || !st->configs[i].cluster) continue;
     int active[AA_GPU_CLUSTER_MERGE + 1];
     for (int c = 0; c <= AA_GPU_CLUSTER_MERGE; c++)
       active[c] = c >= 2 && (c & (c - 1)) == 0

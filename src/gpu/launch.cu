@@ -21,16 +21,20 @@ namespace {
 constexpr int kHeadDims[] = {AA_GPU_HEAD_DIMS(AA_HEAD_DIM_VALUE_)};
 constexpr int kNumHeadDims = (int)(sizeof kHeadDims / sizeof kHeadDims[0]);
 
-/* A row's shared memory and TMA kind at every compiled head dim, for 16-bit
- * (F8 0) or fp8 (F8 1) caches. */
+/* A row's shared memory (0 where the build compiles no kernel of it below
+ * its smallest head dim: kernels.cuh, row_built), TMA kind and cluster merge
+ * at every compiled head dim, for 16-bit (F8 0) or fp8 (F8 1) caches. */
 template <int BM, int BN, int W, int S, int F8>
 struct RowFacts {
-#define AA_SMEM_(hd) TileShape<hd, BM, BN, W, S, F8>::SMEM_BYTES,
+#define AA_SMEM_(hd) (hd >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) ? TileShape<hd, BM, BN, W, S, F8>::SMEM_BYTES : 0),
 #define AA_TMA_(hd) TileShape<hd, BM, BN, W, S, F8>::TMA_KIND,
+#define AA_CL_(hd) (int)TileShape<hd, BM, BN, W, S, F8>::CLUSTER,
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
   static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
+  static constexpr int cluster[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_CL_)};
 #undef AA_SMEM_
 #undef AA_TMA_
+#undef AA_CL_
 };
 
 struct ConfigRow {
@@ -38,13 +42,15 @@ struct ConfigRow {
   int block_m, block_n, warps, stages;
   const size_t *smem; /* dynamic shared memory per compiled head dim (kHeadDims) */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels), same order */
-  const size_t *smem8; /* the same two for fp8 caches (no boxes) */
-  const int *tma8;
+  const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
+  const size_t *smem8; /* the same three for fp8 caches (no boxes) */
+  const int *tma8, *cluster8;
 };
 
 #define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                  \
   {#name, bm, bn, w, s, RowFacts<bm, bn, w, s, 0>::smem, RowFacts<bm, bn, w, s, 0>::tma,                    \
-   RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma},
+   RowFacts<bm, bn, w, s, 0>::cluster, RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma,     \
+   RowFacts<bm, bn, w, s, 1>::cluster},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
@@ -202,6 +208,7 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
+    c.cluster = fp8 ? r.cluster8[hdi] : r.cluster[hdi];
     st->role_dec[i] = 0;
     st->role_smem[i] = 0;
   }

@@ -103,6 +103,7 @@ void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
   st->small = aa_gpu_config_find(st, "m64n64w4s2", 10);
   st->large = aa_gpu_config_find(st, "m128n128w8s2", 12);
+  st->large_narrow = aa_gpu_config_find(st, "m128n64w8s2", 11);
   /* The AMD table (one stage; src/choose/configs.h): its 16-row decode tile
    * runs decode and the split-KV segments, the 64-row tile the rest. */
   if (st->decode < 0) st->decode = aa_gpu_config_find(st, "m16n64w4s1", 10);
@@ -130,7 +131,10 @@ static long long aa_programs(const anyattn_plan *plan, int cfg, int num_seqs, in
  * - mean q_len < 128 (mixed batches: a few chunks among many decodes):
  *   m64n64w4s2, 1x2048p+63d@2048 330 us vs 442 us with 128-row tiles.
  * - prefill: m128n128w8s2 (1x8192 causal 277 TFLOP/s vs 252 for m128n64w8s2
- *   and 238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2. */
+ *   and 238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2.
+ *   Where it does not fit (head dims 192 and 256), m128n64w8s2: d256 1x8192
+ *   463 TFLOP/s against 265 for m64n64w4s2, d192 424 against 234
+ *   (docs/design/prefill.md#head-dims-192-and-256). */
 static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens) {
   const aa_gpu_plan_state *st = aa_st(plan);
   const long long fill = 2LL * dev->num_sms;
@@ -141,8 +145,9 @@ static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev
       return st->decode_long;
     if (aa_fits(plan, dev, st->decode)) return st->decode;
   }
-  if (mean_q >= 128 && aa_fits(plan, dev, st->large) && aa_programs(plan, st->large, num_seqs, num_tokens) >= fill)
-    return st->large;
+  const int large = aa_fits(plan, dev, st->large) ? st->large : st->large_narrow;
+  if (mean_q >= 128 && aa_fits(plan, dev, large) && aa_programs(plan, large, num_seqs, num_tokens) >= fill)
+    return large;
   if (aa_fits(plan, dev, st->small)) return st->small;
   for (int i = 0; i < st->num_configs; i++) /* a table without those rows (tuning builds) */
     if (aa_fits(plan, dev, i)) return i;

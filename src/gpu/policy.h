@@ -29,6 +29,7 @@ typedef struct {
   int block_m, block_n, warps, stages;
   size_t smem; /* dynamic shared memory at this head dim (TileShape::SMEM_BYTES) */
   int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels */
+  int cluster; /* its split-KV segments may merge in a cluster (TileShape::CLUSTER) */
 } aa_gpu_config;
 
 /* What the device and the build offer a plan. */
@@ -53,7 +54,7 @@ typedef struct {
   int cluster_max[AA_GPU_MAX_CONFIGS];   /* per config: the most segments merged inside one cluster (0: none) */
   int cluster_slots[AA_GPU_MAX_CONFIGS]; /* per config: programs co-scheduled in such clusters */
   /* The fallback heuristic's rows (-1 when this build's table lacks them). */
-  int decode, decode_long, small, large;
+  int decode, decode_long, small, large, large_narrow;
   /* Role pairs (src/choose/configs.h) at this head dim: role_dec[i] = 1 + the
    * decode row paired with prefill row i (0: none), role_smem[i] the shared
    * memory of their launch (0: not compiled at this head dim). */

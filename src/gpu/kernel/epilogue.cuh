@@ -244,7 +244,7 @@ struct Epilogue {
       else sum_early(r, c, v);
       emit(r, c, v);
     }
-    if constexpr (kHasClusters) {
+    if constexpr (S::CLUSTER) {
       if (g.cl) cluster_merge<T, S>(p, g, smem);
     }
   }

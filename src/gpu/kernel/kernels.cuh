@@ -20,17 +20,22 @@ namespace aa {
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). A
  * config that needs more at this head dim is not compiled; plan never picks it. */
 constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
+/* Whether the build compiles a row at head dim HD: where it fits, from the
+ * row's smallest head dim on (configs.h, AA_CONFIG_MIN_HEAD_DIM). */
+template <int HD, int BM, int BN, int W, int S, int F8>
+constexpr bool row_built() {
+  return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S);
+}
 template <typename T, int HD, int BM, int BN, int W, int S, int F8>
 constexpr KernelFn kernel_or_null() {
-  if constexpr (TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice)
+  if constexpr (row_built<HD, BM, BN, W, S, F8>())
     return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
 /* A role pair's kernel where both tiles fit (configs.h, ANYATTN_GPU_ROLE_PAIRS). */
 template <typename T, int HD, int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
 constexpr RolesFn roles_kernel_or_null() {
-  if constexpr (TileShape<HD, PBM, PBN, PW, PS, F8>::SMEM_BYTES <= kMaxSmemAnyDevice &&
-                TileShape<HD, DBM, DBN, DW, DS, F8>::SMEM_BYTES <= kMaxSmemAnyDevice)
+  if constexpr (row_built<HD, PBM, PBN, PW, PS, F8>() && row_built<HD, DBM, DBN, DW, DS, F8>())
     return &attn_roles_kernel<T, HD, PBM, PBN, PW, PS, DBM, DBN, DW, DS, F8>;
   else return nullptr;
 }

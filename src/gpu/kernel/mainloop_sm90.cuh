@@ -91,9 +91,13 @@ struct PipelinedTile {
     constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
     unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
     const T *src = hf ? pages.vc : pages.kc;
+    static_assert(S::BN * CH % 128 == 0, "whole copies per thread");
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
-      const int r = lt / CH + k * (128 / CH), c = lt % CH;
+      /* a fixed column per thread where the row's chunks divide 128 (d64,
+       * d128, d256), else chunk lt + 128 k in row order (d192: 24 a row) */
+      const int i = lt + k * 128;
+      const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
       const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
       const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
       async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);

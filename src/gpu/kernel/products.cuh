@@ -35,12 +35,19 @@ __device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows,
 }
 /* O += P V for the warpgroup's rows: NK k16 steps along the keys (16 rows =
  * two 1024-byte swizzle groups each), V from the swizzled tile at v_tile read
- * N-major (head-dim panels BN * 128 bytes apart). Waits, so the stage can be
- * refilled after the next barrier. */
+ * N-major (head-dim panels BN * 128 bytes apart). The head dim in products
+ * of at most 128 columns (two panels): d192 as 128 + 64, d256 as 128 + 128,
+ * each on its own accumulators (acc[8 j], 16 columns per FragC). */
 template <typename T, class S>
 __device__ __forceinline__ void wg_issue_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
+  constexpr int N0 = S::HD < 128 ? S::HD : 128, N1 = S::HD - N0;
+  static_assert(N1 == 0 || N1 == 64 || N1 == 128, "head dim 64, 128, 192 or 256");
 #pragma unroll
-  for (int n = 0; n < S::NK; n++) wg_mma<T, S::HD, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+  for (int n = 0; n < S::NK; n++) {
+    wg_mma<T, N0, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+    if constexpr (N1 > 0)
+      wg_mma<T, N1, 1>(&acc[N0 / 16].x[0], pa[n], wg_desc(v_tile + 2 * (S::BN * 128) + n * 2048, S::BN * 128, 1024), 1);
+  }
 }
 template <typename T, class S>
 __device__ __forceinline__ void wg_pv(FragC *acc, FragA *pa, uint32_t v_tile) {

@@ -159,7 +159,7 @@ struct Program {
     n_begin = (lo / S::BN) * S::BN;
     ntiles = hi > lo ? (hi - n_begin + S::BN - 1) / S::BN : 0;
     split = p.num_splits > 1;
-    cl = kHasClusters && split && p.cluster;
+    cl = S::CLUSTER && split && p.cluster;
   }
 
   /* Split-KV: segment `seg` takes its even share of the tiles. Tile-aligned

@@ -43,8 +43,13 @@ struct TileShape {
    * (kv_smem_offset) from a 1024-byte aligned base, hence WG_ALIGN bytes of
    * slack (also reserved, unused, in the sm_80 build of the same shape).
    * On one H200 the two tiles it covers, m64n64w4s2 and m128n128w8s2, run
-   * causal prefill 1.24-1.29x faster than on mma.sync (docs/design/prefill.md). */
-  static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 && (HEAD_DIM == 64 || HEAD_DIM == 128) &&
+   * causal prefill 1.24-1.29x faster than on mma.sync (docs/design/prefill.md).
+   * Head dims 192 and 256 (16-bit caches) too: their P V runs in 128- and
+   * 64-column wgmma (wg_issue_pv). FP8 caches there keep the mma.sync tiles,
+   * which read the codes from the staging ring: the 16-bit tiles wgmma needs
+   * on top would push m128n128w8s2 at d192 out of shared memory. */
+  static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 &&
+                             (HEAD_DIM == 64 || HEAD_DIM == 128 || ((HEAD_DIM == 192 || HEAD_DIM == 256) && !KV8)) &&
                              (BLOCK_N == 64 || BLOCK_N == 128);
   /* FP8 codes into fragments: the mma.sync tiles */
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
@@ -102,11 +107,15 @@ struct TileShape {
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
    * after the warp-merge buffers, so writing them never races with reading those.
-   * Only where the tile layer has clusters: on AMD's 64 KB of LDS the region
-   * would push the d128 64-row tile out of the table. */
+   * Only where the tile layer has clusters (on AMD's 64 KB of LDS the region
+   * would push the d128 64-row tile out of the table) and the region fits
+   * the largest shared memory: the 128-row tiles at d256 would not fit with
+   * it. A shape without it never merges in a cluster (aa_gpu_config::cluster:
+   * run merges its segments by the last arrival). */
   static constexpr size_t CL_OFF = MERGE_BYTES;
   static constexpr size_t CL_ML_OFF = CL_OFF + (size_t)BLOCK_M * OROW * 4;
-  static constexpr size_t CL_END = kHasClusters ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
+  static constexpr bool CLUSTER = kHasClusters && CL_ML_OFF + (size_t)BLOCK_M * 8 <= AA_MAX_SMEM_PER_BLOCK;
+  static constexpr size_t CL_END = CLUSTER ? CL_ML_OFF + (size_t)BLOCK_M * 8 : MERGE_BYTES;
   /* The pipelined tile can take its 16-bit K/V halves as 128-byte-swizzled
    * TMA boxes (64 columns each), which land in exactly its wgmma layout. */
   static constexpr bool TMA_PP = kTileTma && PP && !KV8;
