@@ -152,6 +152,19 @@ static void test_choose(void) {
   a = batch(1, 500, 500);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4, "d256 1x500 prefill: config %d", c.config);
+  /* fp8 caches at d256: m128n128w8s2 fits, but the 64-key tile runs prefill, tree or not */
+  f.plan.problem.head_dim = 256;
+  f.st.configs[5].smem = 202752;
+  a = batch(1, 8192, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 6, "d256 fp8 1x8192 prefill: config %d", c.config);
+  static const aa_tree_node large_leaf[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
+  static const aa_tree large_tree = {"test", "sm_90", "test tree", 0, 1, large_leaf};
+  f.st.tree = &large_tree;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 6, "d256 fp8 1x8192 prefill, a leaf naming m128n128w8s2: config %d", c.config);
+  f.st.tree = NULL;
+  f.plan.problem.head_dim = 128;
   f.st.configs[5].smem = kRows[5].smem, f.st.configs[6].smem = kRows[6].smem;
 
   /* a tree's leaf picks the config and a fixed split count */

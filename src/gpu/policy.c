@@ -116,6 +116,18 @@ static int aa_fits(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg) 
   return cfg >= 0 && aa_gpu_config_fits(aa_st(plan), dev, cfg);
 }
 
+/* The 128-row prefill tile: m128n128w8s2, or m128n64w8s2 above head dim 128
+ * (compiled 192 and 256). There m128n128w8s2 does not fit 16-bit caches, and
+ * over fp8 caches it ran slower or alike (one H200, prefill 1x2048 and 1x8192:
+ * d256 127 and 171 against 162 and 203 TFLOP/s, d192 165 and 222 against 179
+ * and 222); at d128 the 64-key tile is the slower
+ * (docs/design/prefill.md#head-dims-192-and-256). */
+static int aa_large_row(const anyattn_plan *plan, const aa_gpu_device *dev) {
+  const aa_gpu_plan_state *st = aa_st(plan);
+  if (plan->problem.head_dim > 128 && aa_fits(plan, dev, st->large_narrow)) return st->large_narrow;
+  return aa_fits(plan, dev, st->large) ? st->large : st->large_narrow;
+}
+
 /* Programs a launch of config cfg has for a batch of these sizes. */
 static long long aa_programs(const anyattn_plan *plan, int cfg, int num_seqs, int num_tokens) {
   const aa_gpu_row_map m = aa_gpu_rows(plan->group, aa_st(plan)->configs[cfg].block_m);
@@ -145,7 +157,7 @@ static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev
       return st->decode_long;
     if (aa_fits(plan, dev, st->decode)) return st->decode;
   }
-  const int large = aa_fits(plan, dev, st->large) ? st->large : st->large_narrow;
+  const int large = aa_large_row(plan, dev);
   if (mean_q >= 128 && aa_fits(plan, dev, large) && aa_programs(plan, large, num_seqs, num_tokens) >= fill)
     return large;
   if (aa_fits(plan, dev, st->small)) return st->small;
@@ -164,7 +176,8 @@ int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int
     double f[AA_F_COUNT];
     aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
     const aa_tree_node *leaf = aa_tree_eval(st->tree, f);
-    const int idx = leaf ? aa_gpu_config_find(st, leaf->config, strlen(leaf->config)) : -1;
+    int idx = leaf ? aa_gpu_config_find(st, leaf->config, strlen(leaf->config)) : -1;
+    if (idx >= 0 && idx == st->large) idx = aa_large_row(plan, dev); /* above d128: the 64-key tile */
     if (aa_fits(plan, dev, idx)) {
       if (tree_splits) *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
       return idx;
