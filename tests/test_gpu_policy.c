@@ -144,7 +144,7 @@ static void test_choose(void) {
   a = batch(1, 500, 500);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4 && c.splits == 1, "1x500 prefill: config %d splits %d", c.config, c.splits);
-  /* head dim 256: m128n128w8s2 does not fit, the 64-key 128-row tile takes prefill */
+  /* m128n128w8s2 does not fit (16-bit caches at d192 and d256): the 64-key 128-row tile takes prefill */
   f.st.configs[5].smem = 270336 + 1024, f.st.configs[6].smem = 205824;
   a = batch(1, 8192, 8192);
   c = aa_gpu_choose(&f.plan, &kH200, &a);

@@ -32,7 +32,7 @@ constexpr KernelFn kernel_or_null() {
     return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
-/* A role pair's kernel where both tiles fit (configs.h, ANYATTN_GPU_ROLE_PAIRS). */
+/* A role pair's kernel where both tiles are built (configs.h, ANYATTN_GPU_ROLE_PAIRS). */
 template <typename T, int HD, int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
 constexpr RolesFn roles_kernel_or_null() {
   if constexpr (row_built<HD, PBM, PBN, PW, PS, F8>() && row_built<HD, DBM, DBN, DW, DS, F8>())
