@@ -36,7 +36,8 @@ struct TileShape {
   static constexpr bool KV8 = FP8 != 0;
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
-   * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128, computes
+   * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128 (192 and
+   * 256 below), computes
    * Q K^T and P V as whole-warpgroup products that read Q, K and V from
    * shared memory once per warpgroup, not once per warp (P stays in
    * registers). Its Q, K and V tiles are then stored 128-byte swizzled
@@ -57,8 +58,8 @@ struct TileShape {
    * apart (mainloop_sm90.cuh), which needs four mbarriers (K and V of each of
    * the two stages) after the scratch. With FP8 caches each thread's share
    * of a tile half must be whole batches of 8-code copies (mainloop_sm90.cuh):
-   * BLOCK_N x HEAD_DIM a multiple of 8192 (not the tuning row m128n64w8s2
-   * at d64, which runs the single-ring loop). */
+   * BLOCK_N x HEAD_DIM a multiple of 8192 (not m128n64w8s2 at d64, in the
+   * tuning build, which runs the single-ring loop). */
   static constexpr bool PP =
       WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && (!KV8 || (BLOCK_N * HEAD_DIM) % 8192 == 0);
   /* K/V ring depth: the config's stages (fp8 rings of twice the depth were
