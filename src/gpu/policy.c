@@ -145,7 +145,7 @@ static long long aa_programs(const anyattn_plan *plan, int cfg, int num_seqs, in
  * - prefill: m128n128w8s2 (1x8192 causal 277 TFLOP/s vs 252 for m128n64w8s2
  *   and 238 for m64n64w4s2) when it has >= 2 programs per SM, else m64n64w4s2.
  *   Where it does not fit (head dims 192 and 256), m128n64w8s2: d256 1x8192
- *   463 TFLOP/s against 265 for m64n64w4s2, d192 424 against 234
+ *   463 TFLOP/s against 265 for m64n64w4s2
  *   (docs/design/prefill.md#head-dims-192-and-256). */
 static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens) {
   const aa_gpu_plan_state *st = aa_st(plan);
