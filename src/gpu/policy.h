@@ -28,7 +28,7 @@ typedef struct {
   const char *name;
   int block_m, block_n, warps, stages;
   size_t smem; /* dynamic shared memory at this head dim (TileShape::SMEM_BYTES) */
-  int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels */
+  int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels, 3 swizzled fp8 rows */
   int cluster; /* its split-KV segments may merge in a cluster (TileShape::CLUSTER) */
 } aa_gpu_config;
 

@@ -5,9 +5,10 @@
  * of every tile: the first K, the second V, as 16-byte copies tracked by
  * mbarriers or, where the cache layout allows, as 128-byte-swizzled TMA boxes
  * that land in exactly the wgmma layout. FP8 caches: each warpgroup copies its
- * half's codes into its code tile a phase before they are needed, then
- * converts them into the 16-bit ring and arrives on the mbarrier itself; both
- * products run in f16 (docs/design/layout.md, FP8 caches). */
+ * half's codes into its code tile a phase before they are needed (TMA boxes
+ * where the layout allows, else 16- or 8-code copies), then converts them
+ * into the 16-bit ring and arrives on the mbarrier itself; both products run
+ * in f16 (docs/design/layout.md, FP8 caches). */
 #ifndef ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 #define ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 
@@ -41,19 +42,25 @@ struct PipelinedTile {
   const KvPages<T, S> pages;
   int grp, lt; /* warpgroup and thread within it: owns row lt of a tile */
   int hf;      /* the half it loads: 0 K, 1 V (16-bit caches: warpgroup 0 K; FP8: warpgroup 1 K) */
-  bool tma;    /* halves may come as TMA boxes */
+  bool tma;    /* halves (FP8: their codes) may come as TMA boxes */
   int pg_next; /* page id (or box page) of the next half this thread loads (FP8: copies the codes of) */
+  uint32_t cpar = 0; /* FP8 code boxes: the phase of this warpgroup's code-tile mbarrier */
   /* The products' type: T, or f16 for FP8 caches (Q converted by QToF16, P
    * times 2^PSHIFT) */
   typedef typename ProductElem<T, S::KV8>::type MT;
   static constexpr int PSHIFT = S::KV8 ? kCodePShift : 0;
 
   /* The four mbarriers (full K and full V of each stage), one arrival per
-   * copying thread of a warpgroup (128). Before the work search, whose
-   * barrier publishes the init. */
+   * copying thread of a warpgroup (128); with FP8 code boxes two more (the K
+   * and V code tiles), one arrival (the warpgroup's thread 0, with the byte
+   * count). Before the work search, whose barrier publishes the init. */
   __device__ __forceinline__ static void init_barriers(const SmemTiles<T, S> &sm) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < 4; i++) mbar_init(sm.bar + i, 128);
+      if constexpr (PassCaps<S>::TMA_PP8) {
+        mbar_init(sm.bar + 4, 1);
+        mbar_init(sm.bar + 5, 1);
+      }
       mbar_init_fence();
     }
   }
@@ -62,7 +69,7 @@ struct PipelinedTile {
       : p(p_), g(g_), sm(sm_), pages(p_, g_) {
     grp = g.tid >> 7, lt = g.tid & 127;
     hf = S::KV8 ? grp ^ 1 : grp;
-    tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
+    tma = (PassCaps<S>::TMA_PP || PassCaps<S>::TMA_PP8) && p.tma_rows > 0 && g.ntiles > 0;
   }
 
   /* A half is boxes when it is K, or V of a tile wholly inside [lo, hi) (a
@@ -183,8 +190,29 @@ struct PipelinedTile {
     }
     async_commit();
   }
-  /* Tile n0's codes (this warpgroup's half) from page id pg, offsets in slot. */
+  /* Tile n0's codes (this warpgroup's half) from page id pg (lookup's):
+   * TMA boxes (box(n0): K, or V wholly inside the key range), or offsets in
+   * slot then copies. Either way after the warpgroup's barrier, so every
+   * thread is done converting the code tile's previous codes; one cp.async
+   * group either way (an empty one for boxes: Q's group stays the third
+   * newest after the prologue). Boxes are whole HEAD_DIM-byte rows, the
+   * zeros past the tensor's head dim included; their swizzle (128-byte at
+   * d128, 64-byte at d64) is the code tile's (Chunks). */
   __device__ __forceinline__ void fill_codes(int slot, int n0, int pg) const {
+    if constexpr (PassCaps<S>::TMA_PP8) {
+      if (box(n0)) {
+        named_sync(kBarWg0 + grp, 128);
+        uint64_t *bar = sm.bar + 4 + hf;
+        if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * S::HD));
+        if (box_owner()) {
+          const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+          fence_proxy_async_smem(); /* the code tile's earlier copies, before the boxes */
+          tma_load_4d((hf ? sm.v8 : sm.k8) + lt * S::HD, hf ? &p.v_map : &p.k_map, 0, g.kvh, row, pg, bar);
+        }
+        async_commit();
+        return;
+      }
+    }
     store(slot, n0, pg);
     named_sync(kBarWg0 + grp, 128);
     issue_codes(slot);
@@ -236,8 +264,17 @@ struct PipelinedTile {
       }
     }
   }
-  __device__ __forceinline__ void land(int stage) const {
-    async_wait<0>();
+  /* Tile n0's codes (filled last by this warpgroup) landed, converted into
+   * 16-bit stage `stage`, and the stage's mbarrier told. */
+  __device__ __forceinline__ void land(int stage, int n0) {
+    bool boxed = false;
+    if constexpr (PassCaps<S>::TMA_PP8) boxed = box(n0);
+    if (boxed) {
+      mbar_wait(sm.bar + 4 + hf, cpar);
+      cpar ^= 1u;
+    } else {
+      async_wait<0>();
+    }
     if (p.fp8_fnuz) convert_codes<true>(stage);
     else convert_codes<false>(stage);
     fence_proxy_async_smem(); /* the conversions, before wgmma reads them */
@@ -249,7 +286,7 @@ struct PipelinedTile {
     const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
     if (g.ntiles > 0) {
       fill_codes(0, n0, pg0);
-      land(0);
+      land(0, n0);
     }
     if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
     pg_next = lookup(n0 + 2 * S::BN);
@@ -271,7 +308,7 @@ struct PipelinedTile {
     const int t = hf == 0 ? it + 1 : it; /* the tile half converted now */
     if (t < 1 || t >= g.ntiles) return;
     if (hf == 1 && t >= 2) named_sync(kBarVOld, 256);
-    land(t & 1);
+    land(t & 1, g.n_begin + t * S::BN);
     if (t + 1 < g.ntiles) {
       fill_codes((t + 1) & 1, g.n_begin + (t + 1) * S::BN, pg_next);
       pg_next = lookup(g.n_begin + (t + 2) * S::BN);

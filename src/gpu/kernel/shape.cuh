@@ -21,7 +21,8 @@ namespace aa {
  * each thread convert the chunks it copied into the one 16-bit K and V tile
  * the products read (KvCopies::convert); the two-warpgroup pipelined tile
  * (PP) stages each half's codes in one code tile a phase ahead and converts
- * them into its 16-bit ring (mainloop_sm90.cuh). No TMA boxes for FP8. */
+ * them into its 16-bit ring (mainloop_sm90.cuh); on sm_90 those codes may
+ * come as TMA boxes (TMA_PP8). The other FP8 tiles take no boxes. */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -120,12 +121,18 @@ struct TileShape {
   /* The pipelined tile can take its 16-bit K/V halves as 128-byte-swizzled
    * TMA boxes (64 columns each), which land in exactly its wgmma layout. */
   static constexpr bool TMA_PP = kTileTma && PP && !KV8;
-  /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled panels. */
-  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : 0;
+  /* Over FP8 caches the pipelined tile can take its halves' codes as TMA
+   * boxes of whole HEAD_DIM-byte rows (64 or 128), 64- or 128-byte swizzled:
+   * exactly its code tile's layout (mainloop_sm90.cuh, Chunks). Two more
+   * mbarriers (the K and V code tiles) follow the four. */
+  static constexpr bool TMA_PP8 = kTileTma && PP && KV8 && (HEAD_DIM == 64 || HEAD_DIM == 128);
+  /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled
+   * panels, 3 swizzled rows of fp8 codes. */
+  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : TMA_PP8 ? 3 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 32 : TMA ? 8 * STAGES : 0);
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? (TMA_PP8 ? 48 : 32) : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
   static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
@@ -189,6 +196,7 @@ struct PassCaps {
   static constexpr bool TMA = S::TMA && kArchTma;      /* padded tiles may take TMA boxes */
   static constexpr bool PP = S::PP && kArchWgmma;      /* the two-warpgroup pipelined tile */
   static constexpr bool TMA_PP = S::TMA_PP && kArchWgmma; /* its halves may be TMA boxes */
+  static constexpr bool TMA_PP8 = S::TMA_PP8 && kArchWgmma; /* its FP8 halves' codes may be TMA boxes */
   static constexpr bool QREG = S::Q_IN_REGS && !WG;    /* Q fragments held in registers */
   /* The pipeline's tiles as this pass lays them out: a PP shape in a pass
    * without wgmma runs the single-ring loop (mainloop.cuh), whose FP8
@@ -213,7 +221,7 @@ struct SmemTiles {
   unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] element offsets of the next tiles' rows */
   int *meta;    /* 4 ints: find_work's scratch */
-  uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP) or [STAGES] (TMA) */
+  uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; TMA_PP8: then K codes, V codes) or [STAGES] (TMA) */
   __device__ __forceinline__ explicit SmemTiles(unsigned char *smem) : base(smem) {
     constexpr uint32_t AL = (uint32_t)S::WG_ALIGN;
     unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
