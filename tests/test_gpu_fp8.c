@@ -59,9 +59,9 @@ static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 56, 2, 4, 16, 1, PREFILL, PER_TENSOR, 1, 2, 400, "m128n128w8s2", 0, 0},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 0, PREFILL, PER_TENSOR, 0, 2, 600, "m128n128w8s2", 0, 20},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 64, 2, 4, 32, 1, MIXED, PER_SEQ_HEAD, 0, 4, 700, "m128n128w8s2", 0, -26},
-    /* its codes as TMA boxes: head-major pages of 64, and 8-row boxes at d64 (64-byte swizzle) */
+    /* its codes as TMA boxes (d128): head-major pages of 64, and 8-row boxes */
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 64, 1, PREFILL, PER_TENSOR, 1, 3, 700, "m128n128w8s2", 0, 0},
-    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 64, 1, 8, 8, 0, PREFILL, PER_SEQ_HEAD, 0, 2, 500, "m128n128w8s2", 0, 0},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3FNUZ, 128, 1, 8, 8, 0, PREFILL, PER_SEQ_HEAD, 0, 2, 500, "m128n128w8s2", 0, 0},
     /* a role pair: decode sequences on the 16-row tile (split, -k3), the rest on the 128-row tile, one launch */
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, MIXED, PER_SEQ_HEAD, 0, 6, 900, "m128n128w8s2+m16n128w8s2-k3", 0, 0},
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 80, 2, 4, 16, 0, MIXED, PER_TENSOR, 0, 5, 600, "m128n128w8s2+m16n128w8s2", 0, 0},

@@ -195,9 +195,9 @@ struct PipelinedTile {
    * slot then copies. Either way after the warpgroup's barrier, so every
    * thread is done converting the code tile's previous codes; one cp.async
    * group either way (an empty one for boxes: Q's group stays the third
-   * newest after the prologue). Boxes are whole HEAD_DIM-byte rows, the
-   * zeros past the tensor's head dim included; their swizzle (128-byte at
-   * d128, 64-byte at d64) is the code tile's (Chunks). */
+   * newest after the prologue). Boxes are whole 128-byte rows (d128), the
+   * zeros past the tensor's head dim included; their 128-byte swizzle is
+   * the code tile's (Chunks). */
   __device__ __forceinline__ void fill_codes(int slot, int n0, int pg) const {
     if constexpr (PassCaps<S>::TMA_PP8) {
       if (box(n0)) {

@@ -21,8 +21,8 @@ namespace aa {
  * each thread convert the chunks it copied into the one 16-bit K and V tile
  * the products read (KvCopies::convert); the two-warpgroup pipelined tile
  * (PP) stages each half's codes in one code tile a phase ahead and converts
- * them into its 16-bit ring (mainloop_sm90.cuh); on sm_90 those codes may
- * come as TMA boxes (TMA_PP8). The other FP8 tiles take no boxes. */
+ * them into its 16-bit ring (mainloop_sm90.cuh); on sm_90 at d128 those
+ * codes may come as TMA boxes (TMA_PP8). The other FP8 tiles take no boxes. */
 template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8 = 0>
 struct TileShape {
   static constexpr int WM = BLOCK_M / 16;       /* warps along rows, 16 rows each */
@@ -121,13 +121,14 @@ struct TileShape {
   /* The pipelined tile can take its 16-bit K/V halves as 128-byte-swizzled
    * TMA boxes (64 columns each), which land in exactly its wgmma layout. */
   static constexpr bool TMA_PP = kTileTma && PP && !KV8;
-  /* Over FP8 caches the pipelined tile can take its halves' codes as TMA
-   * boxes of whole HEAD_DIM-byte rows (64 or 128), 64- or 128-byte swizzled:
-   * exactly its code tile's layout (mainloop_sm90.cuh, Chunks). Two more
-   * mbarriers (the K and V code tiles) follow the four. */
-  static constexpr bool TMA_PP8 = kTileTma && PP && KV8 && (HEAD_DIM == 64 || HEAD_DIM == 128);
+  /* Over FP8 caches at d128 the pipelined tile can take its halves' codes
+   * as TMA boxes of whole 128-byte rows, 128-byte swizzled: exactly its code
+   * tile's layout (mainloop_sm90.cuh, Chunks). Two more mbarriers (the K and
+   * V code tiles) follow the four. At d64 (64-byte rows) the boxes were
+   * slower than the copies on the H200 (docs/design/layout.md, FP8 caches). */
+  static constexpr bool TMA_PP8 = kTileTma && PP && KV8 && HEAD_DIM == 128;
   /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled
-   * panels, 3 swizzled rows of fp8 codes. */
+   * panels, 3 128-byte swizzled rows of fp8 codes. */
   static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : TMA_PP8 ? 3 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;

@@ -122,16 +122,16 @@ struct TmaView {
 /* kind 1: boxes compiled_dim + 8 wide, unswizzled (the padded rows); kind 2:
  * 64 wide (128 bytes), 128-byte swizzled (the wgmma tiles' panels, compiled_dim
  * / 64 of them, those past head_dim partly or wholly zeros); kind 3: fp8 codes
- * (one byte each), compiled_dim wide, 128-byte swizzled at 128 and 64-byte at
- * 64 (the pipelined tile's code tiles). The tensor is head_dim wide: every
- * column past it reads as zero. */
+ * (one byte each), 128 wide, 128-byte swizzled (the pipelined tile's code
+ * tiles at d128). The tensor is head_dim wide: every column past it reads as
+ * zero. */
 inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, int compiled_dim, int kv_heads,
                        int block_size, int box_rows, int kind) {
   static_assert(sizeof(CUtensorMap) == sizeof(TmaMap), "a tensor map is 128 bytes");
   const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
   if (!enc) return false;
   const bool codes = kind == 3;
-  if (codes && compiled_dim != 64 && compiled_dim != 128) return false;
+  if (codes && compiled_dim != 128) return false;
   const cuuint64_t es = codes ? 1 : 2;
   const cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)block_size, (cuuint64_t)1 << 31};
   const cuuint64_t strides[3] = {(cuuint64_t)c.strides[2] * es, (cuuint64_t)c.strides[1] * es,
@@ -141,9 +141,7 @@ inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, i
   const CUtensorMapDataType type = codes                      ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : dt == ANYATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const CUtensorMapSwizzle swz = kind == 2 || (codes && compiled_dim == 128) ? CU_TENSOR_MAP_SWIZZLE_128B
-                                 : codes                                     ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                                             : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUtensorMapSwizzle swz = kind == 2 || codes ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
   const cuuint32_t estr[4] = {1, 1, 1, 1};
   CUtensorMap m;
   const CUresult r = enc(&m, type, 4, const_cast<void *>(c.base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
