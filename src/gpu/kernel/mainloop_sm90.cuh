@@ -280,15 +280,21 @@ struct PipelinedTile {
     fence_proxy_async_smem(); /* the conversions, before wgmma reads them */
     mbar_arrive(sm.bar + 2 * hf + stage);
   }
-  /* FP8: each warpgroup lands its half of tile 0 and sends the codes of tile 1. */
+  /* FP8: each warpgroup lands its half of tile 0 and sends the codes of
+   * tile 1. Two cp.async groups after Q's on every thread, empty where there
+   * is no tile or the tile came as boxes (land then waits on the mbarrier,
+   * not on the groups): mainloop_sm90's wait for Q counts on them. */
   __device__ __forceinline__ void prologue_codes() {
     const int n0 = g.n_begin;
     const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
     if (g.ntiles > 0) {
       fill_codes(0, n0, pg0);
       land(0, n0);
+    } else {
+      async_commit();
     }
     if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
+    else async_commit();
     pg_next = lookup(n0 + 2 * S::BN);
   }
   /* FP8, in phase it while the warpgroup's own products run, each
@@ -411,7 +417,7 @@ __device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program
   PipelinedTile<T, S> pt(p, g, sm);
   pt.prologue();
   sx.rows(p, g);
-  async_wait<2>(); /* Q's group, before the two of the first K/V copies; wgmma reads Q next */
+  async_wait<2>(); /* Q's group, before the two of the first K/V copies; wgmma (FP8: QToF16) reads Q next */
   fence_proxy_async_smem();
   block_sync();
   if constexpr (S::KV8) sx.kd *= QToF16<T>::template run<S, true>(sm.q, g.tid);
