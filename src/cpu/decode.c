@@ -53,6 +53,14 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #if defined(__AVX512BW__)
   const __m512i r = _mm512_max_epu8((__m512i)a, (__m512i)b);
   return (aa_vB)r;
+#elif defined(__AVX2__)
+  __m256i x[2], y[2];
+  memcpy(x, &a, sizeof x);
+  memcpy(y, &b, sizeof y);
+  x[0] = _mm256_max_epu8(x[0], y[0]);
+  x[1] = _mm256_max_epu8(x[1], y[1]);
+  memcpy(&a, x, sizeof a);
+  return a;
 #else
   const aa_vB gt = (aa_vB)(a > b); /* lanes all ones or zero */
   return (a & gt) | (b & ~gt);
@@ -161,6 +169,65 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
   return c;
 }
 
+#if AA_VR == 8
+/* With 16 registers (AVX2) the 4 x 4 blocks below, sized for AVX-512's 32,
+ * spill most of their accumulators; these count in ymm registers instead
+ * (docs/design/cpu.md, "Register blocks"). */
+/* Part h (0 or 1) of elements c .. c + 31 of a cache row at p, in the
+ * decode path's fp32 order: lo holds slots c + 8h .. c + 8h + 7, hi slots
+ * c + 16 + 8h .. c + 16 + 8h + 7. For bf16 that is one 32-byte load of 8
+ * pairs (elements c + 16h .. c + 16h + 15), split by a shift and a mask. */
+AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, int c, int h, aa_vr *lo, aa_vr *hi) {
+  if (kv) {
+    *lo = aa_load_fp8r((const uint8_t *)p + c + 8 * h, AA_DEC_FMT(kv) == 2);
+    *hi = aa_load_fp8r((const uint8_t *)p + c + 16 + 8 * h, AA_DEC_FMT(kv) == 2);
+  } else if (dt == ANYATTN_DTYPE_BF16) {
+    aa_vru u;
+    memcpy(&u, (const uint16_t *)p + c + 16 * h, sizeof u);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    *lo = (aa_vr)(u & 0xFFFF0000u);
+    *hi = (aa_vr)(u << 16);
+#else
+    *lo = (aa_vr)(u << 16);
+    *hi = (aa_vr)(u & 0xFFFF0000u);
+#endif
+  } else {
+    const uint16_t *e = (const uint16_t *)p + c + 8 * h;
+#if defined(__F16C__)
+    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)e)),
+                 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(e + 16)));
+    memcpy(lo, &a, sizeof a);
+    memcpy(hi, &b, sizeof b);
+#else
+    for (int i = 0; i < AA_VR; i++) {
+      (*lo)[i] = aa_f16_to_f32(e[i]);
+      (*hi)[i] = aa_f16_to_f32(e[16 + i]);
+    }
+#endif
+  }
+}
+/* aa_dec_qk4x4 in ymm registers: a key at a time, its 32 elements per step
+ * in four registers against the four rows' q read as the FMAs' memory
+ * operand (8 accumulators: two per row). */
+AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float *restrict qf, const char *const *k,
+                              const int d) {
+  aa_vr acc[16];
+  for (int j = 0; j < 4; j++) {
+    aa_vr a[4][2];
+    for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = aa_rsplat(0.0f);
+    for (int c = 0; c < d; c += 32) {
+      aa_vr kk[4]; /* slots c + 8i .. c + 8i + 7 */
+      aa_dec_part(dt, kv, k[j], c, 0, &kk[0], &kk[2]);
+      aa_dec_part(dt, kv, k[j], c, 1, &kk[1], &kk[3]);
+      for (int r = 0; r < 4; r++)
+        for (int i = 0; i < 4; i++) a[r][i & 1] += aa_rld(qf + (size_t)r * d + c + 8 * i) * kk[i];
+    }
+    for (int r = 0; r < 4; r++) acc[r * 4 + j] = a[r][0] + a[r][1];
+  }
+  return aa_rreduce16(acc);
+}
+#endif
+
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
                              const int d) {
@@ -206,6 +273,9 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   }
 #endif
   const float *qf = (const float *)q;
+#if AA_VR == 8
+  return aa_dec_qk4x4r(dt, kv, qf, k, d);
+#endif
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
   int c = 0;
 #if AA_FP8_VBMI
@@ -256,6 +326,43 @@ typedef struct {
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
                          const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv,
                          int nk, const aa_dec_pf *pf) {
+#if AA_VR == 8
+  /* in ymm registers: per 32 columns, two calls over aa_dec_part's halves
+   * (4 rows x 2 registers: 8 accumulators); the first prefetches */
+  for (int c = c0; c < c0 + 32 * NC; c += 32)
+    for (int h = 0; h < 2; h++) {
+      aa_vr ar[4][2];
+      float *restrict lo = acc + c + 8 * h, *restrict hi = acc + c + 16 + 8 * h;
+      for (int r = 0; r < 4; r++) {
+        const aa_vr al = aa_rsplat(alpha[r]);
+        ar[r][0] = aa_rld(lo + (size_t)r * d) * al;
+        ar[r][1] = aa_rld(hi + (size_t)r * d) * al;
+      }
+      /* the call that starts a 64-byte line of the rows prefetches that line:
+       * one test per key, no loop (the loop over lines was a fifth of the
+       * path's instructions) */
+      const int o = c * AA_DEC_ES(kv), npf = h == 0 && pf->on && o % 64 == 0 ? pf->n : 0;
+      const int64_t ok = pf->hk + o, ov = pf->hv + o;
+      for (int j = 0; j < nk; j++) {
+        if (j < npf) {
+          __builtin_prefetch(pf->pk[j] + ok, 0, AA_DEC_PF_HINT);
+          __builtin_prefetch(pf->pv[j] + ov, 0, AA_DEC_PF_HINT);
+        }
+        aa_vr vl, vh;
+        aa_dec_part(dt, kv, v[j] + hv, c, h, &vl, &vh);
+        for (int r = 0; r < 4; r++) {
+          const aa_vr pb = aa_rsplat(P[r * AA_DEC_KB + j]);
+          ar[r][0] += pb * vl;
+          ar[r][1] += pb * vh;
+        }
+      }
+      for (int r = 0; r < 4; r++) {
+        aa_rst(lo + (size_t)r * d, ar[r][0]);
+        aa_rst(hi + (size_t)r * d, ar[r][1]);
+      }
+    }
+  return;
+#endif
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
@@ -342,14 +449,14 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
       for (int j = jlo; j < jhi; j++) x[r][j] += slope * (float)(rel + j);
     }
     const aa_vi idx = aa_iota();
-    vis[r] = (idx >= aa_splati(jlo)) & (idx < aa_splati(jhi));
+    vis[r] = aa_in_range(idx, aa_splati(jlo), aa_splati(jhi));
     x[r] = aa_sel(vis[r], x[r], aa_splat(-INFINITY)); /* a row with no visible key: all -inf */
   }
   /* lane group r: row r's old max, new max, rescale factor */
   const aa_vf mold = {m[0], m[0], m[0], m[0], m[1], m[1], m[1], m[1], m[2], m[2], m[2], m[2], m[3], m[3], m[3], m[3]};
   const aa_vf mnew = aa_max(aa_dec_max4(x), mold);
   /* 0 while m is still -inf; 1 for a row that sees no key here (mnew == mold) */
-  const aa_vf al = aa_sel(mold == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mold - mnew));
+  const aa_vf al = aa_sel(aa_eq(mold, aa_splat(-INFINITY)), aa_splat(0.0f), aa_exp(mold - mnew));
   aa_vf p[4];
   for (int r = 0; r < 4; r++) {
     const aa_vf mr = aa_dec_bcast4(mnew, r);

@@ -11,7 +11,7 @@
 
 #include "dtype.h"
 
-#if defined(__F16C__) || defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__F16C__) || defined(__AVX512F__) || defined(__AVX2__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -37,14 +37,106 @@ AA_INLINE aa_vi aa_iota(void) { return (aa_vi){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
 
 /* Loads and stores of scratch rows (64-byte aligned: the workspace is 256-byte
  * aligned and every scratch row is a multiple of AA_VL floats). */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* Under AVX2, GCC 12 stores a 16-lane vector through the stack in 16-byte
+ * pieces; two ymm loads and stores instead (the memcpy is a register move). */
+AA_INLINE aa_vf aa_ld(const float *p) {
+  const __m256 h[2] = {_mm256_load_ps(p), _mm256_load_ps(p + 8)};
+  aa_vf v;
+  memcpy(&v, h, sizeof v);
+  return v;
+}
+AA_INLINE void aa_st(float *p, aa_vf v) {
+  __m256 h[2];
+  memcpy(h, &v, sizeof h);
+  _mm256_store_ps(p, h[0]);
+  _mm256_store_ps(p + 8, h[1]);
+}
+#else
 AA_INLINE aa_vf aa_ld(const float *p) { return *(const aa_vf *)__builtin_assume_aligned(p, 64); }
 AA_INLINE void aa_st(float *p, aa_vf v) { *(aa_vf *)__builtin_assume_aligned(p, 64) = v; }
+#endif
 
-/* lane-wise select: mask lanes are all ones or all zeros */
+/* The register vector: one machine register of fp32 lanes (a zmm under
+ * AVX-512, a ymm under AVX2; two q registers of NEON). The hot kernels count
+ * their register blocks in it, so that a block fits the ISA's register file:
+ * a block of aa_vf sized for AVX-512's 32 zmm is 64 ymm under AVX2's 16, and
+ * GCC spills most of it (docs/design/cpu.md, "Register blocks"). AA_VREGS:
+ * how many the register file holds. */
+#if defined(__AVX512F__)
+#define AA_VR 16
+#define AA_VREGS 32
+#else
+#define AA_VR 8
+#define AA_VREGS 16
+#endif
+typedef float aa_vr __attribute__((vector_size(AA_VR * 4)));
+typedef uint32_t aa_vru __attribute__((vector_size(AA_VR * 4)));
+#if AA_VR == 16
+AA_INLINE aa_vr aa_rsplat(float x) { return (aa_vr){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+#else
+AA_INLINE aa_vr aa_rsplat(float x) { return (aa_vr){x, x, x, x, x, x, x, x}; }
+#endif
+/* aligned to the register's size: scratch rows are 64-byte aligned and
+ * callers step by whole register vectors */
+AA_INLINE aa_vr aa_rld(const float *p) { return *(const aa_vr *)__builtin_assume_aligned(p, AA_VR * 4); }
+AA_INLINE void aa_rst(float *p, aa_vr v) { *(aa_vr *)__builtin_assume_aligned(p, AA_VR * 4) = v; }
+
+/* Lane-wise compares (masks: lanes all ones or all zeros), select and
+ * maximum. Under AVX2, GCC 12 turns the generic forms (vector operators on
+ * 16-lane vectors) into a scalar compare and move per lane: fp32 prefill
+ * 1x1024 spent a sixth of its item time in the softmax's maxima. There they
+ * run on the two ymm halves instead. aa_max(a, b) is a > b ? a : b, NaN
+ * included (vmaxps' rule). */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* op on the two ymm halves of a and b (the memcpys are register moves) */
+#define AA_HALVES(T, op, a, b)                   \
+  do {                                           \
+    __m256 x_[2], y_[2];                         \
+    memcpy(x_, &(a), sizeof x_);                 \
+    memcpy(y_, &(b), sizeof y_);                 \
+    x_[0] = (__m256)op(x_[0], y_[0]);            \
+    x_[1] = (__m256)op(x_[1], y_[1]);            \
+    T r_;                                        \
+    memcpy(&r_, x_, sizeof r_);                  \
+    return r_;                                   \
+  } while (0)
+#define AA_CMP_LT(x, y) _mm256_cmp_ps(x, y, _CMP_LT_OQ)
+#define AA_CMP_EQ(x, y) _mm256_cmp_ps(x, y, _CMP_EQ_OQ)
+#define AA_ICMP_GT(x, y) _mm256_cmpgt_epi32((__m256i)(x), (__m256i)(y))
+#define AA_ICMP_EQ(x, y) _mm256_cmpeq_epi32((__m256i)(x), (__m256i)(y))
+AA_INLINE aa_vi aa_lt(aa_vf a, aa_vf b) { AA_HALVES(aa_vi, AA_CMP_LT, a, b); }
+AA_INLINE aa_vi aa_eq(aa_vf a, aa_vf b) { AA_HALVES(aa_vi, AA_CMP_EQ, a, b); }
+AA_INLINE aa_vi aa_igt(aa_vi a, aa_vi b) { AA_HALVES(aa_vi, AA_ICMP_GT, a, b); }
+AA_INLINE aa_vi aa_ieq(aa_vi a, aa_vi b) { AA_HALVES(aa_vi, AA_ICMP_EQ, a, b); }
+AA_INLINE aa_vf aa_max(aa_vf a, aa_vf b) { AA_HALVES(aa_vf, _mm256_max_ps, a, b); }
+AA_INLINE aa_vf aa_sel(aa_vi mask, aa_vf a, aa_vf b) {
+  __m256 x[2], y[2], m[2];
+  memcpy(x, &a, sizeof x);
+  memcpy(y, &b, sizeof y);
+  memcpy(m, &mask, sizeof m);
+  x[0] = _mm256_blendv_ps(y[0], x[0], m[0]);
+  x[1] = _mm256_blendv_ps(y[1], x[1], m[1]);
+  memcpy(&a, x, sizeof a);
+  return a;
+}
+#undef AA_ICMP_EQ
+#undef AA_ICMP_GT
+#undef AA_CMP_EQ
+#undef AA_CMP_LT
+#undef AA_HALVES
+#else
+AA_INLINE aa_vi aa_lt(aa_vf a, aa_vf b) { return a < b; }
+AA_INLINE aa_vi aa_eq(aa_vf a, aa_vf b) { return a == b; }
+AA_INLINE aa_vi aa_igt(aa_vi a, aa_vi b) { return a > b; }
+AA_INLINE aa_vi aa_ieq(aa_vi a, aa_vi b) { return a == b; }
 AA_INLINE aa_vf aa_sel(aa_vi mask, aa_vf a, aa_vf b) {
   return (aa_vf)(((aa_vi)a & mask) | ((aa_vi)b & ~mask));
 }
 AA_INLINE aa_vf aa_max(aa_vf a, aa_vf b) { return aa_sel(a > b, a, b); }
+#endif
+/* lo <= x < hi lane-wise */
+AA_INLINE aa_vi aa_in_range(aa_vi x, aa_vi lo, aa_vi hi) { return ~aa_igt(lo, x) & aa_igt(hi, x); }
 
 AA_INLINE float aa_hmax(aa_vf v) {
   float m = v[0];
@@ -103,6 +195,29 @@ AA_INLINE aa_vf aa_reduce16(const aa_vf a[16]) {
   for (int i = 0; i < 4; i++) c[i] = aa_fold4(b[2 * i], b[2 * i + 1]);
   for (int i = 0; i < 2; i++) d[i] = aa_fold2(c[2 * i], c[2 * i + 1]);
   return aa_fold1(d[0], d[1]);
+}
+
+/* aa_reduce16 over register vectors: lane k of the result is the sum of
+ * a[k]'s lanes. Under AA_VR 8, three fold levels per eight inputs. */
+AA_INLINE aa_vf aa_rreduce16(const aa_vr a[16]) {
+#if AA_VR == 16
+  return aa_reduce16(a);
+#else
+  aa_vr h[2];
+  for (int g = 0; g < 2; g++) {
+    const aa_vr *x = a + 8 * g;
+    aa_vr b[4], c[2];
+    for (int i = 0; i < 4; i++)
+      b[i] = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+             __builtin_shufflevector(x[2 * i], x[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+    for (int i = 0; i < 2; i++)
+      c[i] = __builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
+             __builtin_shufflevector(b[2 * i], b[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15);
+    h[g] = __builtin_shufflevector(c[0], c[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+           __builtin_shufflevector(c[0], c[1], 1, 3, 5, 7, 9, 11, 13, 15);
+  }
+  return __builtin_shufflevector(h[0], h[1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
 }
 
 /* Maximum and sum over lanes in four shuffle steps (the scalar loops above
@@ -168,8 +283,8 @@ AA_INLINE void aa_transpose16(aa_vf r[16]) {
  * 0; callers zero masked lanes themselves. */
 AA_INLINE aa_vf aa_exp(aa_vf x) {
   const aa_vf lo = aa_splat(-87.0f), hi = aa_splat(88.0f);
-  x = aa_sel(x < lo, lo, x);
-  x = aa_sel(x > hi, hi, x);
+  x = aa_sel(aa_lt(x, lo), lo, x);
+  x = aa_sel(aa_lt(hi, x), hi, x);
   const aa_vf magic = aa_splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
   aa_vf t = x * aa_splat(1.44269504088896341f) + magic;
   aa_vi n = (aa_vi)t - (aa_vi)magic;
@@ -215,8 +330,8 @@ AA_INLINE aa_vf aa_exp2(aa_vf t) {
   memcpy(&t, &x, sizeof t);
   return t;
 #else
-  t = aa_sel(t < aa_splat(-126.0f), aa_splat(-126.0f), t);
-  t = aa_sel(t > aa_splat(127.0f), aa_splat(127.0f), t);
+  t = aa_sel(aa_lt(t, aa_splat(-126.0f)), aa_splat(-126.0f), t);
+  t = aa_sel(aa_lt(aa_splat(127.0f), t), aa_splat(127.0f), t);
   const aa_vf magic = aa_splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
   const aa_vf nm = t + magic, nf = nm - magic;
   const aa_vf f = t - nf;
@@ -307,11 +422,37 @@ AA_INLINE aa_vf aa_load_fp8(const uint8_t *p, const int fnuz) {
   const aa_vu sign = (c & 0x80u) << 24, mag = c & 0x7Fu;
   const aa_vu normal = (mag << 20) + (fnuz ? 119u << 23 : 120u << 23);
   const aa_vf subf = __builtin_convertvector((aa_vi)mag, aa_vf) * aa_splat(fnuz ? 0.0009765625f : 0.001953125f);
-  aa_vu bits = (aa_vu)aa_sel((aa_vi)((mag >> 3) == 0u), subf, (aa_vf)normal);
-  const aa_vi nan = fnuz ? (aa_vi)(c == 0x80u) : (aa_vi)(mag == 0x7Fu);
+  aa_vu bits = (aa_vu)aa_sel(aa_ieq((aa_vi)(mag >> 3), aa_splati(0)), subf, (aa_vf)normal);
+  const aa_vi nan = fnuz ? aa_ieq((aa_vi)c, aa_splati(0x80)) : aa_ieq((aa_vi)mag, aa_splati(0x7F));
   bits = (aa_vu)aa_sel(nan, (aa_vf)aa_splati(0x7FC00000), (aa_vf)bits);
   return (aa_vf)(bits | sign);
 }
+
+/* AA_VR fp8 codes widened to fp32 as aa_load_fp8 does, for kernels that
+ * count in register vectors (under AA_VR 8 GCC keeps the generic
+ * operators on ymm registers). */
+#if AA_VR == 16
+AA_INLINE aa_vr aa_load_fp8r(const uint8_t *p, const int fnuz) { return aa_load_fp8(p, fnuz); }
+#else
+typedef int32_t aa_vri __attribute__((vector_size(AA_VR * 4)));
+AA_INLINE aa_vr aa_load_fp8r(const uint8_t *p, const int fnuz) {
+  aa_vru c;
+#if defined(__AVX2__)
+  const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+  memcpy(&c, &w, sizeof c);
+#else
+  for (int i = 0; i < AA_VR; i++) c[i] = p[i];
+#endif
+  const aa_vru sign = (c & 0x80u) << 24, mag = c & 0x7Fu;
+  const aa_vru normal = (mag << 20) + (fnuz ? 119u << 23 : 120u << 23);
+  const aa_vr subf = __builtin_convertvector((aa_vri)mag, aa_vr) * aa_rsplat(fnuz ? 0.0009765625f : 0.001953125f);
+  const aa_vru sub = (aa_vru)((mag >> 3) == 0u);
+  aa_vru bits = ((aa_vru)subf & sub) | (normal & ~sub);
+  const aa_vru nan = fnuz ? (aa_vru)(c == 0x80u) : (aa_vru)(mag == 0x7Fu);
+  bits = (0x7FC00000u & nan) | (bits & ~nan);
+  return (aa_vr)(bits | sign);
+}
+#endif
 
 /* ---- fp8 codes for the fused decode path (decode.c) ----------------------
  * The fp16 bit pattern (c & 0x80) << 8 | (c & 0x7F) << 7 of an E4M3 code c

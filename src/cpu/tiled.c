@@ -53,33 +53,38 @@ AA_INLINE void aa_widen_row(anyattn_dtype dt, anyattn_kv_dtype kv, const void *s
 }
 
 /* Scores of 4 query rows x 4 keys: 16 independent FMA chains over head_dim,
- * folded into one vector at the end. */
+ * folded into one vector at the end. With 16 registers, two passes of 4 rows
+ * x 2 keys (8 chains), the K vectors loaded once per pass and q read as the
+ * FMAs' memory operand. */
 AA_INLINE void aa_qk_4x4(const float *restrict q, const float *restrict k, int dp, float *restrict s, int lds) {
-  aa_vf acc[16];
-  for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
-  for (int c = 0; c < dp; c += AA_VL) {
-    aa_vf kv[4], qv[4];
-    for (int i = 0; i < 4; i++) {
-      kv[i] = aa_ld(k + (size_t)i * dp + c);
-      qv[i] = aa_ld(q + (size_t)i * dp + c);
+  aa_vr acc[16];
+  for (int i = 0; i < 16; i++) acc[i] = aa_rsplat(0.0f);
+  const int KJ = AA_VREGS >= 32 ? 4 : 2; /* keys per pass */
+  for (int j0 = 0; j0 < 4; j0 += KJ)
+    for (int c = 0; c < dp; c += AA_VR) {
+      aa_vr kv[4];
+      for (int j = 0; j < KJ; j++) kv[j] = aa_rld(k + (size_t)(j0 + j) * dp + c);
+      for (int r = 0; r < 4; r++) {
+        const aa_vr qv = aa_rld(q + (size_t)r * dp + c);
+        for (int j = 0; j < KJ; j++) acc[r * 4 + j0 + j] += qv * kv[j];
+      }
     }
-    for (int r = 0; r < 4; r++)
-      for (int j = 0; j < 4; j++) acc[r * 4 + j] += qv[r] * kv[j];
-  }
-  const aa_vf sum = aa_reduce16(acc);
+  const aa_vf sum = aa_rreduce16(acc);
   for (int r = 0; r < 4; r++)
     for (int j = 0; j < 4; j++) s[r * lds + j] = sum[r * 4 + j];
 }
 
 /* Scores of 1 query row x 16 keys (MHA and small groups). */
 AA_INLINE void aa_qk_1x16(const float *restrict q, const float *restrict k, int dp, float *restrict s) {
-  aa_vf acc[16];
-  for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
-  for (int c = 0; c < dp; c += AA_VL) {
-    const aa_vf qv = aa_ld(q + c);
-    for (int j = 0; j < 16; j++) acc[j] += qv * aa_ld(k + (size_t)j * dp + c);
-  }
-  aa_st(s, aa_reduce16(acc));
+  aa_vr acc[16];
+  for (int i = 0; i < 16; i++) acc[i] = aa_rsplat(0.0f);
+  const int KJ = AA_VREGS >= 32 ? 16 : 8; /* keys per pass: 16 chains spill with 16 registers */
+  for (int j0 = 0; j0 < 16; j0 += KJ)
+    for (int c = 0; c < dp; c += AA_VR) {
+      const aa_vr qv = aa_rld(q + c);
+      for (int j = j0; j < j0 + KJ; j++) acc[j] += qv * aa_rld(k + (size_t)j * dp + c);
+    }
+  aa_st(s, aa_rreduce16(acc));
 }
 
 /* Prefill items keep q transposed (Qt[c][r] = dim c of row r, ldq floats a
@@ -89,28 +94,29 @@ AA_INLINE void aa_qk_1x16(const float *restrict q, const float *restrict k, int 
  * block broadcasts K elements from the rows where they are (fp32 caches) or
  * from rows widened once per tile, instead of transposing every tile of K. */
 
-/* St[j][16 NV rows] for NJ keys whose rows are k[0..NJ): per dim, NV loads
- * of Qt and NJ broadcasts of K for NJ NV FMAs. 6 keys x 4 vectors (24
- * accumulators, 10 loads per 24 FMAs) against 8 x 2 (16, 10 per 16): fp32
- * prefill 1x1024 1.05x faster on a loaded machine, 1.01x on a quiet one
- * (`dev/cpu_ab.c`, one thread, thread CPU time). */
+/* St[j][AA_VR NV rows] for NJ keys whose rows are k[0..NJ): per dim, NV
+ * loads of Qt and NJ broadcasts of K for NJ NV FMAs. Under AVX-512, 6 keys x
+ * 4 zmm (24 accumulators, 10 loads per 24 FMAs) against 8 x 2 (16, 10 per
+ * 16): fp32 prefill 1x1024 1.05x faster on a loaded machine, 1.01x on a
+ * quiet one (`dev/cpu_ab.c`, one thread, thread CPU time). With 16
+ * registers, 6 keys x 2 (12 accumulators, 8 loads per 12 FMAs). */
 AA_INLINE void aa_qk_t_(const int NJ, const int NV, const float *const *restrict k, const float *restrict qt, int ldq,
                         int d, float *restrict st) {
   const float *kr[8];
   for (int j = 0; j < NJ; j++) kr[j] = k[j];
-  aa_vf acc[8][4];
+  aa_vr acc[8][4];
   for (int j = 0; j < NJ; j++)
-    for (int x = 0; x < NV; x++) acc[j][x] = aa_splat(0.0f);
+    for (int x = 0; x < NV; x++) acc[j][x] = aa_rsplat(0.0f);
   for (int c = 0; c < d; c++) {
-    aa_vf qv[4];
-    for (int x = 0; x < NV; x++) qv[x] = aa_ld(qt + (size_t)c * ldq + x * AA_VL);
+    aa_vr qv[4];
+    for (int x = 0; x < NV; x++) qv[x] = aa_rld(qt + (size_t)c * ldq + x * AA_VR);
     for (int j = 0; j < NJ; j++) {
-      const aa_vf kb = aa_splat(kr[j][c]);
+      const aa_vr kb = aa_rsplat(kr[j][c]);
       for (int x = 0; x < NV; x++) acc[j][x] += kb * qv[x];
     }
   }
   for (int j = 0; j < NJ; j++)
-    for (int x = 0; x < NV; x++) aa_st(st + (size_t)j * ldq + x * AA_VL, acc[j][x]);
+    for (int x = 0; x < NV; x++) aa_rst(st + (size_t)j * ldq + x * AA_VR, acc[j][x]);
 }
 
 #define AA_QK_T(NJ, NV)                                                                                          \
@@ -118,58 +124,66 @@ AA_INLINE void aa_qk_t_(const int NJ, const int NV, const float *const *restrict
                                                            int ldq, int d, float *restrict st) {                  \
     aa_qk_t_(NJ, NV, k, qt, ldq, d, st);                                                                         \
   }
+#if AA_VREGS >= 32
 AA_QK_T(6, 4)
 AA_QK_T(6, 2)
 AA_QK_T(6, 1)
 AA_QK_T(4, 4)
 AA_QK_T(4, 2)
 AA_QK_T(4, 1)
+#else
+AA_QK_T(6, 2)
+AA_QK_T(4, 2)
+#endif
 #undef AA_QK_T
 
 /* The same for P.V with P transposed (Pt[j][r], ldp floats a key): acc[NR
- * rows][NC vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols]. 6 rows x
- * 64 dims (24 accumulators) 1.03x faster than 4 x 64 on fp32 prefill 1x1024. */
+ * rows][NC register vectors] = acc * alpha + P[rows, 0:nk] . V[0:nk, cols].
+ * Under AVX-512, 6 rows x 64 dims (24 accumulators) 1.03x faster than 4 x 64
+ * on fp32 prefill 1x1024; with 16 registers, 6 rows x 16 dims (12). */
+#define AA_PV_NC (AA_VREGS >= 32 ? 4 : 2) /* register vectors of columns per call */
 AA_INLINE void aa_pv_t(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
                        const float *restrict pt, int ldp, const float *restrict v, int nk, const char *const *pl,
                        int npl) {
-  aa_vf a[6][4];
+  aa_vr a[6][4];
   for (int i = 0; i < NR; i++) {
-    const aa_vf al = aa_splat(alpha[i]);
-    for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
+    const aa_vr al = aa_rsplat(alpha[i]);
+    for (int k = 0; k < NC; k++) a[i][k] = aa_rld(acc + (size_t)i * dp + k * AA_VR) * al;
   }
   for (int j = 0; j < nk; j++) {
     if (j < npl) __builtin_prefetch(pl[j], 0, AA_PF_HINT);
     const float *vj = v + (size_t)j * dp, *pj = pt + (size_t)j * ldp;
-    aa_vf vv[4];
-    for (int k = 0; k < NC; k++) vv[k] = aa_ld(vj + k * AA_VL);
+    aa_vr vv[4];
+    for (int k = 0; k < NC; k++) vv[k] = aa_rld(vj + k * AA_VR);
     for (int i = 0; i < NR; i++) {
-      const aa_vf pb = aa_splat(pj[i]);
+      const aa_vr pb = aa_rsplat(pj[i]);
       for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
     }
   }
   for (int i = 0; i < NR; i++)
-    for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
+    for (int k = 0; k < NC; k++) aa_rst(acc + (size_t)i * dp + k * AA_VR, a[i][k]);
 }
-/* The kernels, and the calls over a row group's 64-dim column blocks, which
- * share out npl prefetch lines (pl) between them. */
+/* The kernels, and the calls over a row group's column blocks (AA_PV_NC
+ * register vectors each), which share out npl prefetch lines (pl) between
+ * them. */
 #define AA_PV_T(NR)                                                                                                 \
-  static __attribute__((noinline)) void aa_pv_t##NR##x4(float *restrict acc, int dp, const float *restrict alpha,  \
+  static __attribute__((noinline)) void aa_pv_t##NR##xN(float *restrict acc, int dp, const float *restrict alpha,  \
                                                        const float *restrict pt, int ldp, const float *restrict v, \
                                                        int nk, const char *const *pl, int npl) {                   \
-    aa_pv_t(NR, 4, acc, dp, alpha, pt, ldp, v, nk, pl, npl);                                                       \
+    aa_pv_t(NR, AA_PV_NC, acc, dp, alpha, pt, ldp, v, nk, pl, npl);                                                \
   }                                                                                                                \
   static __attribute__((noinline)) void aa_pv_t_rows##NR(float *restrict acc, int dp, const float *restrict alpha, \
                                                         const float *restrict pt, int ldp, const float *restrict v, \
                                                         int nk, const char *const *pl, int npl) {                  \
-    const int calls = dp / (4 * AA_VL), q = calls ? (npl + calls - 1) / calls : 0;                                 \
+    const int calls = dp / (AA_PV_NC * AA_VR), q = calls ? (npl + calls - 1) / calls : 0;                          \
     int c = 0;                                                                                                     \
-    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) {                                                                  \
+    for (; c + AA_PV_NC * AA_VR <= dp; c += AA_PV_NC * AA_VR) {                                                    \
       const int n = q < npl ? q : npl;                                                                             \
-      aa_pv_t##NR##x4(acc + c, dp, alpha, pt, ldp, v + c, nk, pl, n);                                              \
+      aa_pv_t##NR##xN(acc + c, dp, alpha, pt, ldp, v + c, nk, pl, n);                                              \
       pl += n;                                                                                                     \
       npl -= n;                                                                                                    \
     }                                                                                                              \
-    for (; c < dp; c += AA_VL) aa_pv_t(NR, 1, acc + c, dp, alpha, pt, ldp, v + c, nk, pl, 0);                      \
+    for (; c < dp; c += AA_VR) aa_pv_t(NR, 1, acc + c, dp, alpha, pt, ldp, v + c, nk, pl, 0);                      \
   }
 AA_PV_T(6)
 AA_PV_T(4)
@@ -179,22 +193,22 @@ AA_PV_T(4)
  * the accumulators stay in registers across the whole tile. */
 AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, const float *restrict alpha,
                      const float *restrict p, int bn, const float *restrict v, int nk) {
-  aa_vf a[4][4];
+  aa_vr a[4][4];
   for (int i = 0; i < NR; i++) {
-    const aa_vf al = aa_splat(alpha[i]);
-    for (int k = 0; k < NC; k++) a[i][k] = aa_ld(acc + (size_t)i * dp + k * AA_VL) * al;
+    const aa_vr al = aa_rsplat(alpha[i]);
+    for (int k = 0; k < NC; k++) a[i][k] = aa_rld(acc + (size_t)i * dp + k * AA_VR) * al;
   }
   for (int j = 0; j < nk; j++) {
     const float *vj = v + (size_t)j * dp;
-    aa_vf vv[4];
-    for (int k = 0; k < NC; k++) vv[k] = aa_ld(vj + k * AA_VL);
+    aa_vr vv[4];
+    for (int k = 0; k < NC; k++) vv[k] = aa_rld(vj + k * AA_VR);
     for (int i = 0; i < NR; i++) {
-      const aa_vf pb = aa_splat(p[(size_t)i * bn + j]);
+      const aa_vr pb = aa_rsplat(p[(size_t)i * bn + j]);
       for (int k = 0; k < NC; k++) a[i][k] += pb * vv[k];
     }
   }
   for (int i = 0; i < NR; i++)
-    for (int k = 0; k < NC; k++) aa_st(acc + (size_t)i * dp + k * AA_VL, a[i][k]);
+    for (int k = 0; k < NC; k++) aa_rst(acc + (size_t)i * dp + k * AA_VR, a[i][k]);
 }
 
 /* Out of line, so its registers are its own: inlined into aa_cpu_tile, GCC 12
@@ -206,17 +220,18 @@ AA_INLINE void aa_pv(const int NR, const int NC, float *restrict acc, int dp, co
  * vector registers and spilled the V vectors to the stack (every FMA then
  * read V back from memory). */
 #define AA_PV_ROWS(NR)                                                                                         \
-  static __attribute__((noinline)) void aa_pv_##NR##x4(float *restrict acc, int dp, const float *restrict alpha, \
+  static __attribute__((noinline)) void aa_pv_##NR##xN(float *restrict acc, int dp, const float *restrict alpha, \
                                                        const float *restrict p, int bn, const float *restrict v,  \
                                                        int nk) {                                                 \
-    aa_pv(NR, 4, acc, dp, alpha, p, bn, v, nk);                                                                  \
+    aa_pv(NR, AA_PV_NC, acc, dp, alpha, p, bn, v, nk);                                                           \
   }                                                                                                              \
   static __attribute__((noinline)) void aa_pv_rows##NR(float *restrict acc, int dp, const float *restrict alpha, \
                                                        const float *restrict p, int bn, const float *restrict v,  \
                                                        int nk) {                                                 \
     int c = 0;                                                                                                   \
-    for (; c + 4 * AA_VL <= dp; c += 4 * AA_VL) aa_pv_##NR##x4(acc + c, dp, alpha, p, bn, v + c, nk);           \
-    for (; c < dp; c += AA_VL) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);                              \
+    for (; c + AA_PV_NC * AA_VR <= dp; c += AA_PV_NC * AA_VR)                                                   \
+      aa_pv_##NR##xN(acc + c, dp, alpha, p, bn, v + c, nk);                                                      \
+    for (; c < dp; c += AA_VR) aa_pv(NR, 1, acc + c, dp, alpha, p, bn, v + c, nk);                              \
   }
 AA_PV_ROWS(4)
 AA_PV_ROWS(1)
@@ -291,7 +306,7 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
       else
         for (int j = 0; j < nk16; j += AA_VL) {
           const aa_vi idx = aa_iota() + aa_splati(j);
-          vmax = aa_max(vmax, aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_ld(sr + j), aa_splat(-INFINITY)));
+          vmax = aa_max(vmax, aa_sel(aa_in_range(idx, aa_splati(jlo), aa_splati(jhi)), aa_ld(sr + j), aa_splat(-INFINITY)));
         }
     }
     aa_vf f;
@@ -303,8 +318,8 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
   int r = 0;
   for (; r + AA_VL <= R4; r += AA_VL) {
     const aa_vf mo = aa_load_f32(m + r), mn = aa_max(aa_load_f32(mx + r), mo);
-    const aa_vf e = aa_sel(mo == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mo - mn));
-    const aa_vf al = aa_sel(mn == mo, aa_splat(1.0f), e);
+    const aa_vf e = aa_sel(aa_eq(mo, aa_splat(-INFINITY)), aa_splat(0.0f), aa_exp(mo - mn));
+    const aa_vf al = aa_sel(aa_eq(mn, mo), aa_splat(1.0f), e);
     memcpy(alpha + r, &al, sizeof al);
     memcpy(mx + r, &mn, sizeof mn);
   }
@@ -330,7 +345,7 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
     else
       for (int j = 0; j < nk16; j += AA_VL) {
         const aa_vi idx = aa_iota() + aa_splati(j);
-        const aa_vf e = aa_sel((idx >= aa_splati(jlo)) & (idx < aa_splati(jhi)), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
+        const aa_vf e = aa_sel(aa_in_range(idx, aa_splati(jlo), aa_splati(jhi)), aa_exp(aa_ld(sr + j) - vm), aa_splat(0.0f));
         aa_st(sr + j, e);
         vsum += e;
       }
@@ -591,14 +606,18 @@ AA_INLINE void aa_tile_scores_t(int R16, int d, const float *const *kp, const fl
   const int n6 = nkp / 6 / 2 * 2 * 6; /* an even count of 6-key blocks leaves a multiple of 4 */
   int r = 0;
 #define AA_QK_ROWS(NV)                                                                     \
-  for (; r + NV * AA_VL <= R16; r += NV * AA_VL) {                                         \
+  for (; r + NV * AA_VR <= R16; r += NV * AA_VR) {                                         \
     int j = 0;                                                                             \
     for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
     for (; j < nkp; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
   }
+#if AA_VREGS >= 32
   AA_QK_ROWS(4)
   AA_QK_ROWS(2)
   AA_QK_ROWS(1)
+#else
+  AA_QK_ROWS(2) /* R16 rows: a multiple of 2 AA_VR */
+#endif
 #undef AA_QK_ROWS
 }
 
@@ -646,13 +665,13 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
     } else
       for (int j = 0; j < nk; j++) {
         const aa_vi jv = aa_splati(j0 + j);
-        vmax = aa_max(vmax, aa_sel((jv >= vlo) & (jv < vhi), aa_ld(sr + (size_t)j * R16), aa_splat(-INFINITY)));
+        vmax = aa_max(vmax, aa_sel(aa_in_range(jv, vlo, vhi), aa_ld(sr + (size_t)j * R16), aa_splat(-INFINITY)));
       }
     /* alpha 1 where a row sees no key here (its max stays), 0 while m is
      * still -inf (padding rows too: m -inf, acc 0) */
     const aa_vf mo = aa_ld(m + r0), mn = aa_max(vmax, mo);
-    const aa_vf e = aa_sel(mo == aa_splat(-INFINITY), aa_splat(0.0f), aa_exp(mo - mn));
-    const aa_vf al = aa_sel(mn == mo, aa_splat(1.0f), e);
+    const aa_vf e = aa_sel(aa_eq(mo, aa_splat(-INFINITY)), aa_splat(0.0f), aa_exp(mo - mn));
+    const aa_vf al = aa_sel(aa_eq(mn, mo), aa_splat(1.0f), e);
     /* p = e^(s - mn) = 2^(s log2(e) - mn log2(e)): one FMA and aa_exp2, 11
      * ops against 20 (fp32 prefill 1x1024 1.04x faster) */
     const aa_vf l2e = aa_splat(1.44269504088896341f), mn2 = mn * l2e;
@@ -666,7 +685,7 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
     else
       for (int j = 0; j < nk; j++) {
         const aa_vi jv = aa_splati(j0 + j);
-        const aa_vf p = aa_sel((jv >= vlo) & (jv < vhi), aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2), aa_splat(0.0f));
+        const aa_vf p = aa_sel(aa_in_range(jv, vlo, vhi), aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2), aa_splat(0.0f));
         aa_st(sr + (size_t)j * R16, p);
         vsum += p;
       }
