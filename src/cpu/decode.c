@@ -206,23 +206,30 @@ AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, 
 #endif
   }
 }
-/* aa_dec_qk4x4 in ymm registers: a key at a time, its 32 elements per step
- * in four registers against the four rows' q read as the FMAs' memory
- * operand (8 accumulators: two per row). */
+/* aa_dec_qk4x4 in ymm registers: two keys at a time, per 16 elements their
+ * four registers against the four rows' q (8 accumulators, 2 q loads per 4
+ * FMAs). */
 AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float *restrict qf, const char *const *k,
                               const int d) {
   aa_vr acc[16];
-  for (int j = 0; j < 4; j++) {
+  for (int j0 = 0; j0 < 4; j0 += 2) {
     aa_vr a[4][2];
     for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = aa_rsplat(0.0f);
-    for (int c = 0; c < d; c += 32) {
-      aa_vr kk[4]; /* slots c + 8i .. c + 8i + 7 */
-      aa_dec_part(dt, kv, k[j], c, 0, &kk[0], &kk[2]);
-      aa_dec_part(dt, kv, k[j], c, 1, &kk[1], &kk[3]);
-      for (int r = 0; r < 4; r++)
-        for (int i = 0; i < 4; i++) a[r][i & 1] += aa_rld(qf + (size_t)r * d + c + 8 * i) * kk[i];
-    }
-    for (int r = 0; r < 4; r++) acc[r * 4 + j] = a[r][0] + a[r][1];
+    for (int c = 0; c < d; c += 32)
+      for (int h = 0; h < 2; h++) {
+        aa_vr kl[2], kh[2];
+        aa_dec_part(dt, kv, k[j0], c, h, &kl[0], &kh[0]);
+        aa_dec_part(dt, kv, k[j0 + 1], c, h, &kl[1], &kh[1]);
+        for (int r = 0; r < 4; r++) {
+          const aa_vr ql = aa_rld(qf + (size_t)r * d + c + 8 * h), qh = aa_rld(qf + (size_t)r * d + c + 16 + 8 * h);
+          for (int jj = 0; jj < 2; jj++) {
+            a[r][jj] += ql * kl[jj];
+            a[r][jj] += qh * kh[jj];
+          }
+        }
+      }
+    for (int r = 0; r < 4; r++)
+      for (int jj = 0; jj < 2; jj++) acc[r * 4 + j0 + jj] = a[r][jj];
   }
   return aa_rreduce16(acc);
 }
