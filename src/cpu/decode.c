@@ -21,7 +21,9 @@
  *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
  *   order until the output is written. The P.V loop also prefetches the
- *   block ahead into L2 (aa_dec_pf), so the reads go on under the math.
+ *   block ahead into L2 (aa_dec_pf), so the reads go on under the math;
+ *   builds with 16 registers (AVX2) load it in a burst instead
+ *   (aa_dec_touch, AA_DEC_TOUCH).
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
  * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
  * step).
