@@ -99,7 +99,8 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 /* What q's scale and v_descale multiply by to undo the factor fp8 codes
  * read with in fp32 (aa_load_fp8x32_f16: 2^-8 e4m3fn, 2^-7 fnuz); 1 where
  * the codes go through exact bf16 or aa_load_fp8. */
-#define AA_DEC_UNIT(kv) (!(kv) || AA_FP8_VBMI || !AA_FP8_F16 ? 1.0f : AA_DEC_FMT(kv) == 2 ? 128.0f : 256.0f)
+#define AA_DEC_UNIT(kv) \
+  (!(kv) || AA_FP8_VBMI || !(AA_FP8_F16 || AA_FP8_F16R) ? 1.0f : AA_DEC_FMT(kv) == 2 ? 128.0f : 256.0f)
 /* fp8 rows read 64 codes at a time through aa_load_fp8x64_vbmi, in its word
  * order (aa_dec_slot), with a 32-code tail in bf16 pair order. */
 #define AA_DEC_W(kv) ((kv) && AA_FP8_VBMI)
@@ -128,6 +129,12 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
     aa_load_bf16_pairs((const uint16_t *)&w, lo, hi);
 #elif AA_FP8_F16
     aa_load_fp8x32_f16((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, lo, hi);
+#elif AA_FP8_F16R
+    aa_vr r[4];
+    for (int i = 0; i < 4; i++)
+      r[i] = aa_load_fp8x8_f16((const uint8_t *)p + c + 8 * i, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
+    memcpy(lo, r, sizeof *lo);
+    memcpy(hi, r + 2, sizeof *hi);
 #else
     *lo = aa_load_fp8((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2);
     *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, AA_DEC_FMT(kv) == 2);
@@ -186,8 +193,13 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
  * pairs (elements c + 16h .. c + 16h + 15), split by a shift and a mask. */
 AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, int c, int h, aa_vr *lo, aa_vr *hi) {
   if (kv) {
+#if AA_FP8_F16R /* times 1 / AA_DEC_UNIT(kv) */
+    *lo = aa_load_fp8x8_f16((const uint8_t *)p + c + 8 * h, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
+    *hi = aa_load_fp8x8_f16((const uint8_t *)p + c + 16 + 8 * h, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
+#else
     *lo = aa_load_fp8r((const uint8_t *)p + c + 8 * h, AA_DEC_FMT(kv) == 2);
     *hi = aa_load_fp8r((const uint8_t *)p + c + 16 + 8 * h, AA_DEC_FMT(kv) == 2);
+#endif
   } else if (dt == ANYATTN_DTYPE_BF16) {
     aa_vru u;
     memcpy(&u, (const uint16_t *)p + c + 16 * h, sizeof u);
