@@ -39,9 +39,10 @@ AA_INLINE aa_vi aa_iota(void) { return (aa_vi){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
  * aligned and every scratch row is a multiple of AA_VL floats). */
 #if defined(__AVX2__) && !defined(__AVX512F__)
 /* Under AVX2, GCC 12 stores a 16-lane vector through the stack in 16-byte
- * pieces; two ymm loads and stores instead (the memcpy is a register move). */
+ * pieces; two ymm loads and stores instead (the memcpy is a register move;
+ * the unaligned forms cost nothing on aligned rows). */
 AA_INLINE aa_vf aa_ld(const float *p) {
-  const __m256 h[2] = {_mm256_load_ps(p), _mm256_load_ps(p + 8)};
+  const __m256 h[2] = {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
   aa_vf v;
   memcpy(&v, h, sizeof v);
   return v;
@@ -49,8 +50,8 @@ AA_INLINE aa_vf aa_ld(const float *p) {
 AA_INLINE void aa_st(float *p, aa_vf v) {
   __m256 h[2];
   memcpy(h, &v, sizeof h);
-  _mm256_store_ps(p, h[0]);
-  _mm256_store_ps(p + 8, h[1]);
+  _mm256_storeu_ps(p, h[0]);
+  _mm256_storeu_ps(p + 8, h[1]);
 }
 #else
 AA_INLINE aa_vf aa_ld(const float *p) { return *(const aa_vf *)__builtin_assume_aligned(p, 64); }
