@@ -11,7 +11,7 @@
 
 #include "dtype.h"
 
-#if defined(__F16C__) || defined(__AVX512F__) || defined(__AVX2__) || defined(__AVX__)
+#if defined(__F16C__) || defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
