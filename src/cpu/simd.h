@@ -351,9 +351,13 @@ AA_INLINE aa_vf aa_exp2(aa_vf t) {
 
 /* 16 consecutive elements widened to fp32 (unaligned source). */
 AA_INLINE aa_vf aa_load_f32(const float *p) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  return aa_ld(p); /* two unaligned ymm loads */
+#else
   aa_vf v;
   memcpy(&v, p, sizeof v);
   return v;
+#endif
 }
 AA_INLINE aa_vf aa_load_bf16(const uint16_t *p) {
 #if defined(__AVX512F__)
@@ -362,6 +366,13 @@ AA_INLINE aa_vf aa_load_bf16(const uint16_t *p) {
   __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16);
   aa_vf v;
   memcpy(&v, &w, sizeof v);
+  return v;
+#elif defined(__AVX2__)
+  /* the generic form below goes through the stack under AVX2 */
+  const __m256i w[2] = {_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16),
+                        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 8))), 16)};
+  aa_vf v;
+  memcpy(&v, w, sizeof v);
   return v;
 #else
   aa_vh h;
