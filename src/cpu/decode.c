@@ -196,9 +196,13 @@ AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, 
 #if AA_FP8_F16R /* times 1 / AA_DEC_UNIT(kv) */
     *lo = aa_load_fp8x8_f16((const uint8_t *)p + c + 8 * h, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
     *hi = aa_load_fp8x8_f16((const uint8_t *)p + c + 16 + 8 * h, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
-#else
-    *lo = aa_load_fp8r((const uint8_t *)p + c + 8 * h, AA_DEC_FMT(kv) == 2);
-    *hi = aa_load_fp8r((const uint8_t *)p + c + 16 + 8 * h, AA_DEC_FMT(kv) == 2);
+#else /* the two runs of 8 codes through aa_load_fp8 */
+    uint8_t b[16];
+    memcpy(b, p + c + 8 * h, 8);
+    memcpy(b + 8, p + c + 16 + 8 * h, 8);
+    const aa_vf w = aa_load_fp8(b, AA_DEC_FMT(kv) == 2);
+    memcpy(lo, &w, sizeof *lo);
+    memcpy(hi, (const char *)&w + sizeof *lo, sizeof *hi);
 #endif
   } else if (dt == ANYATTN_DTYPE_BF16) {
     aa_vru u;
@@ -300,8 +304,9 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
   const float *qf = (const float *)q;
 #if AA_VR == 8
+  (void)acc;
   return aa_dec_qk4x4r(dt, kv, qf, k, d);
-#endif
+#else
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
   int c = 0;
 #if AA_FP8_VBMI
@@ -333,6 +338,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     }
   }
   return aa_reduce16(acc);
+#endif
 }
 
 /* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead, spread
@@ -387,8 +393,7 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
         aa_rst(hi + (size_t)r * d, ar[r][1]);
       }
     }
-  return;
-#endif
+#else
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
@@ -414,6 +419,7 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   }
   for (int r = 0; r < 4; r++)
     for (int k = 0; k < 2 * NC; k++) aa_st(acc + (size_t)r * d + c0 + k * AA_VL, a[r][k]);
+#endif
 }
 
 /* Four rows' reductions at once: lane group r (lanes 4r .. 4r + 3) of the

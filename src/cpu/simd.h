@@ -440,32 +440,6 @@ AA_INLINE aa_vf aa_load_fp8(const uint8_t *p, const int fnuz) {
   return (aa_vf)(bits | sign);
 }
 
-/* AA_VR fp8 codes widened to fp32 as aa_load_fp8 does, for kernels that
- * count in register vectors (under AA_VR 8 GCC keeps the generic
- * operators on ymm registers). */
-#if AA_VR == 16
-AA_INLINE aa_vr aa_load_fp8r(const uint8_t *p, const int fnuz) { return aa_load_fp8(p, fnuz); }
-#else
-typedef int32_t aa_vri __attribute__((vector_size(AA_VR * 4)));
-AA_INLINE aa_vr aa_load_fp8r(const uint8_t *p, const int fnuz) {
-  aa_vru c;
-#if defined(__AVX2__)
-  const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
-  memcpy(&c, &w, sizeof c);
-#else
-  for (int i = 0; i < AA_VR; i++) c[i] = p[i];
-#endif
-  const aa_vru sign = (c & 0x80u) << 24, mag = c & 0x7Fu;
-  const aa_vru normal = (mag << 20) + (fnuz ? 119u << 23 : 120u << 23);
-  const aa_vr subf = __builtin_convertvector((aa_vri)mag, aa_vr) * aa_rsplat(fnuz ? 0.0009765625f : 0.001953125f);
-  const aa_vru sub = (aa_vru)((mag >> 3) == 0u);
-  aa_vru bits = ((aa_vru)subf & sub) | (normal & ~sub);
-  const aa_vru nan = fnuz ? (aa_vru)(c == 0x80u) : (aa_vru)(mag == 0x7Fu);
-  bits = (0x7FC00000u & nan) | (bits & ~nan);
-  return (aa_vr)(bits | sign);
-}
-#endif
-
 /* ---- fp8 codes for the fused decode path (decode.c) ----------------------
  * The fp16 bit pattern (c & 0x80) << 8 | (c & 0x7F) << 7 of an E4M3 code c
  * has the code's exponent field under fp16's bias of 15 and its mantissa on
@@ -521,7 +495,7 @@ AA_INLINE __m512i aa_load_fp8x32_bf16(const uint8_t *p, const int fnuz, const in
 #endif
 /* The same fp16 pattern 8 codes at a time for builds with ymm register
  * vectors (AVX2 and F16C, no AVX-512): four integer ops and a widening per
- * register instead of aa_load_fp8r's dozen. */
+ * register instead of aa_load_fp8's dozen per 16 codes. */
 #if AA_VR == 8 && defined(__AVX2__) && defined(__F16C__)
 #define AA_FP8_F16R 1
 AA_INLINE aa_vr aa_load_fp8x8_f16(const uint8_t *p, const int fnuz, const int nan) {
