@@ -135,8 +135,10 @@ struct TileShape {
   static constexpr size_t BAR_OFF = META_OFF + 16;
   static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? (TMA_PP8 ? 48 : 32) : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
-   * (~170) so several programs share a multiprocessor; prefill tiles keep all. */
-  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (12 / WARPS > 0 ? 12 / WARPS : 1) : 1;
+   * so that kDecodeWarps (vendor layer; kDecodeWarpsD64 at head dims up to
+   * 64) share a multiprocessor; prefill tiles keep all. */
+  static constexpr int DEC_WARPS = HEAD_DIM <= 64 ? kDecodeWarpsD64 : kDecodeWarps;
+  static constexpr int MIN_BLOCKS = (BLOCK_M == 16 && HEAD_DIM <= 128) ? (DEC_WARPS / WARPS > 0 ? DEC_WARPS / WARPS : 1) : 1;
   static_assert(BLOCK_M % 16 == 0 && WM >= 1 && WM * WN == WARPS, "warps must tile BLOCK_M x BLOCK_N");
   static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");

@@ -245,6 +245,10 @@ constexpr bool kTileTma = false;
  * straight into fragments (tile_nv.cuh's CodeFrags): declared, never defined
  * or reached here. */
 constexpr bool kTileFp8Frags = false;
+/* The 16-row decode tiles' register cap as warps per CU (tile_nv.cuh):
+ * unchanged at every head dim here (not measured on CDNA). */
+constexpr int kDecodeWarps = 12;
+constexpr int kDecodeWarpsD64 = 12;
 template <bool FNUZ>
 struct CodeFrags;
 __device__ __forceinline__ void cluster_sync() { __builtin_trap(); }

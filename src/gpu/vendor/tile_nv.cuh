@@ -275,6 +275,14 @@ __device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
  * the accumulator comes out in that order; c_to_natural restores the FragC
  * layout once, after the KV loop. */
 constexpr bool kTileFp8Frags = true;
+/* Warps per multiprocessor the 16-row decode tiles are register-capped for
+ * (kernel/shape.cuh, MIN_BLOCKS): 12 (about 170 registers) in general, 16
+ * (128) at head dims up to 64, where the tile needs about 126 and the merge
+ * by the last arrival took it to 135 (3 programs of 4 warps a multiprocessor
+ * instead of 4): decode 64x8192 at d64 on the H200 ran at 2.95 TB/s against
+ * 3.84 before it (docs/design/decode.md). */
+constexpr int kDecodeWarps = 12;
+constexpr int kDecodeWarpsD64 = 16;
 
 template <bool FNUZ>
 struct CodeFrags {
