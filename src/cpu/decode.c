@@ -121,7 +121,8 @@ AA_INLINE void aa_dec_load32_(const anyattn_dtype dt, const uint16_t *p, aa_vf *
   }
 }
 /* Elements c .. c + 31 of a cache row (at byte address p) in that order:
- * fp8 codes in natural order, times 1 / AA_DEC_UNIT(kv). */
+ * fp8 codes in natural order, times 1 / AA_DEC_UNIT(kv). The loader of the
+ * 16-lane kernels; AA_VR 8 builds read through aa_dec_part. */
 AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p, int c, aa_vf *lo, aa_vf *hi) {
   if (kv) {
 #if AA_FP8_VBMI /* exact bf16 words, then as bf16 pairs */
@@ -129,12 +130,6 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
     aa_load_bf16_pairs((const uint16_t *)&w, lo, hi);
 #elif AA_FP8_F16
     aa_load_fp8x32_f16((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, lo, hi);
-#elif AA_FP8_F16R
-    aa_vr r[4];
-    for (int i = 0; i < 4; i++)
-      r[i] = aa_load_fp8x8_f16((const uint8_t *)p + c + 8 * i, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0);
-    memcpy(lo, r, sizeof *lo);
-    memcpy(hi, r + 2, sizeof *hi);
 #else
     *lo = aa_load_fp8((const uint8_t *)p + c, AA_DEC_FMT(kv) == 2);
     *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, AA_DEC_FMT(kv) == 2);
