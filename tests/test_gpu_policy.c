@@ -10,12 +10,12 @@
 
 
 /* The NVIDIA table's rows at head dim 128 with shared memory like the H200
- * build's (TileShape::SMEM_BYTES), their TMA kinds and cluster merges. */
+ * build's (TileShape::SMEM_BYTES), their TMA kinds, cluster merges and compiled head dim. */
 static const aa_gpu_config kRows[] = {
-    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1},
-    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1},
-    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1},
-    {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1}, /* compiled from head dim 192 on (configs.h) */
+    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1, 128},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1, 128},
+    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128},
+    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128},
+    {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128}, /* compiled from head dim 192 on (configs.h) */
 };
 static const aa_gpu_device kH200 = {132, 232448, 90};
 

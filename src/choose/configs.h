@@ -23,8 +23,9 @@
  * configs it picks. Every row is compiled for f16 and bf16, 16-bit and fp8
  * caches, x the compiled head dims (AA_GPU_HEAD_DIMS, src/gpu/kernel/kernels.cuh:
  * 64, 80, 96, 128, 192, 256, 512) where it fits the vendor's shared memory
- * (from AA_CONFIG_MIN_HEAD_DIM on, below), so each new ship row costs up to 28
- * kernels per architecture of CI build time. At d512 one NVIDIA row fits
+ * (from AA_CONFIG_MIN_HEAD_DIM on, below) and runs there (the wgmma tiles run
+ * 80 and 96 at 128: kernels.cuh, row_head_dim), so each new ship row costs up
+ * to 28 kernels per architecture of CI build time. At d512 one NVIDIA row fits
  * (m16n32w2s2, 147 KB) and one AMD row (m16n16w1s1, 49 KB). */
 #ifndef ANYATTN_CONFIGS_H
 #define ANYATTN_CONFIGS_H

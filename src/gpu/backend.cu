@@ -122,8 +122,7 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
   else if (st->num_splits > 1)
     snprintf(split_txt, sizeof split_txt, "; split-KV up to %d segments", st->num_splits);
   char pad_txt[32] = "";
-  if (aa::compiled_head_dim(plan->problem.head_dim) != plan->problem.head_dim)
-    snprintf(pad_txt, sizeof pad_txt, " (padded to d%d)", aa::compiled_head_dim(plan->problem.head_dim));
+  if (c.head_dim != plan->problem.head_dim) snprintf(pad_txt, sizeof pad_txt, " (padded to d%d)", c.head_dim);
   char name[64];
   if (st->forced_dec > 0)
     snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->forced_dec - 1].name);

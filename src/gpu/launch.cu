@@ -21,14 +21,22 @@ namespace {
 constexpr int kHeadDims[] = {AA_GPU_HEAD_DIMS(AA_HEAD_DIM_VALUE_)};
 constexpr int kNumHeadDims = (int)(sizeof kHeadDims / sizeof kHeadDims[0]);
 
-/* A row's shared memory (0 where the build compiles no kernel of it below
- * its smallest head dim: kernels.cuh, row_built), TMA kind and cluster merge
- * at every compiled head dim, for 16-bit (F8 0) or fp8 (F8 1) caches. */
+/* For the problems of every compiled head dim: the compiled head dim a row
+ * runs them at (kernels.cuh, row_head_dim), and there its shared memory (0
+ * where the build compiles no kernel of it below its smallest head dim:
+ * row_fits), TMA kind and cluster merge, for 16-bit (F8 0) or fp8 (F8 1)
+ * caches. */
 template <int BM, int BN, int W, int S, int F8>
 struct RowFacts {
-#define AA_SMEM_(hd) (hd >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) ? TileShape<hd, BM, BN, W, S, F8>::SMEM_BYTES : 0),
-#define AA_TMA_(hd) TileShape<hd, BM, BN, W, S, F8>::TMA_KIND,
-#define AA_CL_(hd) (int)TileShape<hd, BM, BN, W, S, F8>::CLUSTER,
+#define AA_RUN_HD_(hd) row_head_dim<hd, BM, BN, W, S, F8>(),
+  static constexpr int run_hd[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_RUN_HD_)};
+#undef AA_RUN_HD_
+#define AA_SMEM_(hd)                                                                                                 \
+  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S)                                       \
+       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES                                \
+       : 0),
+#define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,
+#define AA_CL_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::CLUSTER,
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
   static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
   static constexpr int cluster[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_CL_)};
@@ -40,26 +48,32 @@ struct RowFacts {
 struct ConfigRow {
   const char *name;
   int block_m, block_n, warps, stages;
-  const size_t *smem; /* dynamic shared memory per compiled head dim (kHeadDims) */
+  const int *run_hd;  /* per compiled head dim (kHeadDims): the compiled head dim the row runs it at */
+  const size_t *smem; /* dynamic shared memory there, same order */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 fp8 rows), same order */
   const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
-  const size_t *smem8; /* the same three for fp8 caches */
+  const int *run_hd8; /* the same four for fp8 caches */
+  const size_t *smem8;
   const int *tma8, *cluster8;
 };
 
-#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                  \
-  {#name, bm, bn, w, s, RowFacts<bm, bn, w, s, 0>::smem, RowFacts<bm, bn, w, s, 0>::tma,                    \
-   RowFacts<bm, bn, w, s, 0>::cluster, RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma,     \
+#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                    \
+  {#name,                               bm, bn, w, s, RowFacts<bm, bn, w, s, 0>::run_hd,                      \
+   RowFacts<bm, bn, w, s, 0>::smem,     RowFacts<bm, bn, w, s, 0>::tma, RowFacts<bm, bn, w, s, 0>::cluster,   \
+   RowFacts<bm, bn, w, s, 1>::run_hd,   RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma,      \
    RowFacts<bm, bn, w, s, 1>::cluster},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
-/* A role pair's launch: shared memory per compiled head dim (0 where either
- * tile does not fit: kernels.cuh compiles no kernel there). */
+/* A role pair's launch: shared memory per compiled head dim, at the head dim
+ * its prefill row runs there (kernels.cuh, row_head_dim; 0 where either tile
+ * does not fit: kernels.cuh compiles no kernel there). */
 template <int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
 struct PairFacts {
   static constexpr size_t pick(size_t a, size_t b) { return a > kMaxSmemAnyDevice || b > kMaxSmemAnyDevice ? 0 : a > b ? a : b; }
-#define AA_PSMEM_(hd) pick(TileShape<hd, PBM, PBN, PW, PS, F8>::SMEM_BYTES, TileShape<hd, DBM, DBN, DW, DS, F8>::SMEM_BYTES),
+#define AA_PSMEM_(hd)                                                                   \
+  pick(TileShape<row_head_dim<hd, PBM, PBN, PW, PS, F8>(), PBM, PBN, PW, PS, F8>::SMEM_BYTES, \
+       TileShape<row_head_dim<hd, PBM, PBN, PW, PS, F8>(), DBM, DBN, DW, DS, F8>::SMEM_BYTES),
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_PSMEM_)};
 #undef AA_PSMEM_
 };
@@ -206,6 +220,7 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     aa_gpu_config &c = st->configs[i];
     c.name = r.name;
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
+    c.head_dim = fp8 ? r.run_hd8[hdi] : r.run_hd[hdi];
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
     c.cluster = fp8 ? r.cluster8[hdi] : r.cluster[hdi];
@@ -223,16 +238,18 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
   return true;
 }
 
-int compiled_head_dim(int head_dim) {
+int compiled_head_dim(int head_dim, int cfg, bool fp8) {
   const int i = head_dim_index(head_dim);
-  return i < 0 ? 0 : kHeadDims[i];
+  if (i < 0) return 0;
+  if (cfg < 0 || cfg >= kNumConfigs) return kHeadDims[i];
+  return fp8 ? kConfigs[cfg].run_hd8[i] : kConfigs[cfg].run_hd[i];
 }
 
 namespace {
-/* The kernel tables of one (dtype, compiled head dim, cache kind); false where none is compiled. */
-bool kernel_tables(anyattn_dtype dtype, int hd, bool fp8, KernelFn *k, RolesFn *r) {
+/* The kernel tables of one (dtype, compiled head dim chd, cache kind); false where none is compiled. */
+bool kernel_tables(anyattn_dtype dtype, int chd, bool fp8, KernelFn *k, RolesFn *r) {
   const bool bf = dtype == ANYATTN_DTYPE_BF16;
-  switch (compiled_head_dim(hd)) {
+  switch (chd) {
 #define AA_TABLE_CASE_(d)                                                                                 \
   case d:                                                                                                 \
     if (fp8) bf ? aa_kernel_table_bf16_fp8_d##d(k, r) : aa_kernel_table_f16_fp8_d##d(k, r);              \
@@ -248,14 +265,14 @@ bool kernel_tables(anyattn_dtype dtype, int hd, bool fp8, KernelFn *k, RolesFn *
 KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
-  return kernel_tables(dtype, hd, fp8, k, r) ? k[cfg] : nullptr;
+  return kernel_tables(dtype, compiled_head_dim(hd, cfg, fp8), fp8, k, r) ? k[cfg] : nullptr;
 }
 
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
   const int pair = pair_of(cfg);
-  return pair >= 0 && kernel_tables(dtype, hd, fp8, k, r) ? r[pair] : nullptr;
+  return pair >= 0 && kernel_tables(dtype, compiled_head_dim(hd, cfg, fp8), fp8, k, r) ? r[pair] : nullptr;
 }
 
 aa_gpu_device device_of(const anyattn_context *ctx) {
@@ -278,9 +295,10 @@ void set_splits(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, 
   p.part_o = reinterpret_cast<float *>(ws + aa_gpu_split_counter_bytes(plan) + aa_gpu_split_ml_bytes(plan));
 }
 
-/* TMA boxes for config cfg in a launch of `programs` programs, where the policy says they pay. */
+/* TMA boxes for config cfg, run at compiled head dim chd, in a launch of
+ * `programs` programs, where the policy says they pay. */
 void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev, int cfg,
-             long long programs) {
+             int chd, long long programs) {
   const anyattn_problem *pr = &plan->problem;
   const aa_gpu_config &c = static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg];
   const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode());
@@ -289,7 +307,7 @@ void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, con
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
   if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
-               compiled_head_dim(pr->head_dim), pr->num_kv_heads, pr->block_size, rows, c.tma))
+               chd, pr->num_kv_heads, pr->block_size, rows, c.tma))
     p.tma_rows = rows;
 }
 
@@ -314,8 +332,11 @@ anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, con
   AA_CHECK(pre_programs + dec_programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, pre_programs + dec_programs);
   rp.dec_programs = (int)dec_programs;
-  set_tma(rp.pre, plan, a, dev, ch.config, pre_programs + dec_programs);
-  set_tma(rp.dec, plan, a, dev, ch.dec_config, pre_programs + dec_programs);
+  /* Both roles run at the prefill row's compiled head dim (kernels.cuh,
+   * roles_kernel_or_null); a decode tile's TMA kind does not depend on it. */
+  const int chd = st->configs[ch.config].head_dim;
+  set_tma(rp.pre, plan, a, dev, ch.config, chd, pre_programs + dec_programs);
+  set_tma(rp.dec, plan, a, dev, ch.dec_config, chd, pre_programs + dec_programs);
   const RolesFn k = roles_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "problem->config: no role pair for %s at head_dim %d",
            st->configs[ch.config].name, pr->head_dim);
@@ -342,7 +363,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
-  set_tma(p, plan, a, dev, ch.config, programs * p.num_splits);
+  set_tma(p, plan, a, dev, ch.config, c.head_dim, programs * p.num_splits);
   /* On sm_90 the kernel goes out with programmatic dependent launch: it
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */

@@ -10,21 +10,48 @@
 
 /* The head dims the tensor-core kernels are compiled for, ascending; any head
  * dim that is a multiple of 8 from 32 to 512 runs on the smallest that holds
- * it, its columns past the true head dim zero (AttnParams::head_dim). 80 and
- * 192 have their own: padded to 96 and 256 they would spend 20% and 33% more
- * tensor-core work per useful FLOP in prefill (decode reads only the true
- * columns either way). One inst_<dtype>_d<HD>.cu per entry and dtype. */
+ * it, its columns past the true head dim zero (AttnParams::head_dim), except
+ * where a row runs wider (row_head_dim below). 80 and 192 have their own:
+ * padded to 96 and 256 they would spend 20% and 33% more tensor-core work per
+ * useful FLOP in prefill (decode reads only the true columns either way). One
+ * inst_<dtype>_d<HD>.cu per entry and dtype. */
 #define AA_GPU_HEAD_DIMS(X) X(64) X(80) X(96) X(128) X(192) X(256) X(512)
 
 namespace aa {
 /* Largest opt-in shared memory of any supported GPU (H100/H200: 227 KB). A
  * config that needs more at this head dim is not compiled; plan never picks it. */
 constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
-/* Whether the build compiles a row at head dim HD: where it fits, from the
+/* Whether a row fits at compiled head dim HD: its shared memory, from the
  * row's smallest head dim on (configs.h, AA_CONFIG_MIN_HEAD_DIM). */
 template <int HD, int BM, int BN, int W, int S, int F8>
-constexpr bool row_built() {
+constexpr bool row_fits() {
   return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S);
+}
+/* The compiled head dim at which a row runs the problems of compiled head dim
+ * HD: HD itself, or, for a tile that runs its products on warpgroup MMA
+ * (TileShape::WG) at a wider compiled head dim that it fits but not at HD,
+ * the smallest such. On NVIDIA that moves m64n64w4s2 and m128n128w8s2 at 80
+ * and 96 (mma.sync there: 80 and 96 are not whole 64-column swizzled panels)
+ * to 128: on one H200 causal prefill at d80 and d96 runs 1.22-1.38x faster
+ * padded to 128 on wgmma than on its own mma.sync tile, over 16-bit and fp8
+ * caches (docs/design/layout.md#head-dims). The decode tiles (16 rows) never
+ * run on wgmma and keep their own head dims. */
+template <int HD, int BM, int BN, int W, int S, int F8>
+constexpr int row_head_dim() {
+  if (TileShape<HD, BM, BN, W, S, F8>::WG) return HD;
+  int r = HD;
+#define AA_WIDER_(hd2)                                                                                  \
+  if (r == HD && hd2 > HD && TileShape<hd2, BM, BN, W, S, F8>::WG && row_fits<hd2, BM, BN, W, S, F8>()) \
+    r = hd2;
+  AA_GPU_HEAD_DIMS(AA_WIDER_)
+#undef AA_WIDER_
+  return r;
+}
+/* Whether the build compiles a row at head dim HD: where it fits and runs
+ * there (not wider). */
+template <int HD, int BM, int BN, int W, int S, int F8>
+constexpr bool row_built() {
+  return row_fits<HD, BM, BN, W, S, F8>() && row_head_dim<HD, BM, BN, W, S, F8>() == HD;
 }
 template <typename T, int HD, int BM, int BN, int W, int S, int F8>
 constexpr KernelFn kernel_or_null() {
@@ -32,10 +59,12 @@ constexpr KernelFn kernel_or_null() {
     return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
-/* A role pair's kernel where both tiles are built (configs.h, ANYATTN_GPU_ROLE_PAIRS). */
+/* A role pair's kernel where its prefill tile is built and its decode tile
+ * fits (configs.h, ANYATTN_GPU_ROLE_PAIRS): a pair runs at its prefill row's
+ * head dim (row_head_dim). */
 template <typename T, int HD, int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
 constexpr RolesFn roles_kernel_or_null() {
-  if constexpr (row_built<HD, PBM, PBN, PW, PS, F8>() && row_built<HD, DBM, DBN, DW, DS, F8>())
+  if constexpr (row_built<HD, PBM, PBN, PW, PS, F8>() && row_fits<HD, DBM, DBN, DW, DS, F8>())
     return &attn_roles_kernel<T, HD, PBM, PBN, PW, PS, DBM, DBN, DW, DS, F8>;
   else return nullptr;
 }
