@@ -45,6 +45,18 @@ struct RowFacts {
 #undef AA_CL_
 };
 
+/* The rule as docs/design/layout.md#head-dims states it, on the tile layer
+ * with wgmma (NVIDIA): the 128-row tile runs 80 and 96 at 128 (the build
+ * compiles it at neither) and keeps 64 and 128; the 16-row decode tiles never
+ * move. Elsewhere every row runs its own head dim. */
+static_assert(row_head_dim<80, 128, 128, 8, 2, 0>() == (kTileWgmma ? 128 : 80), "m128n128w8s2 runs d80 at d128");
+static_assert(row_head_dim<96, 128, 128, 8, 2, 1>() == (kTileWgmma ? 128 : 96), "and d96 over fp8 caches too");
+static_assert(!kTileWgmma || !row_built<96, 128, 128, 8, 2, 0>(), "no d96 kernel of a tile that runs it wider");
+static_assert(row_head_dim<64, 128, 128, 8, 2, 0>() == 64 && row_head_dim<128, 128, 128, 8, 2, 0>() == 128,
+              "the wgmma head dims stay");
+static_assert(row_head_dim<80, 16, 64, 4, 2, 0>() == 80 && row_head_dim<96, 16, 128, 8, 2, 1>() == 96,
+              "decode tiles stay");
+
 struct ConfigRow {
   const char *name;
   int block_m, block_n, warps, stages;
