@@ -31,9 +31,9 @@ struct RowFacts {
 #define AA_RUN_HD_(hd) row_head_dim<hd, BM, BN, W, S, F8>(),
   static constexpr int run_hd[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_RUN_HD_)};
 #undef AA_RUN_HD_
-#define AA_SMEM_(hd)                                                                                                 \
-  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S)                                       \
-       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES                                \
+#define AA_SMEM_(hd)                                                                   \
+  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S)        \
+       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES \
        : 0),
 #define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,
 #define AA_CL_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::CLUSTER,
@@ -69,11 +69,11 @@ struct ConfigRow {
   const int *tma8, *cluster8;
 };
 
-#define AA_CONFIG_ROW_(name, bm, bn, w, s)                                                                    \
-  {#name,                               bm, bn, w, s, RowFacts<bm, bn, w, s, 0>::run_hd,                      \
-   RowFacts<bm, bn, w, s, 0>::smem,     RowFacts<bm, bn, w, s, 0>::tma, RowFacts<bm, bn, w, s, 0>::cluster,   \
-   RowFacts<bm, bn, w, s, 1>::run_hd,   RowFacts<bm, bn, w, s, 1>::smem, RowFacts<bm, bn, w, s, 1>::tma,      \
-   RowFacts<bm, bn, w, s, 1>::cluster},
+#define AA_ROW_FACTS_(bm, bn, w, s, f8)                                                                  \
+  RowFacts<bm, bn, w, s, f8>::run_hd, RowFacts<bm, bn, w, s, f8>::smem, RowFacts<bm, bn, w, s, f8>::tma, \
+      RowFacts<bm, bn, w, s, f8>::cluster
+#define AA_CONFIG_ROW_(name, bm, bn, w, s) \
+  {#name, bm, bn, w, s, AA_ROW_FACTS_(bm, bn, w, s, 0), AA_ROW_FACTS_(bm, bn, w, s, 1)},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
@@ -83,7 +83,7 @@ constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 template <int PBM, int PBN, int PW, int PS, int DBM, int DBN, int DW, int DS, int F8>
 struct PairFacts {
   static constexpr size_t pick(size_t a, size_t b) { return a > kMaxSmemAnyDevice || b > kMaxSmemAnyDevice ? 0 : a > b ? a : b; }
-#define AA_PSMEM_(hd)                                                                   \
+#define AA_PSMEM_(hd)                                                                         \
   pick(TileShape<row_head_dim<hd, PBM, PBN, PW, PS, F8>(), PBM, PBN, PW, PS, F8>::SMEM_BYTES, \
        TileShape<row_head_dim<hd, PBM, PBN, PW, PS, F8>(), DBM, DBN, DW, DS, F8>::SMEM_BYTES),
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_PSMEM_)};
@@ -250,14 +250,14 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
   return true;
 }
 
-int compiled_head_dim(int head_dim, int cfg, bool fp8) {
+namespace {
+/* The compiled head dim config row cfg runs head_dim at (0: none). */
+int run_head_dim(int head_dim, int cfg, bool fp8) {
   const int i = head_dim_index(head_dim);
-  if (i < 0) return 0;
-  if (cfg < 0 || cfg >= kNumConfigs) return kHeadDims[i];
+  if (i < 0 || cfg < 0 || cfg >= kNumConfigs) return 0;
   return fp8 ? kConfigs[cfg].run_hd8[i] : kConfigs[cfg].run_hd[i];
 }
 
-namespace {
 /* The kernel tables of one (dtype, compiled head dim chd, cache kind); false where none is compiled. */
 bool kernel_tables(anyattn_dtype dtype, int chd, bool fp8, KernelFn *k, RolesFn *r) {
   const bool bf = dtype == ANYATTN_DTYPE_BF16;
@@ -277,14 +277,14 @@ bool kernel_tables(anyattn_dtype dtype, int chd, bool fp8, KernelFn *k, RolesFn 
 KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
-  return kernel_tables(dtype, compiled_head_dim(hd, cfg, fp8), fp8, k, r) ? k[cfg] : nullptr;
+  return kernel_tables(dtype, run_head_dim(hd, cfg, fp8), fp8, k, r) ? k[cfg] : nullptr;
 }
 
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
   const int pair = pair_of(cfg);
-  return pair >= 0 && kernel_tables(dtype, compiled_head_dim(hd, cfg, fp8), fp8, k, r) ? r[pair] : nullptr;
+  return pair >= 0 && kernel_tables(dtype, run_head_dim(hd, cfg, fp8), fp8, k, r) ? r[pair] : nullptr;
 }
 
 aa_gpu_device device_of(const anyattn_context *ctx) {
@@ -309,8 +309,8 @@ void set_splits(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, 
 
 /* TMA boxes for config cfg, run at compiled head dim chd, in a launch of
  * `programs` programs, where the policy says they pay. */
-void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev, int cfg,
-             int chd, long long programs) {
+void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev, int cfg, int chd,
+             long long programs) {
   const anyattn_problem *pr = &plan->problem;
   const aa_gpu_config &c = static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg];
   const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode());
@@ -318,8 +318,8 @@ void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, con
   if (c.tma == 3 && !p.kv8_wide) return; /* code boxes land in the 16-code layout: copies */
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
-  if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim,
-               chd, pr->num_kv_heads, pr->block_size, rows, c.tma))
+  if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim, chd,
+               pr->num_kv_heads, pr->block_size, rows, c.tma))
     p.tma_rows = rows;
 }
 

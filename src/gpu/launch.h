@@ -12,9 +12,6 @@ namespace aa {
  * smallest compiled head dim (AA_GPU_HEAD_DIMS) that holds it, or by some rows
  * on a wider one (kernels.cuh, row_head_dim). */
 inline bool head_dim_supported(int hd) { return hd >= 32 && hd <= 512 && hd % 8 == 0; }
-/* The compiled head dim config row cfg runs head_dim at, over 16-bit or fp8
- * caches (cfg -1: the smallest that holds it; 0: not supported). */
-int compiled_head_dim(int head_dim, int cfg, bool fp8);
 /* Rows of the config table (src/choose/configs.h), in table order. */
 int config_count();
 /* Row i (name, tile shape) as the API reports it. */

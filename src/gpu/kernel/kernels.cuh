@@ -40,9 +40,8 @@ template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr int row_head_dim() {
   if (TileShape<HD, BM, BN, W, S, F8>::WG) return HD;
   int r = HD;
-#define AA_WIDER_(hd2)                                                                                  \
-  if (r == HD && hd2 > HD && TileShape<hd2, BM, BN, W, S, F8>::WG && row_fits<hd2, BM, BN, W, S, F8>()) \
-    r = hd2;
+#define AA_WIDER_(hd2) \
+  if (r == HD && hd2 > HD && TileShape<hd2, BM, BN, W, S, F8>::WG && row_fits<hd2, BM, BN, W, S, F8>()) r = hd2;
   AA_GPU_HEAD_DIMS(AA_WIDER_)
 #undef AA_WIDER_
   return r;
