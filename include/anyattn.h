@@ -409,7 +409,8 @@ typedef enum {
   ANYATTN_TREE_FEATURE_MAX_KV = 4,     /* batch->max_kv_len, else limits.max_context */
   ANYATTN_TREE_FEATURE_HEAD_DIM = 5,   /* problem->head_dim */
   ANYATTN_TREE_FEATURE_GROUP = 6,      /* num_q_heads / num_kv_heads */
-  ANYATTN_TREE_FEATURE_COUNT = 7       /* length of a feature vector */
+  ANYATTN_TREE_FEATURE_KV_BYTES = 7,   /* bytes per K/V cache element: 1 (fp8), 2, 4 */
+  ANYATTN_TREE_FEATURE_COUNT = 8       /* length of a feature vector */
 } anyattn_tree_feature;
 
 /* Constant name of a feature ("num_seqs", ...; the sweep CSV's column names),
@@ -452,7 +453,8 @@ typedef struct {
 /* What the tree serving (device_name, family) (as anyattn_tree_get finds it)
  * picks for a feature vector: features is a host array of num_features
  * doubles, num_features = ANYATTN_TREE_FEATURE_COUNT, each finite, laid out as
- * anyattn_tree_feature says; the caller owns it. The GPU backends take the
+ * anyattn_tree_feature says; the caller owns it. num_features = 7 (the count
+ * before KV_BYTES) is also taken, with kv_bytes 2 (a 16-bit cache). The GPU backends take the
  * leaf's config when it is a row of their table that fits the problem, else
  * their fallback. A walk of a few nodes, no timing. NULL_POINTER without
  * features or choice, STRUCT_SIZE as above, INVALID_SIZE when num_features

@@ -34,8 +34,8 @@ static const char *usage_text =
     "                                         time a workload against the measured ceilings\n"
     "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
     "                                         predict context-parallel prefill: ring, two-level\n"
-    "  tune [--backend B] [--device N] [--grid ibm|full] --out FILE.csv [--name ID]\n"
-    "       [--iters N] [--depth D] [--dtype T] [--cells FROM:TO]\n"
+    "  tune [--backend B] [--device N] [--grid ibm|full|decode] --out FILE.csv [--name ID]\n"
+    "       [--iters N] [--depth D] [--dtype T] [--head-dim D] [--kv-dtype T] [--cells FROM:TO]\n"
     "                                         sweep every config over a grid, fit a decision tree\n"
     "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
     "                                         fit the tree of a sweep, or score the library's on it\n"
@@ -125,7 +125,7 @@ static const cli_command commands[] = {
      "  --inter-gbs G       GB/s one way between nodes, per GPU, 0.1 to 100000 (default 45)\n"
      "  --gpus-per-node N   1 to 1024 (default 8)\n"
      "exit codes: 0 done, 1 the rates file cannot be read, 2 bad command line\n"},
-    {"tune", "--backend --device --grid --out --name --iters --depth --dtype --cells",
+    {"tune", "--backend --device --grid --out --name --iters --depth --dtype --cells --head-dim --kv-dtype",
      "usage: anyattn tune --out FILE.csv [options]\n"
      "Sweeps every config (and KV split count) over a grid of batches, checking and\n"
      "timing each, writes the raw CSV and fits a decision tree beside it (FILE.json\n"
@@ -133,11 +133,14 @@ static const cli_command commands[] = {
      "  --out FILE.csv      the sweep to write (required)\n"
      "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
      "  --device N          device index, 0 to 1023 (default 0)\n"
-     "  --grid G            ibm (default) or full\n"
+     "  --grid G            ibm (default), full, or decode (the full grid's cells whose\n"
+     "                      every sequence has q_len 1)\n"
      "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
      "  --iters N           timed calls per (cell, config), 1 to 100000\n"
      "  --depth D           tree depth, 1 to 8 (default 4)\n"
      "  --dtype T           bf16 (default), f16, f32\n"
+     "  --head-dim D        the shape's head dim, 1 to 512 (default 128)\n"
+     "  --kv-dtype T        the caches' storage: as-q (default), fp8, fp8_e4m3fnuz\n"
      "  --cells FROM:TO     grid cells FROM to TO-1 only, 0 <= FROM < TO <= 1000000 (one\n"
      "                      sweep over several device calls: concatenate the CSVs, then fit)\n"
      "exit codes: 0 done, 1 a failure, 2 bad command line, 77 the backend has no device\n"},
@@ -336,7 +339,8 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (%s)", shown(v), bench_workload_names());
     o->workload = v;
   } else if (!strcmp(a, "--grid")) {
-    if (strcmp(v, "ibm") && strcmp(v, "full")) return usage_error("unknown --grid '%s' (ibm, full)", shown(v));
+    if (strcmp(v, "ibm") && strcmp(v, "full") && strcmp(v, "decode"))
+      return usage_error("unknown --grid '%s' (ibm, full, decode)", shown(v));
     o->grid = v;
   } else if (!strcmp(a, "--out")) {
     o->out = v;
@@ -577,6 +581,9 @@ static int cmd_bench(const cli_options *o) {
 
 static int cmd_tune(const cli_options *o) {
   if (!o->out) return usage_error("'tune' needs --out FILE.csv");
+  if (o->kv_dtype != ANYATTN_KV_AS_Q && o->dtype == ANYATTN_DTYPE_F32)
+    return usage_error("--kv-dtype %s needs --dtype bf16 or f16 (fp8 caches widen to the 16-bit type)",
+                       anyattn_kv_dtype_name(o->kv_dtype));
   anyattn_backend b;
   const int rc = open_backend(o, &b);
   if (rc) return rc;
@@ -592,6 +599,8 @@ static int cmd_tune(const cli_options *o) {
   to.dtype = o->dtype;
   to.cell_from = o->cell_from;
   to.cell_to = o->cell_to;
+  to.head_dim = o->head_dim;
+  to.kv_dtype = o->kv_dtype;
   return tune_main(&to);
 }
 

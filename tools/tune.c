@@ -30,8 +30,17 @@ static const double kPruneFactor = 4.0;
 
 /* The wider grid: more batch sizes, lengths and decode shares than the IBM
  * grid, within a K/V budget per cell. Lengths cycle like the IBM grid's; then
- * equal-length decode batches and chunked-prefill mixes. */
-static void add_full_grid(case_list *l, double max_kv_bytes) {
+ * equal-length decode batches and chunked-prefill mixes. The budget counts
+ * bf16 K/V at head dim 128 whatever the swept shape, so every shape's grid
+ * has the same cells (the fitter pairs them: tree_fit.c). decode_only keeps
+ * the cells whose every sequence has q_len 1 (--grid decode). */
+static int all_decode(const int *q, int n) {
+  for (int i = 0; i < n; i++)
+    if (q[i] != 1) return 0;
+  return 1;
+}
+
+static void add_full_grid(case_list *l, double max_kv_bytes, int decode_only) {
   static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   static const int maxlens[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   static const double shares[] = {0.0, 0.25, 0.5, 0.75, 1.0};
@@ -46,9 +55,9 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
           kv[i] = (int)(maxlens[m] * cycle[i % 5]);
           if (kv[i] < 1) kv[i] = 1;
           q[i] = i < n_decode ? 1 : kv[i];
-          bytes += 4.0 * BENCH_HKV * BENCH_D * kv[i];
+          bytes += 4.0 * BENCH_HKV * BENCH_DEFAULT_D * kv[i];
         }
-        if (bytes <= max_kv_bytes) {
+        if (bytes <= max_kv_bytes && (!decode_only || all_decode(q, n))) {
           char name[64];
           snprintf(name, sizeof name, "full b%d L%d d%.2f", n, maxlens[m], shares[s]);
           bench_add_case(l, name, n, q, kv);
@@ -65,7 +74,7 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
   /* {chunks, chunk tokens, chunk context, decodes, decode context} */
   static const int mixes[][5] = {{1, 2048, 2048, 15, 2048}, {1, 2048, 2048, 63, 2048}, {2, 512, 4096, 126, 4096},
                                  {1, 1024, 8192, 31, 8192}};
-  const double row_bytes = 4.0 * BENCH_HKV * BENCH_D; /* K and V of one key */
+  const double row_bytes = 4.0 * BENCH_HKV * BENCH_DEFAULT_D; /* K and V of one key */
   char name[64];
   for (size_t b = 0; b < sizeof dec_batches / sizeof dec_batches[0]; b++)
     for (size_t m = 0; m < sizeof dec_lens / sizeof dec_lens[0]; m++) {
@@ -74,7 +83,7 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
       snprintf(name, sizeof name, "full dec b%d L%d", n, len);
       bench_add_mixed(l, name, 0, 0, 0, n, len);
     }
-  for (size_t k = 0; k < sizeof mixes / sizeof mixes[0]; k++) {
+  for (size_t k = 0; k < sizeof mixes / sizeof mixes[0] && !decode_only; k++) {
     const int *m = mixes[k];
     if (row_bytes * ((double)m[0] * m[2] + (double)m[3] * m[4]) > max_kv_bytes) continue;
     snprintf(name, sizeof name, "full mix %dx%dc@%d+%dd@%d", m[0], m[1], m[2], m[3], m[4]);
@@ -84,7 +93,7 @@ static void add_full_grid(case_list *l, double max_kv_bytes) {
 
 /* The features run() will see for this batch (anyattn_tree_feature), with the
  * host hints given, as bench gives them. */
-static void case_features(const bench_case *c, double *f) {
+static void case_features(const bench_case *c, double kv_bytes, double *f) {
   int tokens = 0, max_q = 0, max_kv = 0;
   for (int s = 0; s < c->num_seqs; s++) {
     tokens += c->q_lens[s];
@@ -98,6 +107,7 @@ static void case_features(const bench_case *c, double *f) {
   f[ANYATTN_TREE_FEATURE_MAX_KV] = max_kv;
   f[ANYATTN_TREE_FEATURE_HEAD_DIM] = BENCH_D;
   f[ANYATTN_TREE_FEATURE_GROUP] = BENCH_HQ / BENCH_HKV;
+  f[ANYATTN_TREE_FEATURE_KV_BYTES] = kv_bytes;
 }
 
 /* Candidates: every row of the config table (the CPU has one tiling), and
@@ -191,8 +201,9 @@ static int write_csv_header(const tune_state *ts) {
   fprintf(csv, "# pruned: a candidate whose second warm-up call takes over %.0fx the cell's best so far is timed\n"
                "# no further; its us is that call's time\n", kPruneFactor);
   fprintf(csv, "# device: %s\n# family: %s\n# date: %s\n# driver: %s\n", ts->dev, ts->family, ts->date, ts->driver);
-  fprintf(csv, "# shape: %d q heads, %d kv heads, head dim %d, %s, block size %d, causal\n", BENCH_HQ, BENCH_HKV,
-          BENCH_D, tl_dtype_name(opt->dtype), BENCH_BS);
+  fprintf(csv, "# shape: %d q heads, %d kv heads, head dim %d, %s, %s cache, block size %d, causal\n", BENCH_HQ,
+          BENCH_HKV, BENCH_D, tl_dtype_name(opt->dtype),
+          opt->kv_dtype == ANYATTN_KV_AS_Q ? tl_dtype_name(opt->dtype) : anyattn_kv_dtype_name(opt->kv_dtype), BENCH_BS);
   fprintf(csv, "cell");
   for (int f = 0; f < NF; f++) fprintf(csv, ",%s", anyattn_tree_feature_name(f));
   fprintf(csv, ",config,splits,us,ok\n");
@@ -227,6 +238,9 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
   bo.device = opt->device;
   bo.iters = opt->iters > 0 ? opt->iters : (ts->gpu ? 10 : 3);
   bo.dtype = opt->dtype;
+  bo.kv_dtype = opt->kv_dtype;
+  bo.head_dim = BENCH_D;
+  const double kv_bytes = (double)anyattn_kv_dtype_size(opt->kv_dtype, opt->dtype);
   const int total = (ts->cell_to - ts->cell_from) * cd->count;
   /* Per cell, before the candidates (GPU): one untimed run of the table's
    * last row (the big prefill tile), whose time seeds the pruning, so the
@@ -238,7 +252,7 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
   for (int i = ts->cell_from; i < ts->cell_to && rc == 0; i++) {
     const bench_case *c = &ts->cases.items[i];
     double f[NF];
-    case_features(c, f);
+    case_features(c, kv_bytes, f);
     const int decode_like =
         (f[ANYATTN_TREE_FEATURE_NUM_TOKENS] + f[ANYATTN_TREE_FEATURE_NUM_SEQS] - 1) / f[ANYATTN_TREE_FEATURE_NUM_SEQS] <= 8;
     double best_us = 0.0;
@@ -316,8 +330,9 @@ int tune_main(const tune_options *opt) {
     tune_free(&ts);
     return 1;
   }
+  bench_head_dim = opt->head_dim > 0 ? opt->head_dim : BENCH_DEFAULT_D;
   if (!strcmp(opt->grid, "ibm")) bench_add_ibm(&ts.cases);
-  else add_full_grid(&ts.cases, ts.gpu ? 4e9 : 2e8);
+  else add_full_grid(&ts.cases, ts.gpu ? 4e9 : 2e8, !strcmp(opt->grid, "decode"));
   if (opt->cell_from >= ts.cases.count) { /* --cells past the grid: nothing to sweep, no file */
     fprintf(stderr, "anyattn: --cells from %d: the %s grid has cells 0 to %d (see 'anyattn help')\n", opt->cell_from,
             opt->grid, ts.cases.count - 1);

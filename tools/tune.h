@@ -7,13 +7,15 @@
 typedef struct {
   anyattn_backend backend;
   int device;
-  const char *grid; /* "ibm" or "full" */
+  const char *grid; /* "ibm", "full" or "decode" (the full grid's all-decode cells) */
   const char *out;  /* the raw CSV; the tree goes beside it as .json and .h */
   const char *name; /* C identifier for the tree, e.g. "h200" */
   int iters;        /* timed calls per (cell, config); 0: default */
   int depth;        /* tree depth limit; 0: 4 */
   int cell_from, cell_to; /* sweep grid cells [cell_from, cell_to) only; cell_to 0: to the end */
   anyattn_dtype dtype;
+  anyattn_kv_dtype kv_dtype; /* the caches' storage */
+  int head_dim;              /* 0: BENCH_DEFAULT_D */
 } tune_options;
 
 int tune_main(const tune_options *opt);

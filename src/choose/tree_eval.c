@@ -12,10 +12,13 @@
 #define AA_SAME_(a, b) ((int)(a) == (int)(b))
 _Static_assert(AA_SAME_(AA_F_NUM_SEQS, ANYATTN_TREE_FEATURE_NUM_SEQS) &&
                    AA_SAME_(AA_F_NUM_TOKENS, ANYATTN_TREE_FEATURE_NUM_TOKENS) &&
-                   AA_SAME_(AA_F_MEAN_Q, ANYATTN_TREE_FEATURE_MEAN_Q) && AA_SAME_(AA_F_MAX_Q, ANYATTN_TREE_FEATURE_MAX_Q) &&
+                   AA_SAME_(AA_F_MEAN_Q, ANYATTN_TREE_FEATURE_MEAN_Q) &&
+                   AA_SAME_(AA_F_MAX_Q, ANYATTN_TREE_FEATURE_MAX_Q) &&
                    AA_SAME_(AA_F_MAX_KV, ANYATTN_TREE_FEATURE_MAX_KV) &&
                    AA_SAME_(AA_F_HEAD_DIM, ANYATTN_TREE_FEATURE_HEAD_DIM) &&
-                   AA_SAME_(AA_F_GROUP, ANYATTN_TREE_FEATURE_GROUP) && AA_SAME_(AA_F_COUNT, ANYATTN_TREE_FEATURE_COUNT),
+                   AA_SAME_(AA_F_GROUP, ANYATTN_TREE_FEATURE_GROUP) &&
+                   AA_SAME_(AA_F_KV_BYTES, ANYATTN_TREE_FEATURE_KV_BYTES) &&
+                   AA_SAME_(AA_F_COUNT, ANYATTN_TREE_FEATURE_COUNT),
                "tree.h's features and anyattn_tree_feature differ");
 _Static_assert(AA_TREE_CONFIG_NAME_MAX == sizeof(((anyattn_tree_choice *)0)->config),
                "a leaf's config name must fit anyattn_tree_choice.config");
@@ -23,7 +26,7 @@ _Static_assert(AA_TREE_CONFIG_NAME_MAX == sizeof(((anyattn_tree_choice *)0)->con
 
 const char *anyattn_tree_feature_name(int f) {
   static const char *const names[AA_F_COUNT] = {"num_seqs", "num_tokens", "mean_q", "max_q",
-                                                "max_kv", "head_dim", "group"};
+                                                "max_kv",   "head_dim",   "group",  "kv_bytes"};
   return f >= 0 && f < AA_F_COUNT ? names[f] : "?";
 }
 
@@ -48,6 +51,7 @@ void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_tokens, in
   f[AA_F_MAX_KV] = max_kv_len > 0 ? max_kv_len : plan->limits.max_context;
   f[AA_F_HEAD_DIM] = plan->problem.head_dim;
   f[AA_F_GROUP] = plan->group;
+  f[AA_F_KV_BYTES] = (double)anyattn_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
 }
 
 static int check_failed(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -69,8 +73,7 @@ static int check_node(const aa_tree *t, int i, unsigned short *parents, char *wh
       return check_failed(why, why_size, "node %d: \"config\" is %zu characters, at most %d", i, strlen(n->config),
                           AA_TREE_CONFIG_NAME_MAX - 1);
     if (n->splits < 0 || n->splits > AA_TREE_MAX_SPLITS)
-      return check_failed(why, why_size, "node %d: \"splits\" is %d, not in [0, %d]", i, n->splits,
-                          AA_TREE_MAX_SPLITS);
+      return check_failed(why, why_size, "node %d: \"splits\" is %d, not in [0, %d]", i, n->splits, AA_TREE_MAX_SPLITS);
     return 0;
   }
   if (n->feature >= AA_F_COUNT)
@@ -97,7 +100,8 @@ int aa_tree_check(const aa_tree *t, char *why, size_t why_size) {
   /* One parent each: a tree, every node reachable from the root, none shared. */
   for (int i = 1; i < t->num_nodes; i++) {
     if (parents[i] == 0) return check_failed(why, why_size, "node %d: no node leads to it", i);
-    if (parents[i] > 1) return check_failed(why, why_size, "node %d: %d nodes lead to it, a tree has one", i, parents[i]);
+    if (parents[i] > 1)
+      return check_failed(why, why_size, "node %d: %d nodes lead to it, a tree has one", i, parents[i]);
   }
   return 0;
 }

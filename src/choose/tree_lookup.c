@@ -44,17 +44,21 @@ anyattn_status anyattn_tree_choose(const char *device_name, const char *family, 
   AA_CHECK_NOT_NULL(choice, "choice");
   AA_CHECK(choice->struct_size == sizeof *choice, ANYATTN_STATUS_STRUCT_SIZE,
            "choice->struct_size is %zu, this library expects %zu", choice->struct_size, sizeof *choice);
-  AA_CHECK(num_features == AA_F_COUNT, ANYATTN_STATUS_INVALID_SIZE,
-           "num_features is %d, this library's trees test %d (ANYATTN_TREE_FEATURE_COUNT)", num_features,
-           AA_F_COUNT);
-  for (int f = 0; f < AA_F_COUNT; f++)
-    AA_CHECK(isfinite(features[f]), ANYATTN_STATUS_INVALID_OPTION, "features[%d] (%s) is not finite", f,
-             anyattn_tree_feature_name(f));
+  /* 7: a caller built before kv_bytes was appended; its vectors describe 16-bit caches. */
+  AA_CHECK(num_features == AA_F_COUNT || num_features == AA_F_KV_BYTES, ANYATTN_STATUS_INVALID_SIZE,
+           "num_features is %d, this library's trees test %d (ANYATTN_TREE_FEATURE_COUNT; %d: kv_bytes taken as 2)",
+           num_features, AA_F_COUNT, AA_F_KV_BYTES);
+  double f[AA_F_COUNT];
+  for (int i = 0; i < AA_F_COUNT; i++) {
+    f[i] = i < num_features ? features[i] : 2.0;
+    AA_CHECK(isfinite(f[i]), ANYATTN_STATUS_INVALID_OPTION, "features[%d] (%s) is not finite", i,
+             anyattn_tree_feature_name(i));
+  }
   choice->config[0] = '\0';
   choice->splits = 0;
   const aa_tree *t = aa_tree_for(device_name, family);
   if (!t) return ANYATTN_STATUS_OK; /* no tree: config "" */
-  const aa_tree_node *leaf = aa_tree_eval(t, features);
+  const aa_tree_node *leaf = aa_tree_eval(t, f);
   /* Loaded trees passed aa_tree_check and tests/test_tree.c checks the compiled ones. */
   AA_CHECK(leaf && leaf->config, ANYATTN_STATUS_INVALID_OPTION, "the tree for '%s' (%s) reaches no leaf",
            t->device, t->family);
