@@ -21,7 +21,6 @@
 static const char *const cuda_configs[] = {ANYATTN_GPU_CONFIGS_NVIDIA(AA_NAME_)};
 static const char *const amd_configs[] = {ANYATTN_GPU_CONFIGS_CDNA(AA_NAME_)};
 
-
 /* A committed tree passes the loader's own check (aa_tree_check: features
  * known, thresholds finite, children after their parent, one parent each,
  * split counts plan accepts) and its leaves name rows of its vendor's table. */
@@ -72,7 +71,7 @@ static void write_text(const char *path, const char *text) {
 static void check_misuse(void) {
   anyattn_tree_info info;
   anyattn_tree_choice ch;
-  double f[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 1, 128, 4};
+  double f[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 1, 128, 4, 2};
   memset(&info, 0, sizeof info);
   memset(&ch, 0, sizeof ch);
   EXPECT(anyattn_tree_get("x", "y", NULL) == ANYATTN_STATUS_NULL_POINTER, "tree_get(NULL info)");
@@ -84,7 +83,7 @@ static void check_misuse(void) {
          "tree_choose(NULL features)");
   EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT, NULL) == ANYATTN_STATUS_NULL_POINTER,
          "tree_choose(NULL choice)");
-  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT - 1, &ch) == ANYATTN_STATUS_INVALID_SIZE &&
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT - 2, &ch) == ANYATTN_STATUS_INVALID_SIZE &&
              strstr(anyattn_last_error(), "num_features"),
          "tree_choose: short feature vector: %s", anyattn_last_error());
   f[ANYATTN_TREE_FEATURE_MAX_KV] = NAN;
@@ -93,9 +92,69 @@ static void check_misuse(void) {
          "tree_choose: NaN feature: %s", anyattn_last_error());
   EXPECT(!strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_NUM_SEQS), "num_seqs") &&
              !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_GROUP), "group") &&
+             !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_KV_BYTES), "kv_bytes") &&
              !strcmp(anyattn_tree_feature_name(-1), "?") &&
              !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_COUNT), "?"),
          "feature names");
+}
+
+/* A sweep of a second shape over part of the grid (fp8 caches, decode cells
+ * only) must not send the rest of that shape to leaves fitted on the part:
+ * with these times a split on kv_bytes at the root would fit every cell best
+ * (bf16 decode and prefill on "large", fp8 decode on "dec8") but send an fp8
+ * prefill to "dec8"; the fitter splits on kv_bytes only among decode cells. */
+static void check_shape_rule(uint64_t *rng) {
+  enum { ND = 30, NP = 30, N = 2 * ND + NP };
+  static const char *names[3] = {"dec8", "large", "dec"};
+  static const double us_of[3][3] = {
+      {300, 100, 110}, {100, 1000, 1000}, {1000, 100, 1000}}; /* bf16 dec, fp8 dec, pre */
+  tf_table t;
+  memset(&t, 0, sizeof t);
+  t.num_cells = N;
+  t.num_cands = 3;
+  t.features = calloc((size_t)N * ANYATTN_TREE_FEATURE_COUNT, sizeof(double));
+  t.us = calloc((size_t)N * 3, sizeof(double));
+  t.cand_config = calloc(3, sizeof *t.cand_config);
+  t.cand_splits = calloc(3, sizeof(int));
+  EXPECT(t.features && t.us && t.cand_config && t.cand_splits, "out of memory");
+  if (!t.features || !t.us || !t.cand_config || !t.cand_splits) return;
+  for (int c = 0; c < 3; c++) snprintf(t.cand_config[c], sizeof t.cand_config[c], "%s", names[c]);
+  for (int i = 0; i < N; i++) {
+    double *f = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
+    const int kind = i < ND ? 0 : i < 2 * ND ? 1 : 2;
+    if (kind == 1)
+      memcpy(f, f - (size_t)ND * ANYATTN_TREE_FEATURE_COUNT, sizeof(double) * ANYATTN_TREE_FEATURE_COUNT);
+    else {
+      f[ANYATTN_TREE_FEATURE_NUM_SEQS] = tl_rng_int(rng, 1, 128);
+      f[ANYATTN_TREE_FEATURE_MEAN_Q] = kind == 0 ? 1 : tl_rng_int(rng, 64, 4096);
+      f[ANYATTN_TREE_FEATURE_NUM_TOKENS] = f[ANYATTN_TREE_FEATURE_NUM_SEQS] * f[ANYATTN_TREE_FEATURE_MEAN_Q];
+      f[ANYATTN_TREE_FEATURE_MAX_Q] = f[ANYATTN_TREE_FEATURE_MEAN_Q];
+      f[ANYATTN_TREE_FEATURE_MAX_KV] = tl_rng_int(rng, 4096, 16384);
+      f[ANYATTN_TREE_FEATURE_HEAD_DIM] = 128;
+      f[ANYATTN_TREE_FEATURE_GROUP] = 4;
+    }
+    f[ANYATTN_TREE_FEATURE_KV_BYTES] = kind == 1 ? 1 : 2;
+    for (int c = 0; c < 3; c++) t.us[(size_t)i * 3 + c] = us_of[kind][c] * (1 + 0.01 * tl_rng_uniform(rng));
+  }
+  tf_node nodes[64];
+  const int n = tf_fit(&t, 4, 1, nodes, 64);
+  EXPECT(n > 0, "shape rule: fit failed (%d)", n);
+  for (int i = 0; n > 0 && i < N; i++) {
+    double f[ANYATTN_TREE_FEATURE_COUNT];
+    memcpy(f, t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT, sizeof f);
+    const int kind = i < ND ? 0 : i < 2 * ND ? 1 : 2;
+    const char *got = names[tf_pick(nodes, f)], *want = kind == 1 ? "dec8" : "large";
+    EXPECT(!strcmp(got, want), "shape rule: cell %d (kind %d) picks %s, want %s", i, kind, got, want);
+    if (kind == 2) { /* the same prefill over an fp8 cache, a shape the sweep never ran */
+      f[ANYATTN_TREE_FEATURE_KV_BYTES] = 1;
+      got = names[tf_pick(nodes, f)];
+      EXPECT(!strcmp(got, "large"), "shape rule: prefill cell %d over fp8 picks %s, want large", i, got);
+    }
+  }
+  EXPECT(n > 0 && (nodes[0].feature == ANYATTN_TREE_FEATURE_MEAN_Q || nodes[0].feature == ANYATTN_TREE_FEATURE_MAX_Q ||
+                   nodes[0].feature == ANYATTN_TREE_FEATURE_NUM_TOKENS),
+         "shape rule: the root splits on %s", anyattn_tree_feature_name(nodes[0].feature));
+  tf_free(&t);
 }
 
 /* The truth the sweep is built from: decode-like cells want "dec", short
@@ -130,6 +189,7 @@ int main(void) {
     f[ANYATTN_TREE_FEATURE_MAX_KV] = tl_rng_int(&rng, 16, 16384);
     f[ANYATTN_TREE_FEATURE_HEAD_DIM] = 128;
     f[ANYATTN_TREE_FEATURE_GROUP] = 4;
+    f[ANYATTN_TREE_FEATURE_KV_BYTES] = 2;
     const int best = truth(f);
     /* cells of similar cost: the total-time criterion then counts misplaced cells */
     const double base = 100 + 10 * tl_rng_uniform(&rng);
@@ -141,9 +201,9 @@ int main(void) {
   int n = tf_fit(&t, 4, 1, nodes, 64);
   EXPECT(n > 0 && n <= 31, "fit returned %d nodes (depth 4 holds at most 31)", n);
   /* What the fitter promises: a leaf never takes a candidate that failed on
-   * one of its cells, and the tree's total time stays near the per-cell best. It is greedy and depth-limited, and a failed candidate rules a
-   * leaf out, so it finds the rule on most cells, not all (over 2,000 seeds:
-   * at worst 160 of 200, typically all). */
+   * one of its cells, and the tree's total time stays near the per-cell best. It is greedy and depth-limited, and a
+   * failed candidate rules a leaf out, so it finds the rule on most cells, not all (over 2,000 seeds: at worst 160 of
+   * 200, typically all). */
   int right = 0, failed_pick = 0;
   double tree_us = 0, oracle_us = 0;
   for (int i = 0; i < t.num_cells; i++) {
@@ -252,7 +312,7 @@ int main(void) {
   EXPECT(h200.source == ANYATTN_TREE_SOURCE_COMPILED && h200.tuned == 1 && !strcmp(h200.family, "sm_90"),
          "H200 tree by device name");
   EXPECT(tree_info("Unknown GPU", "sm_00").source == ANYATTN_TREE_SOURCE_NONE, "no tree: the backend's heuristic");
-  const double feat[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 32768, 128, 4};
+  const double feat[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 32768, 128, 4, 2};
   EXPECT(!strcmp(tree_choice("AMD Instinct MI300X", "gfx942", feat).config, "m16n32w2s1"),
          "long contexts take the 32-key tile on CDNA");
   EXPECT(!strcmp(tree_choice("Unknown GPU", "sm_00", feat).config, ""), "no tree: no config");
@@ -260,6 +320,23 @@ int main(void) {
   for (int i = 0; i < aa_num_compiled_trees; i++) check_committed(aa_compiled_trees[i]);
   EXPECT(aa_num_compiled_trees >= 3, "%d compiled-in trees", aa_num_compiled_trees);
   check_misuse();
+  check_shape_rule(&rng);
+  { /* a 7-feature vector (callers built before kv_bytes) is a 16-bit cache's */
+    for (int i = 0; i < 50; i++) {
+      double f[ANYATTN_TREE_FEATURE_COUNT] = {tl_rng_int(&rng, 1, 256), 0, 0, 0, tl_rng_int(&rng, 1, 65536), 128, 4, 2};
+      f[ANYATTN_TREE_FEATURE_MAX_Q] = f[ANYATTN_TREE_FEATURE_MEAN_Q] = i % 2 ? 1 : tl_rng_int(&rng, 2, 4096);
+      f[ANYATTN_TREE_FEATURE_NUM_TOKENS] = f[ANYATTN_TREE_FEATURE_NUM_SEQS] * f[ANYATTN_TREE_FEATURE_MEAN_Q];
+      anyattn_tree_choice a, b;
+      memset(&a, 0, sizeof a);
+      memset(&b, 0, sizeof b);
+      a.struct_size = b.struct_size = sizeof a;
+      EXPECT(anyattn_tree_choose("NVIDIA H200", "sm_90", f, 7, &a) == ANYATTN_STATUS_OK &&
+                 anyattn_tree_choose("NVIDIA H200", "sm_90", f, ANYATTN_TREE_FEATURE_COUNT, &b) == ANYATTN_STATUS_OK &&
+                 !strcmp(a.config, b.config) && a.splits == b.splits,
+             "7 features pick %s/%d, 8 with kv_bytes 2 pick %s/%d (%s)", a.config, a.splits, b.config, b.splits,
+             anyattn_last_error());
+    }
+  }
 
   /* The writers check every write: a full device is an error naming the file. */
   FILE *full = fopen("/dev/full", "w");

@@ -15,7 +15,6 @@
 #include "tree_fit.h"
 #include "tl_check.h"
 
-
 /* The provenance of the tree in use, to see that a failed load kept it. */
 static void tree_in_use(char *buf, size_t size) {
   anyattn_tree_info info;
@@ -35,6 +34,68 @@ static void expect_tree_refused(const char *path, anyattn_status status, const c
          anyattn_status_name(st), msg, anyattn_status_name(status), want);
   tree_in_use(after, sizeof after);
   EXPECT(!strcmp(before, after), "%s: the tree in use changed from '%s' to '%s'", path, before, after);
+}
+
+/* Writes src with every occurrence of `from` replaced by `to` (the first only
+ * when once is set) to dst; 0 on success. */
+static int rewrite(const char *src, const char *dst, const char *from, const char *to, int once) {
+  FILE *in = fopen(src, "r"), *out = fopen(dst, "w");
+  char line[1024];
+  int done = 0;
+  while (in && out && fgets(line, sizeof line, in)) {
+    char *at = done && once ? NULL : strstr(line, from);
+    if (at) {
+      fprintf(out, "%.*s%s%s", (int)(at - line), line, to, at + strlen(from));
+      done = 1;
+    } else {
+      fputs(line, out);
+    }
+  }
+  const int ok = in && out && done;
+  if (in) fclose(in);
+  if (out && fclose(out) != 0) return -1;
+  return ok ? 0 : -1;
+}
+
+/* --in A.csv,B.csv: sweeps read as one, a cell per (id, shape). */
+static void sweep_lists(const char *ok) {
+  tf_table t;
+  char err[640], list[2200];
+  snprintf(list, sizeof list, "%s,%s", ok, ok); /* the same rows twice: the later replace the earlier */
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == 0 && t.num_cells == 60 && t.num_cands == 4, "%s: %s", list, err);
+  tf_free(&t);
+  EXPECT(rewrite(ok, "test_tree_files_fp8.csv", ",128,4,2,", ",128,4,1,", 0) == 0, "write test_tree_files_fp8.csv");
+  snprintf(list, sizeof list, "%s,test_tree_files_fp8.csv", ok); /* one grid, two shapes */
+  int fp8 = 0;
+  if (tf_read_csv(list, &t, err, sizeof err) == 0) {
+    for (int i = 0; i < t.num_cells; i++) fp8 += t.features[(size_t)i * ANYATTN_TREE_FEATURE_COUNT + 7] == 1;
+    EXPECT(t.num_cells == 120 && fp8 == 60, "%s: %d cells, %d over fp8 (want 120, 60)", list, t.num_cells, fp8);
+    tf_free(&t);
+  } else {
+    EXPECT(0, "%s: %s", list, err);
+  }
+  EXPECT(rewrite(ok, "test_tree_files_h100.csv", "# device: NVIDIA H200", "# device: NVIDIA H100", 1) == 0,
+         "write test_tree_files_h100.csv");
+  snprintf(list, sizeof list, "%s,test_tree_files_h100.csv", ok);
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "test_tree_files_h100.csv") &&
+             strstr(err, "device 'NVIDIA H100' differs from 'NVIDIA H200'"),
+         "two devices: '%s'", err);
+  EXPECT(rewrite(ok, "test_tree_files_moved.csv", "0,1,128,128,128,128,128,4,2,m16n64w4s3",
+                 "0,1,128,128,128,256,128,4,2,m16n64w4s3", 1) == 0,
+         "write test_tree_files_moved.csv");
+  snprintf(list, sizeof list, "%s,test_tree_files_moved.csv", ok);
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "test_tree_files_moved.csv': line 8") &&
+             strstr(err, "cell 0's features differ from those on line 8 of '") && strstr(err, "ok_ibm_h200.csv"),
+         "a cell's features differ across files: '%s'", err);
+  snprintf(list, sizeof list, "%s,", ok);
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "an empty path in the list"), "'%s': '%s'", list,
+         err);
+  snprintf(list, sizeof list, "%s,no/such/sweep.csv", ok);
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "sweep 'no/such/sweep.csv': cannot open"),
+         "a missing file in the list: '%s'", err);
+  remove("test_tree_files_fp8.csv");
+  remove("test_tree_files_h100.csv");
+  remove("test_tree_files_moved.csv");
 }
 
 static void expect_sweep_refused(const char *path, const char *want) {
@@ -160,6 +221,7 @@ int main(int argc, char **argv) {
   snprintf(ok, sizeof ok, "%s/ok_ibm_h200.csv", sweep_dir);
   EXPECT(tf_read_csv(ok, &t, err, sizeof err) == 0 && t.num_cells == 60 && t.num_cands == 4, "%s: %s", ok, err);
   tf_free(&t);
+  sweep_lists(ok);
   const int ns = run_expect_file(sweep_dir, 0);
   special_files();
   EXPECT(nt > 20 && ns > 15, "corpus: %d tree files, %d sweeps", nt, ns);

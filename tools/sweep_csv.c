@@ -20,21 +20,26 @@
 #define NF ANYATTN_TREE_FEATURE_COUNT
 enum { COL_CELL = 0, COL_CONFIG = 1 + NF, COL_SPLITS, COL_US, COL_OK, NUM_COLS };
 
+/* A cell is keyed by its id and its shape (head dim, group, kv_bytes: what a
+ * sweep holds fixed), so sweeps of several shapes over one grid concatenate
+ * into one file: their cells share ids but not shapes. */
 typedef struct {
-  int cell, cand;
+  int cell, cand, line, file;
   double us;
+  double f[NF];
 } sweep_row;
 
+enum { MAX_FILES = 16 }; /* paths in one --in list */
+
 typedef struct {
-  const char *path;
+  const char *path; /* the file being read, or the one a message is about */
+  char paths[MAX_FILES][1024];
+  int file, num_files;
   char *err;
   size_t err_size;
   tf_table *t;
   sweep_row *rows;
   size_t num_rows, cap_rows;
-  double *feats;   /* [cap_cells][NF] */
-  int *cell_line;  /* [cap_cells]: the line that gave the cell's features, 0: none yet */
-  int cap_cells, max_cell;
 } sweep_reader;
 
 static const char *col_name(int c) {
@@ -132,8 +137,11 @@ static int parse_meta(sweep_reader *r, int line, const char *text) {
     const size_t n = strlen(keys[k]);
     if (strncmp(text, keys[k], n) != 0) continue;
     const size_t len = strlen(text + n);
-    if (len >= size[k]) return fail(r, line, -1, "%.*s is %zu characters, at most %zu", (int)(n - 4), keys[k] + 2, len,
-                                    size[k] - 1);
+    if (len >= size[k])
+      return fail(r, line, -1, "%.*s is %zu characters, at most %zu", (int)(n - 4), keys[k] + 2, len, size[k] - 1);
+    if (k < 2 && dst[k][0] && strcmp(dst[k], text + n) != 0) /* one tree serves one device */
+      return fail(r, line, -1, "%.*s '%.64s' differs from '%.64s' earlier", (int)(n - 4), keys[k] + 2, text + n,
+                  dst[k]);
     memcpy(dst[k], text + n, len + 1);
   }
   return 0;
@@ -146,23 +154,6 @@ static int check_header(sweep_reader *r, int line, const char *text) {
   for (int c = 0; c < NUM_COLS; c++)
     n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", c ? "," : "", col_name(c));
   if (strcmp(text, want) != 0) return fail(r, line, -1, "the header is not '%s'", want);
-  return 0;
-}
-
-static int grow_cells(sweep_reader *r, int line, int cell) {
-  if (cell < r->cap_cells) return 0;
-  int cap = r->cap_cells ? r->cap_cells : 64;
-  while (cap <= cell) cap = cap > TF_MAX_CELLS / 2 ? TF_MAX_CELLS : 2 * cap;
-  double *f = realloc(r->feats, (size_t)cap * NF * sizeof *f);
-  if (f) r->feats = f;
-  int *l = f ? realloc(r->cell_line, (size_t)cap * sizeof *l) : NULL;
-  if (!l) return fail(r, line, COL_CELL, "no memory for %d cells", cap);
-  r->cell_line = l;
-  for (int c = r->cap_cells; c < cap; c++) {
-    l[c] = 0;
-    for (int i = 0; i < NF; i++) f[(size_t)c * NF + i] = NAN;
-  }
-  r->cap_cells = cap;
   return 0;
 }
 
@@ -213,12 +204,6 @@ static int parse_row(sweep_reader *r, int line, char *text) {
       parse_double(r, line, COL_US, f[COL_US], &us) || parse_int(r, line, COL_OK, f[COL_OK], 0, 1, &ok))
     return -1;
   if (ok && us <= 0) return fail(r, line, COL_US, "is %.17g for a run marked ok", us);
-  if (grow_cells(r, line, cell)) return -1;
-  double *cf = r->feats + (size_t)cell * NF;
-  if (r->cell_line[cell] && memcmp(cf, fv, sizeof fv) != 0)
-    return fail(r, line, -1, "cell %d's features differ from those on line %d", cell, r->cell_line[cell]);
-  if (!r->cell_line[cell]) memcpy(cf, fv, sizeof fv), r->cell_line[cell] = line;
-  if (cell > r->max_cell) r->max_cell = cell;
   if (cand_index(r, line, f[COL_CONFIG], splits, &cand)) return -1;
   if (r->num_rows == r->cap_rows) {
     const size_t cap = r->cap_rows ? 2 * r->cap_rows : 256;
@@ -227,7 +212,13 @@ static int parse_row(sweep_reader *r, int line, char *text) {
     r->rows = rows;
     r->cap_rows = cap;
   }
-  r->rows[r->num_rows++] = (sweep_row){cell, cand, ok ? us : INFINITY};
+  sweep_row *row = &r->rows[r->num_rows++];
+  row->cell = cell;
+  row->cand = cand;
+  row->line = line;
+  row->file = r->file;
+  row->us = ok ? us : INFINITY;
+  memcpy(row->f, fv, sizeof fv);
   return 0;
 }
 
@@ -249,44 +240,106 @@ static int parse_lines(sweep_reader *r, char *text, size_t size) {
   return 0;
 }
 
-/* Lays the rows out as the [cells][candidates] matrix; later rows of a
- * (cell, candidate) replace earlier ones. */
+/* Row order of the matrix: by shape, then cell id, then line. */
+static int shape_cmp(const double *a, const double *b) {
+  static const int shape[] = {ANYATTN_TREE_FEATURE_HEAD_DIM, ANYATTN_TREE_FEATURE_GROUP, ANYATTN_TREE_FEATURE_KV_BYTES};
+  for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
+    if (a[shape[i]] != b[shape[i]]) return a[shape[i]] < b[shape[i]] ? -1 : 1;
+  return 0;
+}
+
+static int by_key(const void *pa, const void *pb) {
+  const sweep_row *a = pa, *b = pb;
+  const int s = shape_cmp(a->f, b->f);
+  if (s) return s;
+  if (a->cell != b->cell) return a->cell < b->cell ? -1 : 1;
+  if (a->file != b->file) return a->file < b->file ? -1 : 1;
+  return (a->line > b->line) - (a->line < b->line);
+}
+
+/* Lays the rows out as the [cells][candidates] matrix, one cell per (id,
+ * shape) in that order; every row of a cell must carry its first row's
+ * features, and later rows of a (cell, candidate) replace earlier ones. */
 static int build_matrix(sweep_reader *r) {
   tf_table *t = r->t;
-  if (r->max_cell < 0 || t->num_cands == 0) return fail(r, 0, -1, "has no sweep rows");
-  t->num_cells = r->max_cell + 1;
+  if (r->num_rows == 0 || t->num_cands == 0) return fail(r, 0, -1, "has no sweep rows");
+  qsort(r->rows, r->num_rows, sizeof *r->rows, by_key);
+  size_t cells = 0, start = 0; /* start: the current cell's first row */
+  for (size_t i = 0; i < r->num_rows; i++) {
+    const sweep_row *a = &r->rows[i], *first = &r->rows[start];
+    if (i == 0 || first->cell != a->cell || shape_cmp(first->f, a->f) != 0) {
+      cells++;
+      start = i;
+    } else if (memcmp(first->f, a->f, sizeof a->f) != 0) {
+      r->path = r->paths[a->file];
+      if (first->file == a->file)
+        return fail(r, a->line, -1, "cell %d's features differ from those on line %d", a->cell, first->line);
+      return fail(r, a->line, -1, "cell %d's features differ from those on line %d of '%s'", a->cell, first->line,
+                  r->paths[first->file]);
+    }
+  }
+  if (cells > TF_MAX_CELLS) return fail(r, 0, -1, "has %zu cells, at most %d", cells, TF_MAX_CELLS);
+  t->num_cells = (int)cells;
   if ((long long)t->num_cells * t->num_cands > TF_MAX_MATRIX)
     return fail(r, 0, -1, "%d cells x %d candidates is over %d", t->num_cells, t->num_cands, TF_MAX_MATRIX);
   t->us = malloc((size_t)t->num_cells * t->num_cands * sizeof *t->us);
-  if (!t->us) return fail(r, 0, -1, "no memory for %d cells x %d candidates", t->num_cells, t->num_cands);
+  t->features = malloc((size_t)t->num_cells * NF * sizeof *t->features);
+  if (!t->us || !t->features)
+    return fail(r, 0, -1, "no memory for %d cells x %d candidates", t->num_cells, t->num_cands);
   for (size_t i = 0; i < (size_t)t->num_cells * t->num_cands; i++) t->us[i] = INFINITY;
-  for (size_t i = 0; i < r->num_rows; i++)
-    t->us[(size_t)r->rows[i].cell * t->num_cands + r->rows[i].cand] = r->rows[i].us;
-  t->features = r->feats; /* cap_cells >= num_cells; the rest is not read */
-  r->feats = NULL;
+  size_t c = 0;
+  for (size_t i = 0; i < r->num_rows; i++) {
+    const sweep_row *a = &r->rows[i], *prev = i ? &r->rows[i - 1] : NULL;
+    if (prev && (prev->cell != a->cell || shape_cmp(prev->f, a->f) != 0)) c++;
+    memcpy(t->features + c * NF, a->f, sizeof a->f); /* the same features for every row of a cell */
+    t->us[c * t->num_cands + a->cand] = a->us;
+  }
   return 0;
 }
 
 int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size) {
   memset(t, 0, sizeof *t);
   if (err && err_size) err[0] = '\0';
-  sweep_reader r;
-  memset(&r, 0, sizeof r);
-  r.path = path;
-  r.err = err;
-  r.err_size = err_size;
-  r.t = t;
-  r.max_cell = -1;
-  char *text = NULL;
-  size_t size = 0;
-  int rc = read_whole(&r, &text, &size);
-  if (!rc && memchr(text, '\0', size)) rc = fail(&r, 0, -1, "holds a NUL byte");
-  if (!rc) rc = parse_lines(&r, text, size);
-  if (!rc) rc = build_matrix(&r);
-  free(text);
-  free(r.rows);
-  free(r.feats);
-  free(r.cell_line);
+  sweep_reader *r = calloc(1, sizeof *r);
+  if (!r) {
+    if (err && err_size) snprintf(err, err_size, "sweep '%s': no memory to read it", path);
+    return -1;
+  }
+  r->path = path;
+  r->err = err;
+  r->err_size = err_size;
+  r->t = t;
+  int rc = 0;
+  /* A comma-separated list: sweeps of one device, read as one. */
+  for (const char *p = path; rc == 0;) {
+    const char *comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == 0)
+      rc = fail(r, 0, -1, "an empty path in the list");
+    else if (r->num_files == MAX_FILES)
+      rc = fail(r, 0, -1, "over %d files in the list", MAX_FILES);
+    else if (len >= sizeof r->paths[0])
+      rc = fail(r, 0, -1, "a path of %zu characters, at most %zu", len, sizeof r->paths[0] - 1);
+    if (rc) break;
+    r->file = r->num_files++;
+    memcpy(r->paths[r->file], p, len);
+    r->paths[r->file][len] = '\0';
+    r->path = r->paths[r->file];
+    char *text = NULL;
+    size_t size = 0;
+    rc = read_whole(r, &text, &size);
+    if (!rc && memchr(text, '\0', size)) rc = fail(r, 0, -1, "holds a NUL byte");
+    if (!rc) rc = parse_lines(r, text, size);
+    free(text);
+    if (!comma) break;
+    p = comma + 1;
+  }
+  if (!rc) {
+    r->path = path;
+    rc = build_matrix(r);
+  }
+  free(r->rows);
+  free(r);
   if (rc) tf_free(t);
   return rc;
 }

@@ -50,6 +50,33 @@ static double min_over(const double *sum, const int *inf, int k) {
   return m;
 }
 
+/* Shape features (head dim, group, kv_bytes) stay fixed within one sweep, so
+ * a sweep of another shape covers only the cells it was run on (tune --grid
+ * decode: the decode cells). A node splits on a shape feature only where
+ * every one of its cells has a twin on the other side, equal in every other
+ * feature: then both children cover the same batches, and no batch of a shape
+ * swept only in part (a prefill over an fp8 cache) reaches a leaf fitted on
+ * cells unlike it. */
+static int is_shape_feature(int f) {
+  return f == ANYATTN_TREE_FEATURE_HEAD_DIM || f == ANYATTN_TREE_FEATURE_GROUP || f == ANYATTN_TREE_FEATURE_KV_BYTES;
+}
+
+static int twins_across(const tf_table *t, const int *idx, int n, int f, double thr) {
+  for (int i = 0; i < n; i++) {
+    const double *a = t->features + (size_t)idx[i] * NF;
+    const int left = a[f] <= thr;
+    int found = 0;
+    for (int j = 0; j < n && !found; j++) {
+      const double *b = t->features + (size_t)idx[j] * NF;
+      if ((b[f] <= thr) == left) continue;
+      found = 1;
+      for (int g = 0; g < NF && found; g++) found = g == f || a[g] == b[g];
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
 static int grow(tf_ctx *x, int *idx, int n, int depth) {
   const tf_table *t = x->t;
   if (x->n >= x->max_nodes) return -1;
@@ -89,7 +116,8 @@ static int grow(tf_ctx *x, int *idx, int n, int depth) {
       double b = t->features[(size_t)idx[i + 1] * NF + f];
       if (a == b || i + 1 < x->min_leaf || n - i - 1 < x->min_leaf) continue;
       double cost = min_over(x->sum_l, x->inf_l, k) + min_over(x->sum_r, x->inf_r, k);
-      if (cost < best_cost * (1.0 - 1e-9)) best_cost = cost, best_f = f, best_thr = 0.5 * (a + b);
+      if (cost < best_cost * (1.0 - 1e-9) && (!is_shape_feature(f) || twins_across(t, idx, n, f, 0.5 * (a + b))))
+        best_cost = cost, best_f = f, best_thr = 0.5 * (a + b);
     }
   }
   if (best_f < 0) return me;
@@ -194,4 +222,3 @@ void tf_report(const tf_table *t, const tf_node *nodes, FILE *out) {
   tf_report_picks(t, pick, out);
   free(pick);
 }
-

@@ -40,7 +40,9 @@ typedef struct {
 } tf_node;
 
 /* Reads the CSV `anyattn tune` writes (a regular file; bounds above; every
- * field checked). 0 on success, else -1 with "sweep 'PATH': line N, field F
+ * field checked), or a comma-separated list of such files read as one (at
+ * most 16; one device). A cell is keyed by its id and shape (head_dim, group,
+ * kv_bytes), so sweeps of several shapes over one grid make distinct cells. 0 on success, else -1 with "sweep 'PATH': line N, field F
  * (NAME): ..." in err and *t empty. */
 int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size);
 void tf_free(tf_table *t);

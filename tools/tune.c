@@ -453,18 +453,28 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
   }
   /* The loader takes provenance of at most 255 characters. */
   char prov[256];
-  if (provenance) snprintf(prov, sizeof prov, "%s", provenance);
-  else snprintf(prov, sizeof prov, "fitted from %.150s (%.40s, %.40s)", csv_path, t.device, t.date);
-  /* Outputs sit beside the sweep: X.csv -> X.json and X.h. */
+  if (provenance)
+    snprintf(prov, sizeof prov, "%s", provenance);
+  else
+    snprintf(prov, sizeof prov, "fitted from %.180s (%.20s, %.25s)", csv_path, t.device, t.date);
+  /* Outputs sit beside the sweep: X.csv -> X.json and X.h; beside the first
+   * of a list of sweeps, as tree_NAME.json and tree_NAME.h. */
   char base[512], jpath[520], cpath[520];
-  if (strlen(csv_path) >= sizeof base) {
-    fprintf(stderr, "anyattn: sweep path '%.64s...' is over %zu characters\n", csv_path, sizeof base - 1);
+  const char *comma = strchr(csv_path, ',');
+  const size_t first_len = comma ? (size_t)(comma - csv_path) : strlen(csv_path);
+  if (first_len >= sizeof base - 64) {
+    fprintf(stderr, "anyattn: sweep path '%.64s...' is over %zu characters\n", csv_path, sizeof base - 65);
     tf_free(&t);
     return 1;
   }
-  snprintf(base, sizeof base, "%s", csv_path);
-  char *dot = strrchr(base, '.');
-  if (dot && !strcmp(dot, ".csv")) *dot = '\0';
+  snprintf(base, sizeof base, "%.*s", (int)first_len, csv_path);
+  if (comma) {
+    char *slash = strrchr(base, '/');
+    snprintf(slash ? slash + 1 : base, sizeof base - (size_t)(slash ? slash + 1 - base : 0), "tree_%s", name);
+  } else {
+    char *dot = strrchr(base, '.');
+    if (dot && !strcmp(dot, ".csv")) *dot = '\0';
+  }
   snprintf(jpath, sizeof jpath, "%s.json", base);
   snprintf(cpath, sizeof cpath, "%s.h", base);
   if (tf_write_json(&t, nodes, n, prov, 1, jpath, err, sizeof err) ||

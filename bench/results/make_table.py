@@ -73,19 +73,25 @@ def csv_header(path):
 
 
 def load_sweep(path):
-    """(cells, candidates, us[cell][cand]) as `anyattn fit` reads a sweep: a row with ok != 1 counts as
-    infinitely slow."""
-    us, cands, cells = {}, [], set()
+    """(cells, candidates, us[cell][cand]) as `anyattn fit` reads a sweep: columns by the header's names, a
+    cell keyed by its id and shape (head_dim, group, kv_bytes), a row with ok != 1 infinitely slow."""
+    us, cands, cells, col = {}, [], set(), None
     with open(path) as f:
         for line in f:
-            if line.startswith("#") or line.startswith("cell,") or not line.strip():
+            if line.startswith("cell,"):
+                col = {name: i for i, name in enumerate(line.rstrip("\n").split(","))}
                 continue
+            if line.startswith("#") or not line.strip():
+                continue
+            if col is None:
+                raise DataError(f"{path}: a sweep row before the header")
             row = line.rstrip("\n").split(",")
-            cell, cand = int(row[0]), (row[8], int(row[9]))
+            cell = (int(row[0]),) + tuple(row[col[k]] for k in ("head_dim", "group", "kv_bytes") if k in col)
+            cand = (row[col["config"]], int(row[col["splits"]]))
             if cand not in cands:
                 cands.append(cand)
             cells.add(cell)
-            us[(cell, cand)] = float(row[10]) if row[11].strip() == "1" else math.inf
+            us[(cell, cand)] = float(row[col["us"]]) if row[col["ok"]].strip() == "1" else math.inf
     return sorted(cells), cands, us
 
 

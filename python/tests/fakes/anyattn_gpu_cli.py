@@ -72,11 +72,11 @@ def tune(args):
     with open(path, "w") as f:
         f.write("# anyattn 0.1.0 tune: backend cuda, grid %s, %d cells x %d candidates (config, KV splits)\n"
                 "# device: %s\n# family: sm_99\n# date: 2026-01-01 00:00 UTC\n# driver: fake\n"
-                "cell,num_seqs,num_tokens,mean_q,max_q,max_kv,head_dim,group,config,splits,us,ok\n"
+                "cell,num_seqs,num_tokens,mean_q,max_q,max_kv,head_dim,group,kv_bytes,config,splits,us,ok\n"
                 % (opt(args, "--grid"), GRID_CELLS, CANDIDATES, DEVICE))
         for cell in range(a, b):
             for k in range(CANDIDATES):
-                f.write("%d,%d,%d,1,1,%d,128,4,m16n64w4s2,%d,%.3f,1\n" % (cell, cell + 1, cell + 1, 512, k, 10.0 + k))
+                f.write("%d,%d,%d,1,1,%d,128,4,2,m16n64w4s2,%d,%.3f,1\n" % (cell, cell + 1, cell + 1, 512, k, 10.0 + k))
                 f.flush()
                 print("[%d/%d] full b%d cand %d 10.0 us" % ((cell - a) * CANDIDATES + k + 1, (b - a) * CANDIDATES,
                                                            cell, k), file=sys.stderr, flush=True)
