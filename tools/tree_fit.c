@@ -52,11 +52,11 @@ static double min_over(const double *sum, const int *inf, int k) {
 
 /* Shape features (head dim, group, kv_bytes) stay fixed within one sweep, so
  * a sweep of another shape covers only the cells it was run on (tune --grid
- * decode: the decode cells). A node splits on a shape feature only where
- * every one of its cells has a twin on the other side, equal in every other
- * feature: then both children cover the same batches, and no batch of a shape
- * swept only in part (a prefill over an fp8 cache) reaches a leaf fitted on
- * cells unlike it. */
+ * decode: the decode cells). A node splits on a shape feature only where each
+ * side holds every batch of the node: for every cell, a cell on the other
+ * side equal in all features but the shape. Then no batch of a shape swept
+ * only in part (a prefill over an fp8 cache) reaches a leaf fitted on cells
+ * unlike it. */
 static int is_shape_feature(int f) {
   return f == ANYATTN_TREE_FEATURE_HEAD_DIM || f == ANYATTN_TREE_FEATURE_GROUP || f == ANYATTN_TREE_FEATURE_KV_BYTES;
 }
@@ -70,7 +70,7 @@ static int twins_across(const tf_table *t, const int *idx, int n, int f, double 
       const double *b = t->features + (size_t)idx[j] * NF;
       if ((b[f] <= thr) == left) continue;
       found = 1;
-      for (int g = 0; g < NF && found; g++) found = g == f || a[g] == b[g];
+      for (int g = 0; g < NF && found; g++) found = is_shape_feature(g) || a[g] == b[g];
     }
     if (!found) return 0;
   }
