@@ -65,6 +65,19 @@ else
   echo "PASS fit --in ok.csv, then --eval with its tree: $(grep 'within 5%' "$tmp/out")"
 fi
 
+# A list of sweeps of two shapes (tune --grid decode at another head dim and an fp8
+# cache on the CPU, two cells): the fit reads them as one, the tree beside the first.
+if $to "$cli" tune --backend cpu --grid decode --cells 0:2 --iters 1 --out "$tmp/d128.csv" >"$tmp/out" 2>"$tmp/err" &&
+  $to "$cli" tune --backend cpu --grid decode --cells 0:2 --iters 1 --head-dim 80 --kv-dtype fp8 \
+    --out "$tmp/d80.csv" >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "^cell,.*,group,kv_bytes,config," "$tmp/d80.csv" && grep -q "^0,.*,80,4,1,cpu," "$tmp/d80.csv" &&
+  $to "$cli" fit --in "$tmp/d128.csv,$tmp/d80.csv" --name two >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "over 4 cells" "$tmp/out" && [ -s "$tmp/tree_two.json" ] && grep -q "fitted from 2 sweeps" "$tmp/tree_two.h"; then
+  echo "PASS tune --grid decode at two shapes, fit --in A.csv,B.csv: $(grep 'over 4 cells' "$tmp/out")"
+else
+  fail "tune --grid decode at two shapes, then fit --in a list"
+fi
+
 # ---- tune: a full output device fails at once, in one line -----------------------------
 if [ -c /dev/full ]; then
   $to "$cli" tune --backend cpu --grid ibm --cells 0:1 --out /dev/full >"$tmp/out" 2>"$tmp/err"

@@ -35,6 +35,7 @@ typedef struct {
   const char *path; /* the file being read, or the one a message is about */
   char paths[MAX_FILES][1024];
   int file, num_files;
+  size_t total; /* bytes of the files read so far */
   char *err;
   size_t err_size;
   tf_table *t;
@@ -79,6 +80,11 @@ static int read_whole(sweep_reader *r, char **text, size_t *size) {
     close(fd);
     return fail(r, 0, -1, "is %lld bytes, at most %d", (long long)st.st_size, TF_MAX_CSV_BYTES);
   }
+  if (r->total + (size_t)st.st_size > (size_t)TF_MAX_CSV_BYTES) {
+    close(fd);
+    return fail(r, 0, -1, "takes the list's sweeps past %d bytes in all", TF_MAX_CSV_BYTES);
+  }
+  r->total += (size_t)st.st_size;
   const size_t cap = (size_t)st.st_size + 1; /* one byte more tells a file that grew */
   char *buf = malloc(cap + 1);
   if (!buf) {

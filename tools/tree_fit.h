@@ -11,8 +11,8 @@
 
 #include "anyattn.h"
 
-/* Bounds of a sweep the reader accepts: files of at most 64 MiB (a full-grid
- * sweep is under 1 MiB), cell ids below the CLI's --cells bound, config names
+/* Bounds of a sweep the reader accepts: files of at most 64 MiB in all (a
+ * full-grid sweep is under 1 MiB), cell ids below the CLI's --cells bound, config names
  * that fit a tree leaf, the split counts plan accepts. */
 enum {
   TF_MAX_CSV_BYTES = 64 << 20,

@@ -453,10 +453,21 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
   }
   /* The loader takes provenance of at most 255 characters. */
   char prov[256];
-  if (provenance)
+  if (provenance) {
     snprintf(prov, sizeof prov, "%s", provenance);
-  else
-    snprintf(prov, sizeof prov, "fitted from %.180s (%.20s, %.25s)", csv_path, t.device, t.date);
+  } else { /* a list too long for the line keeps its first whole names, then "..." */
+    char list[160];
+    snprintf(list, sizeof list, "%s", csv_path);
+    if (strlen(csv_path) >= sizeof list) {
+      char *cut = list + sizeof list - 5;
+      while (cut > list && *cut != ',') cut--;
+      snprintf(cut, (size_t)(list + sizeof list - cut), "%s", cut > list ? ",..." : "...");
+    }
+    int files = 1;
+    for (const char *c = csv_path; *c; c++) files += *c == ',';
+    if (files > 1) snprintf(prov, sizeof prov, "fitted from %d sweeps: %s (%.20s, %.25s)", files, list, t.device, t.date);
+    else snprintf(prov, sizeof prov, "fitted from %s (%.20s, %.25s)", list, t.device, t.date);
+  }
   /* Outputs sit beside the sweep: X.csv -> X.json and X.h; beside the first
    * of a list of sweeps, as tree_NAME.json and tree_NAME.h. */
   char base[512], jpath[520], cpath[520];

@@ -1,5 +1,5 @@
 /* tree_h200.h: decision tree for NVIDIA H200 (sm_90), written by `anyattn tune`.
- * fitted from h200_tune_full.csv,h200_tune_decode_d64_kv_as-q.csv,h200_tune_decode_d80_kv_as-q.csv,h200_tune_decode_d96_kv_as-q.csv,h200_tune_decode_d96_kv_fp8.csv,h200_tune_decode_d128_kv_fp8.c (NVIDIA H200, 2026-12-02 20:18 UTC)
+ * fitted from 6 sweeps: h200_tune_full.csv,h200_tune_decode_d64_kv_as-q.csv,h200_tune_decode_d80_kv_as-q.csv,h200_tune_decode_d96_kv_as-q.csv,h200_tune_decode_d96_kv_fp8.csv,... (NVIDIA H200, 2026-12-02 20:18 UTC)
  * features (src/choose/tree.h): 0=num_seqs 1=num_tokens 2=mean_q 3=max_q 4=max_kv 5=head_dim 6=group 7=kv_bytes
  * inner node: go left when features[feature] <= threshold; leaf: config and KV splits (0: backend decides)
  * Included by src/choose/trees/trees.c. */
@@ -258,4 +258,4 @@ static const aa_tree_node aa_tree_h200_nodes[] = {
     {-1, 0, -1, -1, "m128n128w8s2", 0},
     {-1, 0, -1, -1, "m128n128w8s2", 0},
 };
-static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "fitted from h200_tune_full.csv,h200_tune_decode_d64_kv_as-q.csv,h200_tune_decode_d80_kv_as-q.csv,h200_tune_decode_d96_kv_as-q.csv,h200_tune_decode_d96_kv_fp8.csv,h200_tune_decode_d128_kv_fp8.c (NVIDIA H200, 2026-12-02 20:18 UTC)", 1, 253, aa_tree_h200_nodes};
+static const aa_tree aa_tree_h200 = {"NVIDIA H200", "sm_90", "fitted from 6 sweeps: h200_tune_full.csv,h200_tune_decode_d64_kv_as-q.csv,h200_tune_decode_d80_kv_as-q.csv,h200_tune_decode_d96_kv_as-q.csv,h200_tune_decode_d96_kv_fp8.csv,... (NVIDIA H200, 2026-12-02 20:18 UTC)", 1, 253, aa_tree_h200_nodes};
