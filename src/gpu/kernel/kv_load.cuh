@@ -75,9 +75,9 @@ __device__ __forceinline__ void load_q(const AttnParams &p, const Program<S> &g,
 
 /* Paging in two steps. Step 1, one iteration ahead: the threads owning a row
  * read its page id (the read's latency hides behind a tile of math), then
- * store the row's K and V offsets in a shared slot. Step 2: every thread
- * issues its 16-byte copies from those offsets. Keys outside [lo, hi) are
- * masked anyway: offset -1, the copy zero-fills; so do the columns from
+ * store the row's K and V addresses in a shared slot. Step 2: every thread
+ * issues its 16-byte copies from those addresses. Keys outside [lo, hi) are
+ * masked anyway: no row (kNoRow), the copy zero-fills; so do the columns from
  * p.head_dim on (a head dim padded to the compiled one). WG: the tiles are
  * stored swizzled for wgmma. FP8 caches (S::KV8): codes into the staging
  * ring, 16 per copy for FRAG8 shapes where p.kv8_wide, else 8. FRAG8 shapes
@@ -96,20 +96,34 @@ struct KvCopies {
 #pragma unroll
     for (int q = 0; q < ROWS_PT; q++) ids[q] = pg.page_id(pg.g.tid + q * S::THREADS, n0);
   }
+  typedef typename KvPages<T, S>::KT KT;
+  /* A slot holds each row's K and V addresses: the row's first element, or
+   * for no row the cache's base with kNoRow (bit 63) set. A copy then tests
+   * one sign and masks one bit, and its source is a valid address either way
+   * (no bytes are read from it without a row). */
+  static constexpr uint64_t kNoRow = 1ull << 63;
+  __device__ __forceinline__ static int64_t row_addr(const KT *base, int64_t e) {
+    const uint64_t a = reinterpret_cast<uintptr_t>(e >= 0 ? base + e : base);
+    return (int64_t)(e >= 0 ? a : a | kNoRow);
+  }
+  __device__ __forceinline__ static const KT *row_ptr(int64_t a) {
+    return reinterpret_cast<const KT *>((uint64_t)a & ~kNoRow);
+  }
+  __device__ __forceinline__ static bool has_row(int64_t a) { return (int)((uint64_t)a >> 32) >= 0; }
   __device__ __forceinline__ void store_offsets(int slot, int n0, const int (&ids)[ROWS_PT]) const {
 #pragma unroll
     for (int q = 0; q < ROWS_PT; q++) {
       const int r = pg.g.tid + q * S::THREADS;
       if (r < S::BN) {
         int64_t *o = sm.off + (slot * S::BN + r) * 2;
-        o[0] = pg.row_elems(ids[q], n0 + r, pg.p.k_sb, pg.p.k_st);
-        o[1] = pg.row_elems(ids[q], n0 + r, pg.p.v_sb, pg.p.v_st);
+        o[0] = row_addr(pg.kc, pg.row_elems(ids[q], n0 + r, pg.p.k_sb, pg.p.k_st));
+        o[1] = row_addr(pg.vc, pg.row_elems(ids[q], n0 + r, pg.p.v_sb, pg.p.v_st));
       }
     }
   }
-  /* Chunk k of this thread: row r, 8-element column c of a tile. */
+  /* Chunk k of this thread: row r, column c of a tile of CH chunks per row. */
+  template <int CH = S::CHUNKS>
   __device__ __forceinline__ static void chunk(int tid, int k, int &r, int &c) {
-    constexpr int CH = S::CHUNKS;
     if constexpr (S::THREADS % CH == 0) { /* fixed column per thread: immediate smem offsets */
       r = tid / CH + k * (S::THREADS / CH);
       c = tid % CH;
@@ -130,15 +144,25 @@ struct KvCopies {
       unsigned char *dk = sm.k8 + stage * S::K8_TILE_BYTES, *dv = sm.v8 + stage * S::V8_TILE_BYTES;
       if (S::FRAG8 && pg.p.kv8_wide) { /* 16 codes per copy: cache rows and head dim in 16-byte units */
         constexpr int CH16 = S::HD / 16, LOADS16 = (S::BN * CH16 + S::THREADS - 1) / S::THREADS;
-        const int nch16 = pg.p.head_dim >> 4;
+        /* a fixed column per thread whose rows k lie a multiple of 8 apart
+         * (the swizzle's period): one shared-memory offset, plus constants */
+        constexpr int RS = S::THREADS / CH16;
+        constexpr bool FIXED = S::THREADS % CH16 == 0 && (!S::SW8 || RS % 8 == 0);
+        int r0, c0;
+        chunk<CH16>(tid, 0, r0, c0);
+        const bool cok = c0 < (pg.p.head_dim >> 4);
+        const int ko0 = code_offset<S::SW8>(r0, c0 * 16, S::K8_ROW), vo0 = code_offset<S::SW8>(r0, c0 * 16, S::V8_ROW);
 #pragma unroll
         for (int k = 0; k < LOADS16; k++) {
-          const int i = tid + k * S::THREADS, r = i / CH16, c = i % CH16;
+          int r, c;
+          chunk<CH16>(tid, k, r, c);
           if ((S::BN * CH16) % S::THREADS == 0 || r < S::BN) {
-            const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
-            const bool ok = c < nch16 && ok_ >= 0;
-            async_copy16(dk + code_offset<S::SW8>(r, c * 16, S::K8_ROW), pg.kc + (ok ? ok_ + c * 16 : 0), ok);
-            async_copy16(dv + code_offset<S::SW8>(r, c * 16, S::V8_ROW), pg.vc + (ok ? ov_ + c * 16 : 0), ok);
+            const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
+            const bool ok = (FIXED ? cok : c < (pg.p.head_dim >> 4)) && has_row(ak); /* V has a row with K */
+            const int ko = FIXED ? ko0 + k * RS * S::K8_ROW : code_offset<S::SW8>(r, c * 16, S::K8_ROW);
+            const int vo = FIXED ? vo0 + k * RS * S::V8_ROW : code_offset<S::SW8>(r, c * 16, S::V8_ROW);
+            async_copy16(dk + ko, row_ptr(ak) + c * 16, ok);
+            async_copy16(dv + vo, row_ptr(av) + c * 16, ok);
           }
         }
         return;
@@ -148,10 +172,10 @@ struct KvCopies {
         int r, c;
         chunk(tid, k, r, c);
         if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
-          const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
-          const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
-          async_copy8(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), pg.kc + (ok ? ok_ + c * 8 : 0), ok);
-          async_copy8(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+          const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
+          const bool ok = c < nch && has_row(ak); /* V has a row with K */
+          async_copy8(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), row_ptr(ak) + c * 8, ok);
+          async_copy8(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), row_ptr(av) + c * 8, ok);
         }
       }
       return;
@@ -164,11 +188,11 @@ struct KvCopies {
       chunk(tid, k, r, c);
       /* tid < THREADS: with an exact split every r is in range */
       if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
-        const int64_t ok_ = sm.off[(slot * S::BN + r) * 2], ov_ = sm.off[(slot * S::BN + r) * 2 + 1];
-        const bool ok = c < nch && ok_ >= 0; /* V's offset is >= 0 with K's */
+        const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
+        const bool ok = c < nch && has_row(ak); /* V has a row with K */
         const uint32_t o = tile_offset(r, c);
-        async_copy16(reinterpret_cast<unsigned char *>(dk) + o, pg.kc + (ok ? ok_ + c * 8 : 0), ok);
-        async_copy16(reinterpret_cast<unsigned char *>(dv) + o, pg.vc + (ok ? ov_ + c * 8 : 0), ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dk) + o, row_ptr(ak) + c * 8, ok);
+        async_copy16(reinterpret_cast<unsigned char *>(dv) + o, row_ptr(av) + c * 8, ok);
       }
     }
   }

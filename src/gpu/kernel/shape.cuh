@@ -222,7 +222,7 @@ struct SmemTiles {
   unsigned char *base;
   T *q, *k, *v;           /* Q; the 16-bit K and V tiles (PassCaps::TILES16 each) */
   unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
-  int64_t *off; /* [2][BLOCK_N][K, V] element offsets of the next tiles' rows */
+  int64_t *off; /* [2][BLOCK_N][K, V] the next tiles' rows: addresses (KvCopies) or element offsets (sm90 loader) */
   int *meta;    /* 4 ints: find_work's scratch */
   uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; TMA_PP8: then K codes, V codes) or [STAGES] (TMA) */
   __device__ __forceinline__ explicit SmemTiles(unsigned char *smem) : base(smem) {
