@@ -116,8 +116,10 @@ struct KvCopies {
       const int r = pg.g.tid + q * S::THREADS;
       if (r < S::BN) {
         int64_t *o = sm.off + (slot * S::BN + r) * 2;
-        o[0] = row_addr(pg.kc, pg.row_elems(ids[q], n0 + r, pg.p.k_sb, pg.p.k_st));
-        o[1] = row_addr(pg.vc, pg.row_elems(ids[q], n0 + r, pg.p.v_sb, pg.p.v_st));
+        const KT *kc = static_cast<const KT *>(pg.p.k) + (int64_t)pg.g.kvh * pg.p.k_sh;
+        const KT *vc = static_cast<const KT *>(pg.p.v) + (int64_t)pg.g.kvh * pg.p.v_sh;
+        o[0] = row_addr(kc, pg.row_elems(ids[q], n0 + r, pg.p.k_sb, pg.p.k_st));
+        o[1] = row_addr(vc, pg.row_elems(ids[q], n0 + r, pg.p.v_sb, pg.p.v_st));
       }
     }
   }
