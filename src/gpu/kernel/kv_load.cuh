@@ -110,7 +110,7 @@ struct KvCopies {
     return reinterpret_cast<const KT *>((uint64_t)a & ~kNoRow);
   }
   __device__ __forceinline__ static bool has_row(int64_t a) { return (int)((uint64_t)a >> 32) >= 0; }
-  __device__ __forceinline__ void store_offsets(int slot, int n0, const int (&ids)[ROWS_PT]) const {
+  __device__ __forceinline__ void store_rows(int slot, int n0, const int (&ids)[ROWS_PT]) const {
 #pragma unroll
     for (int q = 0; q < ROWS_PT; q++) {
       const int r = pg.g.tid + q * S::THREADS;
@@ -226,12 +226,12 @@ struct KvCopies {
     for (int st = 0; st < S::PIPE_STAGES; st++) lookup_pages(pg.g.n_begin + st * S::BN, ids[st]);
 #pragma unroll
     for (int st = 0; st < S::PIPE_STAGES - 1; st++) {
-      store_offsets(st & 1, pg.g.n_begin + st * S::BN, ids[st]);
+      store_rows(st & 1, pg.g.n_begin + st * S::BN, ids[st]);
       block_sync();
       if (st < pg.g.ntiles) issue_tile(st, st & 1);
       async_commit();
     }
-    store_offsets((S::PIPE_STAGES - 1) & 1, pg.g.n_begin + (S::PIPE_STAGES - 1) * S::BN, ids[S::PIPE_STAGES - 1]);
+    store_rows((S::PIPE_STAGES - 1) & 1, pg.g.n_begin + (S::PIPE_STAGES - 1) * S::BN, ids[S::PIPE_STAGES - 1]);
   }
   /* Tile `it` ready in its stage: tile nx's copies out, tile nx + 1's page
    * ids on their way (into ids, stored after this tile's math). */

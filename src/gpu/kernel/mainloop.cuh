@@ -85,7 +85,7 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
       sx.template tile<T>(p, g, n0, s, pa, acc);
       tile_pv<T, S, C::WG>(acc, pa, tv);
     }
-    if (!boxes.on) copies.store_offsets((nx + 1) & 1, g.n_begin + (nx + 1) * S::BN, pg_next);
+    if (!boxes.on) copies.store_rows((nx + 1) & 1, g.n_begin + (nx + 1) * S::BN, pg_next);
     block_sync(); /* the stage is refilled next iteration */
   }
   if constexpr (S::FRAG8) {
