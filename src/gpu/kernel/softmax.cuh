@@ -14,7 +14,7 @@ namespace aa {
  * uniform choices (plain scaling or softcap/ALiBi; masked or not) are
  * template arguments so each loop is straight-line code; the kernel branches
  * once per tile between them. jlo/jhi: each row slot's visible key range. */
-template <bool PLAIN, bool MASK, int NK>
+template <bool PLAIN, bool MASK, int LIVE, int NK>
 __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], int nw0, const int *jlo,
                                            const int *jhi, const float *slope, const int *pos, float *mx) {
 #pragma unroll
@@ -22,6 +22,7 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
 #pragma unroll
     for (int e = 0; e < kFragCElems; e++) {
       const int sl = frag_c_slot(e);
+      if (sl >= LIVE) continue; /* no valid row in this slot (OnlineSoftmax::live) */
       const int j = nw0 + n * 16 + frag_c_col(e);
       float x; /* PLAIN: left unscaled, the scale is folded into the exponent */
       if constexpr (PLAIN) x = s[n].x[e];
@@ -41,6 +42,13 @@ struct OnlineSoftmax {
   bool plain;                                               /* no softcap, no ALiBi: scale folded in */
   float kd;                                                 /* FP8: k_descale of the program's keys */
   float m_run[kFragCSlots], l_run[kFragCSlots];             /* running max (log2 domain) and sum */
+  /* Row slots of this warp that hold a valid row: the first `live` (the
+   * others' rows are all past the block's tokens or heads). A decode program
+   * of 16 rows at GQA 4 and one token has 4 valid rows, all in the first
+   * slot: its tiles then skip the softmax of the second (its P is zero, its
+   * state stays empty, and the epilogue writes only valid rows). */
+  int live;
+  int full_lo, full_hi; /* a warp's keys [nw0, nw0 + KW) need no mask for every row iff full_lo <= nw0 <= full_hi */
 
   /* Per-lane rows: position, visible range and ALiBi slope of each row slot
    * (rows past the block's tokens or heads take the last valid ones). */
@@ -55,7 +63,21 @@ struct OnlineSoftmax {
       kv_range(p, pos[sl], pos[sl], g.w.kv_len, jlo[sl], jhi[sl]);
       slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
     }
+    live = kFragCSlots;
+#pragma unroll
+    for (int sl = kFragCSlots - 1; sl > 0; sl--)
+      if (live == sl + 1 && !warp_any(g.row_valid(g.wm * 16 + frag_c_row(sl)))) live = sl;
     plain = p.alibi == nullptr && !(p.softcap > 0.0f);
+    /* every row sees keys [lo, kv_len), none past the causal or right-window
+     * edge of the first token and none before the left-window edge of the
+     * last (int64: pos_min + window_right may pass 2^31; both results lie
+     * within [-KW, kv_len]) */
+    int64_t flo = g.lo, fhi = (int64_t)g.w.kv_len - S::KW;
+    if (p.window_left >= 0) flo = max(flo, (int64_t)g.pos_max - p.window_left);
+    if (p.causal) fhi = min(fhi, (int64_t)g.pos_min - S::KW + 1);
+    else if (p.window_right >= 0) fhi = min(fhi, (int64_t)g.pos_min + p.window_right - S::KW + 1);
+    full_lo = (int)flo;
+    full_hi = (int)fhi;
     kd = S::KV8 ? descale_of(p, p.k_descale, g.w.seq, g.kvh) : 1.0f;
   }
 
@@ -75,11 +97,22 @@ struct OnlineSoftmax {
   template <typename T, int PSHIFT = 0>
   __device__ __forceinline__ void tile(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
                                        FragA (&pa)[S::NK], FragC (&acc)[S::DK]) {
+    /* Decode tiles only: the prefill tiles' slots are all live but at a
+     * program's last rows, and a second copy of the loop costs them code. */
+    if constexpr (S::BM == 16 && kFragCSlots > 1) {
+      if (live == 1) {
+        tile_live<T, PSHIFT, 1>(p, g, n0, s, pa, acc);
+        return;
+      }
+    }
+    tile_live<T, PSHIFT, kFragCSlots>(p, g, n0, s, pa, acc);
+  }
+  /* tile() over the first LIVE row slots; the others' P is zero. */
+  template <typename T, int PSHIFT, int LIVE>
+  __device__ __forceinline__ void tile_live(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
+                                            FragA (&pa)[S::NK], FragC (&acc)[S::DK]) {
     const int nw0 = n0 + g.wn * S::KW;
-    const bool full = nw0 >= g.lo && nw0 + S::KW <= g.w.kv_len &&
-                      (p.causal ? nw0 + S::KW - 1 <= g.pos_min
-                                : (p.window_right < 0 || nw0 + S::KW - 1 <= g.pos_min + p.window_right)) &&
-                      (p.window_left < 0 || nw0 >= g.pos_max - p.window_left);
+    const bool full = nw0 >= full_lo && nw0 <= full_hi;
     float mx[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
@@ -93,19 +126,20 @@ struct OnlineSoftmax {
 #pragma unroll
         for (int n = 0; n < S::NK; n++)
 #pragma unroll
-          for (int e = 0; e < kFragCElems; e++) s[n].x[e] *= kd;
+          for (int e = 0; e < kFragCElems; e++)
+            if (frag_c_slot(e) < LIVE) s[n].x[e] *= kd;
       }
     }
     const float sc = plain ? p.scale_log2 * (kd_fold ? kd : 1.0f) : 1.0f; /* raw dot products -> log2 domain */
     if (plain) {
-      if (full) score_tile<true, false>(p, s, nw0, jlo, jhi, slope, pos, mx);
-      else score_tile<true, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      if (full) score_tile<true, false, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      else score_tile<true, true, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
     } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
-      score_tile<false, true>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      score_tile<false, true, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
     }
     float alpha[kFragCSlots], m_use[kFragCSlots];
 #pragma unroll
-    for (int sl = 0; sl < kFragCSlots; sl++) {
+    for (int sl = 0; sl < LIVE; sl++) {
       const float m_new = fmax_nan(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
       m_use[sl] = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
       alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
@@ -117,6 +151,10 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < kFragCElems; e++) {
         const int sl = frag_c_slot(e);
+        if (sl >= LIVE) {
+          s[n].x[e] = 0.0f;
+          continue;
+        }
         const float pe = fast_exp2(fmaf(s[n].x[e], sc, (float)PSHIFT - m_use[sl]));
         s[n].x[e] = pe;
         l_run[sl] += pe;
@@ -132,14 +170,15 @@ struct OnlineSoftmax {
     if constexpr (S::BM == 16) {
       rescale = false;
 #pragma unroll
-      for (int sl = 0; sl < kFragCSlots; sl++) rescale |= alpha[sl] != 1.0f;
+      for (int sl = 0; sl < LIVE; sl++) rescale |= alpha[sl] != 1.0f;
       rescale = warp_any(rescale);
     }
     if (rescale) {
 #pragma unroll
       for (int d = 0; d < S::DK; d++)
 #pragma unroll
-        for (int e = 0; e < kFragCElems; e++) acc[d].x[e] *= alpha[frag_c_slot(e)];
+        for (int e = 0; e < kFragCElems; e++)
+          if (frag_c_slot(e) < LIVE) acc[d].x[e] *= alpha[frag_c_slot(e)];
     }
   }
   /* After tiles run with PSHIFT: l_run and acc back to their values (exact: powers of two). */
