@@ -23,8 +23,8 @@ constexpr int kNumHeadDims = (int)(sizeof kHeadDims / sizeof kHeadDims[0]);
 
 /* For the problems of every compiled head dim: the compiled head dim a row
  * runs them at (kernels.cuh, row_head_dim), and there its shared memory (0
- * where the build compiles no kernel of it below its smallest head dim:
- * row_fits), TMA kind and cluster merge, for 16-bit (F8 0) or fp8 (F8 1)
+ * where the build compiles no kernel of it below its smallest head dim or
+ * for this cache kind: row_fits), TMA kind and cluster merge, for 16-bit (F8 0) or fp8 (F8 1)
  * caches. */
 template <int BM, int BN, int W, int S, int F8>
 struct RowFacts {
@@ -32,7 +32,8 @@ struct RowFacts {
   static constexpr int run_hd[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_RUN_HD_)};
 #undef AA_RUN_HD_
 #define AA_SMEM_(hd)                                                                   \
-  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S)        \
+  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&     \
+           (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S))                              \
        ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES \
        : 0),
 #define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,

@@ -22,10 +22,12 @@ namespace aa {
  * config that needs more at this head dim is not compiled; plan never picks it. */
 constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
 /* Whether a row fits at compiled head dim HD: its shared memory, from the
- * row's smallest head dim on (configs.h, AA_CONFIG_MIN_HEAD_DIM). */
+ * row's smallest head dim on (configs.h, AA_CONFIG_MIN_HEAD_DIM), for the
+ * cache kinds the build compiles it for (AA_CONFIG_FP8_ONLY). */
 template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr bool row_fits() {
-  return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S);
+  return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&
+         (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S));
 }
 /* The compiled head dim at which a row runs the problems of compiled head dim
  * HD: HD itself, or, for a tile that runs its products on warpgroup MMA
