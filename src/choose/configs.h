@@ -40,7 +40,7 @@
   R(X, ship, m16n64w4s3, 16, 64, 4, 3)        \
   R(X, ship, m16n128w8s2, 16, 128, 8, 2)      \
   R(X, ship, m16n256w8s2, 16, 256, 8, 2)      \
-  R(X, ship, m16n256w8s3, 16, 256, 8, 3)      \
+  R(X, tune, m16n256w8s3, 16, 256, 8, 3)      \
   R(X, tune, m16n128w4s2, 16, 128, 4, 2)      \
   R(X, tune, m16n128w8s3, 16, 128, 8, 3)      \
   R(X, tune, m16n64w4s4, 16, 64, 4, 4)        \
@@ -89,11 +89,12 @@
 #endif
 
 /* Rows the library build compiles for fp8 caches only (the tuning build
- * compiles them for every cache kind): m16n256w8s2 and m16n256w8s3, the decode
- * tiles of 32 keys per warp per tile, whose two 16-key steps give each warp two independent
- * chains of products and softmax where the latency-bound fp8 decode loop had
- * one (docs/design/layout.md#fp8-caches); over 16-bit caches it does not fit
- * at d128 and was not measured at smaller head dims. */
+ * compiles them for every cache kind): m16n256w8s2, the decode tile of 32
+ * keys per warp per tile, whose two 16-key steps give each warp two
+ * independent chains of products and softmax where the latency-bound fp8
+ * decode loop of m16n128w8s2 has one (docs/design/layout.md#fp8-caches).
+ * Over 16-bit caches it does not fit at d128 and was not measured at the
+ * head dims where it would. */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
 #define AA_CONFIG_FP8_ONLY(block_m, block_n, warps, stages) 0
 #else
