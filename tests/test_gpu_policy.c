@@ -16,6 +16,7 @@ static const aa_gpu_config kRows[] = {
     {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128},
     {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128},
     {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128}, /* compiled from head dim 192 on (configs.h) */
+    {"m16n256w8s2", 16, 256, 8, 2, 0, 0, 1, 128}, /* compiled for fp8 caches only (configs.h) */
 };
 static const aa_gpu_device kH200 = {132, 232448, 90};
 
@@ -180,6 +181,18 @@ static void test_choose(void) {
   f.st.tree = &bad_tree;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 3 && c.splits == 16, "unknown leaf: config %d splits %d", c.config, c.splits);
+  /* a leaf naming a row compiled for fp8 caches only (AA_CONFIG_FP8_ONLY): over a
+   * 16-bit cache it has no kernel (shared memory 0) and the heuristic runs;
+   * over an fp8 cache (its shared memory at d128) the leaf runs */
+  static const aa_tree_node fp8_nodes[] = {{-1, 0.0, 0, 0, "m16n256w8s2", 0}};
+  static const aa_tree fp8_tree = {"test", "sm_90", "test tree", 0, 1, fp8_nodes};
+  f.st.tree = &fp8_tree;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3 && c.splits == 16, "fp8-only leaf, 16-bit cache: config %d splits %d", c.config, c.splits);
+  f.st.configs[7].smem = 143632;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 7 && c.splits >= 1, "fp8-only leaf, fp8 cache: config %d splits %d", c.config, c.splits);
+  f.st.configs[7].smem = kRows[7].smem;
 
   /* a forced config with a fixed count: -k1 never splits */
   make_plan(&f, 32, 8, 128, 256, 8, 32768, "m16n64w4s3-k1");
