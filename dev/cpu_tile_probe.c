@@ -1,7 +1,10 @@
 /* cpu_tile_probe.c: the fp32 prefill tile of src/cpu/tiled.c (scores, softmax,
  * P.V of 128 rows x 64 keys at head dim 128) on scratch that stays in L1/L2,
  * timed in thread CPU time against an FMA loop measured in the same process:
- * the share of the FMA ceiling the tile reaches with no K/V traffic. Run one
+ * the share of the FMA ceiling the tile reaches with no K/V traffic, and each
+ * of its three parts timed alone (scores and P.V as shares of the ceiling for
+ * their half of the FLOPs). The FMA loop runs on the register vector (aa_vr),
+ * so the probe builds under AVX2 and AVX-512 alike. Run one
  * copy, then two at once (one per core) to see what the cores take from each
  * other that the FMA ceiling does not show.
  *   cc -O3 -march=native -ffp-contract=fast -fopenmp -Iinclude -Isrc/core -Isrc/cpu -Isrc \
@@ -23,7 +26,7 @@ static volatile float sink;
 
 /* The FMA ceiling of tools/cpu_ceilings.c on this thread: 12 chains. */
 static double fma_peak(void) {
-  aa_vf acc[12], mul = aa_splat(0.99999f), add = aa_splat(1e-5f);
+  aa_vr acc[12], mul = aa_rsplat(0.99999f), add = aa_rsplat(1e-5f);
   for (int c = 0; c < 12; c++) acc[c] = add * (float)c;
   const long iters = 20000000;
   const double t0 = now();
@@ -33,10 +36,10 @@ static double fma_peak(void) {
     for (int c = 0; c < 12; c++) acc[c] = acc[c] * mul + add;
   }
   const double t = now() - t0;
-  aa_vf s = acc[0];
+  aa_vr s = acc[0];
   for (int c = 1; c < 12; c++) s += acc[c];
   sink = s[0];
-  return 2.0 * AA_VL * 12 * iters / t * 1e-9;
+  return 2.0 * AA_VR * 12 * iters / t * 1e-9;
 }
 
 static float *alloc_rand(size_t n) {
@@ -83,6 +86,31 @@ int main(int argc, char **argv) {
     const double t = (now() - t0) / reps;
     best = t < best ? t : best;
   }
+  /* each part alone, best of five passes */
+  double part[3] = {1e9, 1e9, 1e9};
+  for (int pass = 0; pass < 5; pass++) {
+    double t0 = now();
+    for (int i = 0; i < reps; i++) aa_tile_scores_t(R16, D, kp, Qt, St, NK);
+    double t = (now() - t0) / reps;
+    part[0] = t < part[0] ? t : part[0];
+    t0 = now();
+    for (int i = 0; i < reps; i++) {
+      for (int r = 0; r < R16; r++) m[r] = 4.0f, l[r] = 1.0f;
+      aa_tile_softmax_t(&job, R16, R16, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
+    }
+    t = (now() - t0) / reps;
+    part[1] = t < part[1] ? t : part[1];
+    t0 = now();
+    for (int i = 0; i < reps; i++)
+      for (int r = 0; r < R16; r += r < n6 ? 6 : 4) {
+        if (r < n6) aa_pv_t_rows6(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
+        else aa_pv_t_rows4(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
+      }
+    t = (now() - t0) / reps;
+    part[2] = t < part[2] ? t : part[2];
+  }
+  printf("scores %.2f us (%.1f%% of the ceiling), softmax %.2f us, P.V %.2f us (%.1f%%)\n", part[0] * 1e6,
+         flops / 2 / part[0] * 1e-9 / peak * 100, part[1] * 1e6, part[2] * 1e6, flops / 2 / part[2] * 1e-9 / peak * 100);
   printf("FMA ceiling %.1f GFLOP/s; tile %.2f us, %.1f GFLOP/s, %.1f%% of it\n", peak, best * 1e6,
          flops / best * 1e-9, flops / best * 1e-9 / peak * 100);
   return 0;

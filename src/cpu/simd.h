@@ -347,6 +347,85 @@ AA_INLINE aa_vf aa_exp2(aa_vf t) {
 #endif
 }
 
+/* The softmax's operations on the register vector (aa_vr): compares as
+ * GCC's vector operators (one vcmpps or vpcmpgtd on a machine register),
+ * select, maximum and 2^t. On AVX2 the 16-lane forms above cost a spill of the
+ * loop's running sums through general registers on every key of the prefill
+ * softmax (docs/design/cpu.md, fp32 path). aa_rmax(a, b) is aa_max's rule. */
+typedef int32_t aa_vri __attribute__((vector_size(AA_VR * 4)));
+AA_INLINE aa_vri aa_rspli(int32_t x) { return (aa_vri){0} + x; }
+AA_INLINE aa_vr aa_rsel(aa_vri mask, aa_vr a, aa_vr b) {
+#if AA_VR == 8 && defined(__AVX2__)
+  return (aa_vr)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)mask);
+#else
+  return (aa_vr)(((aa_vri)a & mask) | ((aa_vri)b & ~mask));
+#endif
+}
+AA_INLINE aa_vr aa_rmax(aa_vr a, aa_vr b) {
+#if AA_VR == 16 && defined(__AVX512F__)
+  return (aa_vr)_mm512_max_ps((__m512)a, (__m512)b);
+#elif AA_VR == 8 && defined(__AVX2__)
+  return (aa_vr)_mm256_max_ps((__m256)a, (__m256)b);
+#else
+  return aa_rsel(a > b, a, b);
+#endif
+}
+/* lo <= x < hi lane-wise */
+AA_INLINE aa_vri aa_rin_range(aa_vri x, aa_vri lo, aa_vri hi) { return ~(lo > x) & (hi > x); }
+/* aa_exp2 on the register vector: the same polynomial and clamps */
+AA_INLINE aa_vr aa_rexp2(aa_vr t) {
+#if AA_VR == 16 && defined(__AVX512F__)
+  return (aa_vr)aa_exp2_512((__m512)t);
+#else
+  t = aa_rsel(t < aa_rsplat(-126.0f), aa_rsplat(-126.0f), t);
+  t = aa_rsel(aa_rsplat(127.0f) < t, aa_rsplat(127.0f), t);
+  const aa_vr magic = aa_rsplat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+  const aa_vr nm = t + magic, nf = nm - magic;
+  const aa_vr f = t - nf;
+  aa_vr p = aa_rsplat(1.535336188319500e-4f);
+  p = p * f + aa_rsplat(1.339887440266574e-3f);
+  p = p * f + aa_rsplat(9.618437357674640e-3f);
+  p = p * f + aa_rsplat(5.550332471162809e-2f);
+  p = p * f + aa_rsplat(2.402264791363012e-1f);
+  p = p * f + aa_rsplat(6.931472028550421e-1f);
+  p = p * f + aa_rsplat(1.0f);
+  return (aa_vr)((aa_vri)p + (((aa_vri)nm - (aa_vri)magic) << 23));
+#endif
+}
+
+/* Transposes AA_VR register vectors in place (r[i] lane j <-> r[j] lane i).
+ * Under AVX2 the 16-lane aa_transpose16 goes through the stack: the prefill
+ * items' q transpose took 5% of fp32 prefill 1x1024 there (perf); 8 x 8 by
+ * unpacks, shuffles and lane permutes, 24 operations, instead. */
+AA_INLINE void aa_rtranspose(aa_vr r[AA_VR]) {
+#if AA_VR == 16
+  aa_transpose16(r);
+#elif defined(__AVX2__)
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps((__m256)r[i], (__m256)r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps((__m256)r[i], (__m256)r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = (aa_vr)_mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = (aa_vr)_mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+#else
+  for (int i = 0; i < AA_VR; i++)
+    for (int j = i + 1; j < AA_VR; j++) {
+      const float x = r[i][j];
+      r[i][j] = r[j][i];
+      r[j][i] = x;
+    }
+#endif
+}
+
 /* ---- dtype conversions: scalar ones in src/core/dtype.h ------------------- */
 
 /* 16 consecutive elements widened to fp32 (unaligned source). */

@@ -522,7 +522,7 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
 
 /* ---- prefill items: q and the scores transposed ------------------------------ */
 /* The item's q rows widened and scaled as aa_item_load_q does, through acc
- * (cleared after), then transposed 16 x 16 at a time into Qt [dp][R16]; rows
+ * (cleared after), then transposed a register block at a time into Qt [dp][R16]; rows
  * R..R16 zero, m and l from the sinks. */
 AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, float *restrict Qt,
                                float *restrict acc, float *restrict m, float *restrict l) {
@@ -533,12 +533,12 @@ AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  for (int r0 = 0; r0 < R16; r0 += AA_VL)
-    for (int c = 0; c < dp; c += AA_VL) {
-      aa_vf t[AA_VL];
-      for (int i = 0; i < AA_VL; i++) t[i] = aa_ld(acc + (size_t)(r0 + i) * dp + c);
-      aa_transpose16(t);
-      for (int i = 0; i < AA_VL; i++) aa_st(Qt + (size_t)(c + i) * R16 + r0, t[i]);
+  for (int r0 = 0; r0 < R16; r0 += AA_VR)
+    for (int c = 0; c < dp; c += AA_VR) {
+      aa_vr t[AA_VR];
+      for (int i = 0; i < AA_VR; i++) t[i] = aa_rld(acc + (size_t)(r0 + i) * dp + c);
+      aa_rtranspose(t);
+      for (int i = 0; i < AA_VR; i++) aa_rst(Qt + (size_t)(c + i) * R16 + r0, t[i]);
     }
   memset(acc, 0, (size_t)R16 * dp * sizeof(float));
 }
@@ -621,7 +621,7 @@ AA_INLINE void aa_tile_scores_t(int R16, int d, const float *const *kp, const fl
 #undef AA_QK_ROWS
 }
 
-/* Online softmax of St (keys [j0, j0 + nk)), 16 rows per vector: softcap
+/* Online softmax of St (keys [j0, j0 + nk)), rows by register vectors: softcap
  * and ALiBi, each row's maximum, its rescale factor alpha, probabilities in
  * place of the scores, and the running m and l. Key masks only in row
  * vectors some row of which does not see the whole tile. */
@@ -642,56 +642,65 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
       const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
       for (int j = 0; j < nk; j++) St[(size_t)j * R16 + r] += slope * (float)(rel + j);
     }
-  for (int r0 = 0; r0 < R16; r0 += AA_VL) {
+  /* one register vector of rows at a time (aa_vr: 8 rows under AVX2, 16
+   * under AVX-512), so that the running maxima and sums stay in registers */
+  const aa_vr l2e = aa_rsplat(1.44269504088896341f), ninf = aa_rsplat(-INFINITY), zero = aa_rsplat(0.0f);
+  for (int r0 = 0; r0 < R16; r0 += AA_VR) {
     /* row r sees keys [lo[r], hi[r]); padding rows none */
-    aa_vi vlo = aa_splati(0), vhi = aa_splati(0);
+    aa_vri vlo = aa_rspli(0), vhi = aa_rspli(0);
     int full = 1;
-    for (int i = 0; i < AA_VL; i++) {
+    for (int i = 0; i < AA_VR; i++) {
       const int r = r0 + i;
       vlo[i] = r < R ? lo[r] : 0;
       vhi[i] = r < R ? hi[r] : 0;
       full &= vlo[i] <= j0 && vhi[i] >= j0 + nk;
     }
     float *restrict sr = St + r0;
-    aa_vf vmax = aa_splat(-INFINITY);
+    aa_vr vmax = ninf;
     if (full) {
-      /* four chains: one is bound by the latency of the compare and select */
-      aa_vf mx4[4] = {vmax, vmax, vmax, vmax};
+      /* four chains: one is bound by the latency of the maximum */
+      aa_vr mx4[4] = {vmax, vmax, vmax, vmax};
       int j = 0;
       for (; j + 4 <= nk; j += 4)
-        for (int u = 0; u < 4; u++) mx4[u] = aa_max(mx4[u], aa_ld(sr + (size_t)(j + u) * R16));
-      for (; j < nk; j++) mx4[0] = aa_max(mx4[0], aa_ld(sr + (size_t)j * R16));
-      vmax = aa_max(aa_max(mx4[0], mx4[1]), aa_max(mx4[2], mx4[3]));
+        for (int u = 0; u < 4; u++) mx4[u] = aa_rmax(mx4[u], aa_rld(sr + (size_t)(j + u) * R16));
+      for (; j < nk; j++) mx4[0] = aa_rmax(mx4[0], aa_rld(sr + (size_t)j * R16));
+      vmax = aa_rmax(aa_rmax(mx4[0], mx4[1]), aa_rmax(mx4[2], mx4[3]));
     } else
-      for (int j = 0; j < nk; j++) {
-        const aa_vi jv = aa_splati(j0 + j);
-        vmax = aa_max(vmax, aa_sel(aa_in_range(jv, vlo, vhi), aa_ld(sr + (size_t)j * R16), aa_splat(-INFINITY)));
-      }
+      for (int j = 0; j < nk; j++)
+        vmax = aa_rmax(vmax, aa_rsel(aa_rin_range(aa_rspli(j0 + j), vlo, vhi), aa_rld(sr + (size_t)j * R16), ninf));
     /* alpha 1 where a row sees no key here (its max stays), 0 while m is
      * still -inf (padding rows too: m -inf, acc 0) */
-    const aa_vf mo = aa_ld(m + r0), mn = aa_max(vmax, mo);
-    const aa_vf e = aa_sel(aa_eq(mo, aa_splat(-INFINITY)), aa_splat(0.0f), aa_exp(mo - mn));
-    const aa_vf al = aa_sel(aa_eq(mn, mo), aa_splat(1.0f), e);
-    /* p = e^(s - mn) = 2^(s log2(e) - mn log2(e)): one FMA and aa_exp2, 11
-     * ops against 20 (fp32 prefill 1x1024 1.04x faster) */
-    const aa_vf l2e = aa_splat(1.44269504088896341f), mn2 = mn * l2e;
-    aa_vf vsum = aa_splat(0.0f);
-    if (full)
-      for (int j = 0; j < nk; j++) {
-        const aa_vf p = aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2);
-        aa_st(sr + (size_t)j * R16, p);
-        vsum += p;
+    const aa_vr mo = aa_rld(m + r0), mn = aa_rmax(vmax, mo), mn2 = mn * l2e;
+    const aa_vr e = aa_rsel(mo == ninf, zero, aa_rexp2(mo * l2e - mn2));
+    const aa_vr al = aa_rsel(mn == mo, aa_rsplat(1.0f), e);
+    /* p = e^(s - mn) = 2^(s log2(e) - mn log2(e)): one FMA and aa_rexp2, 11
+     * ops against 20 (fp32 prefill 1x1024 1.04x faster); two sums */
+    aa_vr s0 = zero, s1 = zero;
+    if (full) {
+      int j = 0;
+      for (; j + 2 <= nk; j += 2) {
+        const aa_vr p0 = aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2);
+        const aa_vr p1 = aa_rexp2(aa_rld(sr + (size_t)(j + 1) * R16) * l2e - mn2);
+        aa_rst(sr + (size_t)j * R16, p0);
+        aa_rst(sr + (size_t)(j + 1) * R16, p1);
+        s0 += p0;
+        s1 += p1;
       }
-    else
-      for (int j = 0; j < nk; j++) {
-        const aa_vi jv = aa_splati(j0 + j);
-        const aa_vf p = aa_sel(aa_in_range(jv, vlo, vhi), aa_exp2(aa_ld(sr + (size_t)j * R16) * l2e - mn2), aa_splat(0.0f));
-        aa_st(sr + (size_t)j * R16, p);
-        vsum += p;
+      for (; j < nk; j++) {
+        const aa_vr p = aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2);
+        aa_rst(sr + (size_t)j * R16, p);
+        s0 += p;
       }
-    aa_st(alpha + r0, al);
-    aa_st(l + r0, aa_ld(l + r0) * al + vsum);
-    aa_st(m + r0, mn);
+    } else
+      for (int j = 0; j < nk; j++) {
+        const aa_vr p = aa_rsel(aa_rin_range(aa_rspli(j0 + j), vlo, vhi),
+                                aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2), zero);
+        aa_rst(sr + (size_t)j * R16, p);
+        s0 += p;
+      }
+    aa_rst(alpha + r0, al);
+    aa_rst(l + r0, aa_rld(l + r0) * al + (s0 + s1));
+    aa_rst(m + r0, mn);
   }
 }
 
