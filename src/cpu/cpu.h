@@ -9,10 +9,13 @@
 #include "isa.h"
 #include "simd.h"
 
-/* Prefetch into all cache levels: prefetchnta (hint 0) cut decode from 55 to
- * 21 GB/s on the same Xeon. */
+/* Prefetch hint of the tiled paths: T1, into L2 and beyond. The next tile's
+ * K and V (64 KiB at head dim 128 in fp32) do not fit a 32 KiB L1 beside the
+ * current tile's lines: on the 2-core EPYC (Zen 3) T1 runs fp32 and bf16
+ * prefill 1.01-1.04x faster than T0 (`dev/cpu_ab.c`), and the same on the
+ * Xeon. prefetchnta (hint 0) cut decode from 55 to 21 GB/s on that Xeon. */
 #ifndef AA_PF_HINT
-#define AA_PF_HINT 3
+#define AA_PF_HINT 2
 #endif
 
 /* Software prefetch distance of the tiled paths' K/V walk, in bytes (see
