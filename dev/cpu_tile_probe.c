@@ -1,5 +1,6 @@
 /* cpu_tile_probe.c: the fp32 prefill tile of src/cpu/tiled.c (scores, softmax,
- * P.V of 128 rows x 64 keys at head dim 128) on scratch that stays in L1/L2,
+ * P.V of 128 rows x 64 keys at head dim 128, q and scores AA_LS_PAD floats a
+ * row longer than 128, as the library lays them) on scratch that stays in L1/L2,
  * timed in thread CPU time against an FMA loop measured in the same process:
  * the share of the FMA ceiling the tile reaches with no K/V traffic, and each
  * of its three parts timed alone (scores and P.V as shares of the ceiling for
@@ -49,10 +50,10 @@ static float *alloc_rand(size_t n) {
 }
 
 int main(int argc, char **argv) {
-  enum { R16 = 128, NK = 64, D = 128 };
+  enum { R16 = 128, NK = 64, D = 128, LS = R16 + AA_LS_PAD };
   const int reps = argc > 1 ? atoi(argv[1]) : 2000;
-  float *Qt = alloc_rand((size_t)D * R16), *K = alloc_rand((size_t)NK * D), *V = alloc_rand((size_t)NK * D);
-  float *St = alloc_rand((size_t)NK * R16), *acc = alloc_rand((size_t)R16 * D);
+  float *Qt = alloc_rand((size_t)D * LS), *K = alloc_rand((size_t)NK * D), *V = alloc_rand((size_t)NK * D);
+  float *St = alloc_rand((size_t)NK * LS), *acc = alloc_rand((size_t)R16 * D);
   float *m = alloc_rand(R16), *l = alloc_rand(R16), *alpha = alloc_rand(R16);
   int32_t lo[R16], hi[R16];
   const float *kp[NK];
@@ -75,12 +76,12 @@ int main(int argc, char **argv) {
   for (int pass = 0; pass < 5; pass++) {
     const double t0 = now();
     for (int i = 0; i < reps; i++) {
-      aa_tile_scores_t(R16, D, kp, Qt, St, NK);
+      aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK);
       for (int r = 0; r < R16; r++) m[r] = 4.0f, l[r] = 1.0f;
-      aa_tile_softmax_t(&job, R16, R16, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
+      aa_tile_softmax_t(&job, R16, R16, LS, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
       for (int r = 0; r < R16; r += r < n6 ? 6 : 4) {
-        if (r < n6) aa_pv_t_rows6(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
-        else aa_pv_t_rows4(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
+        if (r < n6) aa_pv_t_rows6(acc + (size_t)r * D, D, alpha + r, St + r, LS, V, NK, NULL, 0);
+        else aa_pv_t_rows4(acc + (size_t)r * D, D, alpha + r, St + r, LS, V, NK, NULL, 0);
       }
     }
     const double t = (now() - t0) / reps;
@@ -90,21 +91,21 @@ int main(int argc, char **argv) {
   double part[3] = {1e9, 1e9, 1e9};
   for (int pass = 0; pass < 5; pass++) {
     double t0 = now();
-    for (int i = 0; i < reps; i++) aa_tile_scores_t(R16, D, kp, Qt, St, NK);
+    for (int i = 0; i < reps; i++) aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK);
     double t = (now() - t0) / reps;
     part[0] = t < part[0] ? t : part[0];
     t0 = now();
     for (int i = 0; i < reps; i++) {
       for (int r = 0; r < R16; r++) m[r] = 4.0f, l[r] = 1.0f;
-      aa_tile_softmax_t(&job, R16, R16, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
+      aa_tile_softmax_t(&job, R16, R16, LS, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
     }
     t = (now() - t0) / reps;
     part[1] = t < part[1] ? t : part[1];
     t0 = now();
     for (int i = 0; i < reps; i++)
       for (int r = 0; r < R16; r += r < n6 ? 6 : 4) {
-        if (r < n6) aa_pv_t_rows6(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
-        else aa_pv_t_rows4(acc + (size_t)r * D, D, alpha + r, St + r, R16, V, NK, NULL, 0);
+        if (r < n6) aa_pv_t_rows6(acc + (size_t)r * D, D, alpha + r, St + r, LS, V, NK, NULL, 0);
+        else aa_pv_t_rows4(acc + (size_t)r * D, D, alpha + r, St + r, LS, V, NK, NULL, 0);
       }
     t = (now() - t0) / reps;
     part[2] = t < part[2] ? t : part[2];

@@ -17,43 +17,52 @@
 static float *alloc_f(size_t n) { return aligned_alloc(64, aa_round_up(n * sizeof(float), 64)); }
 
 /* St[j][r] = K[j] . Qt[:, r] for nkp keys (each row its own allocation, as
- * cache rows are) and R16 rows: an fp32 sum of d products, so the bound is d
- * units of fp32 rounding of sum |q k|. */
-static void test_scores(int R16, int d, int nkp, uint64_t *rng) {
-  float *Qt = alloc_f((size_t)d * R16), *St = alloc_f((size_t)nkp * R16);
+ * cache rows are) and R16 rows, Qt and St ls floats a row: an fp32 sum of d
+ * products, so the bound is d units of fp32 rounding of sum |q k|; rows
+ * R16..ls of St stay as they were. */
+static void test_scores(int R16, int ls, int d, int nkp, uint64_t *rng) {
+  float *Qt = alloc_f((size_t)d * ls), *St = alloc_f((size_t)nkp * ls);
   float *K[AA_CPU_MAX_BN];
-  for (int i = 0; i < d * R16; i++) Qt[i] = (float)tl_rng_normal(rng);
+  for (int i = 0; i < d * ls; i++) Qt[i] = (float)tl_rng_normal(rng);
   for (int j = 0; j < nkp; j++) {
     K[j] = malloc((size_t)d * sizeof(float));
     for (int c = 0; c < d; c++) K[j][c] = (float)tl_rng_normal(rng);
   }
-  for (int i = 0; i < nkp * R16; i++) St[i] = NAN;
-  aa_tile_scores_t(R16, d, (const float *const *)K, Qt, St, nkp);
+  for (int i = 0; i < nkp * ls; i++) St[i] = NAN;
+  aa_tile_scores_t(R16, ls, d, (const float *const *)K, Qt, St, nkp);
   int bad = 0;
-  for (int j = 0; j < nkp && !bad; j++)
+  for (int j = 0; j < nkp && !bad; j++) {
     for (int r = 0; r < R16 && !bad; r++) {
       double ref = 0, mag = 0;
       for (int c = 0; c < d; c++) {
-        ref += (double)K[j][c] * Qt[(size_t)c * R16 + r];
-        mag += fabs((double)K[j][c] * Qt[(size_t)c * R16 + r]);
+        ref += (double)K[j][c] * Qt[(size_t)c * ls + r];
+        mag += fabs((double)K[j][c] * Qt[(size_t)c * ls + r]);
       }
-      const double got = St[(size_t)j * R16 + r];
+      const double got = St[(size_t)j * ls + r];
       if (!(fabs(got - ref) <= d * 0x1p-24 * mag + 1e-30)) {
         bad = 1;
-        EXPECT(0, "scores R16 %d d %d nkp %d: St[%d][%d] = %.9g, reference %.9g", R16, d, nkp, j, r, got, ref);
+        EXPECT(0, "scores R16 %d ls %d d %d nkp %d: St[%d][%d] = %.9g, reference %.9g", R16, ls, d, nkp, j, r, got,
+               ref);
       }
     }
-  EXPECT(!bad, "scores R16 %d d %d nkp %d", R16, d, nkp);
+    for (int r = R16; r < ls && !bad; r++)
+      if (!isnan(St[(size_t)j * ls + r])) {
+        bad = 1;
+        EXPECT(0, "scores R16 %d ls %d d %d nkp %d: St[%d][%d] (past the rows) written", R16, ls, d, nkp, j, r);
+      }
+  }
+  EXPECT(!bad, "scores R16 %d ls %d d %d nkp %d", R16, ls, d, nkp);
   for (int j = 0; j < nkp; j++) free(K[j]);
   free(Qt);
   free(St);
 }
 
 /* acc[r] = acc[r] alpha[r] + sum_j Pt[j][r] V[j] for R4 rows (6-row calls,
- * then 4-row ones, as aa_cpu_item_t makes them), with prefetch lines handed
- * in: nk + 1 roundings of sum |terms|. */
-static void test_pv(int R4, int dp, int nk, uint64_t *rng) {
-  const int ldp = (int)aa_round_up((size_t)R4, AA_VL);
+ * then 4-row ones, as aa_cpu_item_t makes them; Pt pad floats a row past R4
+ * rounded up to AA_VL), with prefetch lines handed in: nk + 1 roundings of
+ * sum |terms|. */
+static void test_pv(int R4, int pad, int dp, int nk, uint64_t *rng) {
+  const int ldp = (int)aa_round_up((size_t)R4, AA_VL) + pad;
   float *Pt = alloc_f((size_t)nk * ldp), *V = alloc_f((size_t)nk * dp), *acc = alloc_f((size_t)R4 * dp);
   float *alpha = alloc_f((size_t)ldp);
   double *acc0 = malloc((size_t)R4 * dp * sizeof(double));
@@ -79,10 +88,11 @@ static void test_pv(int R4, int dp, int nk, uint64_t *rng) {
       const double got = acc[(size_t)r * dp + c];
       if (!(fabs(got - ref) <= (nk + 1) * 0x1p-24 * mag + 1e-30)) {
         bad = 1;
-        EXPECT(0, "pv R4 %d dp %d nk %d: acc[%d][%d] = %.9g, reference %.9g", R4, dp, nk, r, c, got, ref);
+        EXPECT(0, "pv R4 %d ldp %d dp %d nk %d: acc[%d][%d] = %.9g, reference %.9g", R4, ldp, dp, nk, r, c, got,
+               ref);
       }
     }
-  EXPECT(!bad, "pv R4 %d dp %d nk %d", R4, dp, nk);
+  EXPECT(!bad, "pv R4 %d ldp %d dp %d nk %d", R4, ldp, dp, nk);
   free(Pt);
   free(V);
   free(acc);
@@ -117,10 +127,16 @@ int main(void) {
   uint64_t rng = seed;
   for (int R16 = 16; R16 <= 128; R16 += 16)
     for (int d = 16; d <= 256; d *= 2)
-      for (int nkp = 4; nkp <= 64; nkp += 12) test_scores(R16, d, nkp, &rng);
+      for (int nkp = 4; nkp <= 64; nkp += 12) {
+        test_scores(R16, R16, d, nkp, &rng);
+        test_scores(R16, R16 + AA_LS_PAD, d, nkp, &rng);
+      }
   for (int R4 = 4; R4 <= 128; R4 += R4 < 16 ? 4 : 28)
     for (int dp = 16; dp <= 256; dp *= 2)
-      for (int nk = 1; nk <= 64; nk += 21) test_pv(R4, dp, nk, &rng);
+      for (int nk = 1; nk <= 64; nk += 21) {
+        test_pv(R4, 0, dp, nk, &rng);
+        test_pv(R4, AA_LS_PAD, dp, nk, &rng);
+      }
   test_exp2(&rng);
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;

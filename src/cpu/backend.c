@@ -129,6 +129,8 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
    * is on, the larger of those and its own (layouts in isa.h, tiled16.c). */
   size_t nq = (size_t)L.rows * L.dp, nacc = nq, nk = aa_zmax((size_t)L.max_hpi * L.bnh, (size_t)L.bn) * L.dp, nv = nk;
   size_t ns = (size_t)L.rows * L.bn, np = 0, nx = 0;
+  nq = aa_zmax(nq, (prefill_rows + AA_LS_PAD) * L.dp);
+  ns = aa_zmax(ns, (prefill_rows + AA_LS_PAD) * L.bn);
   if (L.terms) {
     const size_t r32 = aa_round_up((size_t)bq * group, 32), kd = (size_t)L.terms * d, bn16 = st->block_n;
     nq = aa_zmax(nq, r32 * kd / 2);

@@ -24,6 +24,14 @@
 #define AA_CPU_PREFETCH_BYTES 16384
 #endif
 
+/* Floats between the row count of a prefill item's transposed q and scores
+ * (Qt [dim][row], St [key][row]) and their row stride: at 128 rows an
+ * unpadded stride of 512 bytes puts a row vector's lines at successive dims
+ * or keys in 8 of a 32 KiB L1's 64 sets; one more line spreads them over all.
+ * fp32 prefill 1.02-1.12x faster on the EPYC (docs/design/cpu.md, fp32 path).
+ * A multiple of AA_VL keeps rows aligned for the register vectors. */
+#define AA_LS_PAD AA_VL
+
 /* Keys per tile of the fp32 path, at most (aa_cpu_block_n32 in backend.c). */
 #define AA_CPU_MAX_BN 128
 

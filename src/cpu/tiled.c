@@ -522,10 +522,10 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
 
 /* ---- prefill items: q and the scores transposed ------------------------------ */
 /* The item's q rows widened and scaled as aa_item_load_q does, through acc
- * (cleared after), then transposed a register block at a time into Qt [dp][R16]; rows
- * R..R16 zero, m and l from the sinks. */
-AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, float *restrict Qt,
-                               float *restrict acc, float *restrict m, float *restrict l) {
+ * (cleared after), then transposed a register block at a time into Qt
+ * [dp][ls] (rows R16..ls unused); rows R..R16 zero, m and l from the sinks. */
+AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, int ls,
+                               float *restrict Qt, float *restrict acc, float *restrict m, float *restrict l) {
   const int dp = job->L.dp;
   aa_item_load_q(job, rw, s, g, 1, acc, Qt, m, l);
   for (int r = rw->R4; r < R16; r++) {
@@ -538,7 +538,7 @@ AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int
       aa_vr t[AA_VR];
       for (int i = 0; i < AA_VR; i++) t[i] = aa_rld(acc + (size_t)(r0 + i) * dp + c);
       aa_rtranspose(t);
-      for (int i = 0; i < AA_VR; i++) aa_rst(Qt + (size_t)(c + i) * R16 + r0, t[i]);
+      for (int i = 0; i < AA_VR; i++) aa_rst(Qt + (size_t)(c + i) * ls + r0, t[i]);
     }
   memset(acc, 0, (size_t)R16 * dp * sizeof(float));
 }
@@ -598,18 +598,18 @@ AA_INLINE void aa_item_stage_t(const aa_cpu_job *job, int nk, int nkp, aa_kv_wal
   }
 }
 
-/* St[0:nkp][0:R16] = K[0:nkp] . Qt: blocks of 6 keys, then of 4 (nkp a
- * multiple of 4), x 64 rows (then 32, 16), the rows outer so that a block's
- * 32 KiB of Qt stays in L1 while the K rows pass. */
-AA_INLINE void aa_tile_scores_t(int R16, int d, const float *const *kp, const float *restrict Qt, float *restrict St,
-                                int nkp) {
+/* St[0:nkp][0:R16] = K[0:nkp] . Qt, both ls floats a row (AA_LS_PAD): blocks
+ * of 6 keys, then of 4 (nkp a multiple of 4), x 64 rows (then 32, 16), the
+ * rows outer so that a block's 32 KiB of Qt stays in L1 while the K rows pass. */
+AA_INLINE void aa_tile_scores_t(int R16, int ls, int d, const float *const *kp, const float *restrict Qt,
+                                float *restrict St, int nkp) {
   const int n6 = nkp / 6 / 2 * 2 * 6; /* an even count of 6-key blocks leaves a multiple of 4 */
   int r = 0;
 #define AA_QK_ROWS(NV)                                                                     \
   for (; r + NV * AA_VR <= R16; r += NV * AA_VR) {                                         \
     int j = 0;                                                                             \
-    for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
-    for (; j < nkp; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, R16, d, St + (size_t)j * R16 + r); \
+    for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r);  \
+    for (; j < nkp; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r); \
   }
 #if AA_VREGS >= 32
   AA_QK_ROWS(4)
@@ -625,7 +625,7 @@ AA_INLINE void aa_tile_scores_t(int R16, int d, const float *const *kp, const fl
  * and ALiBi, each row's maximum, its rescale factor alpha, probabilities in
  * place of the scores, and the running m and l. Key masks only in row
  * vectors some row of which does not see the whole tile. */
-AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *restrict St, float *restrict m,
+AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, int ls, float *restrict St, float *restrict m,
                                  float *restrict l, float *restrict alpha, const int32_t *lo, const int32_t *hi, int j0,
                                  int nk, int g, int qpos0) {
   const anyattn_args *a = job->a;
@@ -634,13 +634,13 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
   if (softcap > 0.0f) {
     const float inv_softcap = 1.0f / softcap;
     for (int j = 0; j < nk; j++)
-      for (int r = 0; r < R; r++) St[(size_t)j * R16 + r] = softcap * tanhf(St[(size_t)j * R16 + r] * inv_softcap);
+      for (int r = 0; r < R; r++) St[(size_t)j * ls + r] = softcap * tanhf(St[(size_t)j * ls + r] * inv_softcap);
   }
   if (a->alibi_slopes)
     for (int r = 0; r < R; r++) {
       const float slope = a->alibi_slopes[g * group + r % group];
       const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
-      for (int j = 0; j < nk; j++) St[(size_t)j * R16 + r] += slope * (float)(rel + j);
+      for (int j = 0; j < nk; j++) St[(size_t)j * ls + r] += slope * (float)(rel + j);
     }
   /* one register vector of rows at a time (aa_vr: 8 rows under AVX2, 16
    * under AVX-512), so that the running maxima and sums stay in registers */
@@ -662,12 +662,12 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
       aa_vr mx4[4] = {vmax, vmax, vmax, vmax};
       int j = 0;
       for (; j + 4 <= nk; j += 4)
-        for (int u = 0; u < 4; u++) mx4[u] = aa_rmax(mx4[u], aa_rld(sr + (size_t)(j + u) * R16));
-      for (; j < nk; j++) mx4[0] = aa_rmax(mx4[0], aa_rld(sr + (size_t)j * R16));
+        for (int u = 0; u < 4; u++) mx4[u] = aa_rmax(mx4[u], aa_rld(sr + (size_t)(j + u) * ls));
+      for (; j < nk; j++) mx4[0] = aa_rmax(mx4[0], aa_rld(sr + (size_t)j * ls));
       vmax = aa_rmax(aa_rmax(mx4[0], mx4[1]), aa_rmax(mx4[2], mx4[3]));
     } else
       for (int j = 0; j < nk; j++)
-        vmax = aa_rmax(vmax, aa_rsel(aa_rin_range(aa_rspli(j0 + j), vlo, vhi), aa_rld(sr + (size_t)j * R16), ninf));
+        vmax = aa_rmax(vmax, aa_rsel(aa_rin_range(aa_rspli(j0 + j), vlo, vhi), aa_rld(sr + (size_t)j * ls), ninf));
     /* alpha 1 where a row sees no key here (its max stays), 0 while m is
      * still -inf (padding rows too: m -inf, acc 0) */
     const aa_vr mo = aa_rld(m + r0), mn = aa_rmax(vmax, mo), mn2 = mn * l2e;
@@ -679,23 +679,23 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, float *r
     if (full) {
       int j = 0;
       for (; j + 2 <= nk; j += 2) {
-        const aa_vr p0 = aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2);
-        const aa_vr p1 = aa_rexp2(aa_rld(sr + (size_t)(j + 1) * R16) * l2e - mn2);
-        aa_rst(sr + (size_t)j * R16, p0);
-        aa_rst(sr + (size_t)(j + 1) * R16, p1);
+        const aa_vr p0 = aa_rexp2(aa_rld(sr + (size_t)j * ls) * l2e - mn2);
+        const aa_vr p1 = aa_rexp2(aa_rld(sr + (size_t)(j + 1) * ls) * l2e - mn2);
+        aa_rst(sr + (size_t)j * ls, p0);
+        aa_rst(sr + (size_t)(j + 1) * ls, p1);
         s0 += p0;
         s1 += p1;
       }
       for (; j < nk; j++) {
-        const aa_vr p = aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2);
-        aa_rst(sr + (size_t)j * R16, p);
+        const aa_vr p = aa_rexp2(aa_rld(sr + (size_t)j * ls) * l2e - mn2);
+        aa_rst(sr + (size_t)j * ls, p);
         s0 += p;
       }
     } else
       for (int j = 0; j < nk; j++) {
         const aa_vr p = aa_rsel(aa_rin_range(aa_rspli(j0 + j), vlo, vhi),
-                                aa_rexp2(aa_rld(sr + (size_t)j * R16) * l2e - mn2), zero);
-        aa_rst(sr + (size_t)j * R16, p);
+                                aa_rexp2(aa_rld(sr + (size_t)j * ls) * l2e - mn2), zero);
+        aa_rst(sr + (size_t)j * ls, p);
         s0 += p;
       }
     aa_rst(alpha + r0, al);
@@ -715,8 +715,8 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
   float *restrict Qt = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
   float *restrict St = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
   const aa_cpu_rows rw = aa_rows_of(job, s, t0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
-  const int R16 = (int)aa_round_up((size_t)rw.R, AA_VL), ilo = rw.ilo, ihi = rw.ihi;
-  aa_item_load_qt(job, &rw, s, g, R16, Qt, acc, m, l);
+  const int R16 = (int)aa_round_up((size_t)rw.R, AA_VL), ls = R16 + AA_LS_PAD, ilo = rw.ilo, ihi = rw.ihi;
+  aa_item_load_qt(job, &rw, s, g, R16, ls, Qt, acc, m, l);
   memset(Kf, 0, (size_t)dp * sizeof(float)); /* the zero row of fp32 caches (aa_item_stage_t) */
   const float *kp[AA_CPU_MAX_BN];
 
@@ -739,8 +739,8 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn, nkp = (int)aa_round_up((size_t)nk, 4);
     aa_item_stage_t(job, nk, nkp, &rd, kp, Kf, Vf);
-    aa_tile_scores_t(R16, job->d, kp, Qt, St, nkp);
-    aa_tile_softmax_t(job, rw.R, R16, St, m, l, alpha, rw.lo, rw.hi, j0, nk, g, rw.qpos0);
+    aa_tile_scores_t(R16, ls, job->d, kp, Qt, St, nkp);
+    aa_tile_softmax_t(job, rw.R, R16, ls, St, m, l, alpha, rw.lo, rw.hi, j0, nk, g, rw.qpos0);
     const int next = ihi - (j0 + bn) < bn ? ihi - (j0 + bn) : bn; /* keys of the next tile */
     int npl = next > 0 ? aa_prefetch_lines(job, &pf, next, pl, AA_PF_LINES)
                        : aa_out_lines(job, &rw, g, pl, AA_PF_LINES); /* the last tile: the output rows */
@@ -748,8 +748,8 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
     const char **at = pl;
     for (int r = 0; r < rw.R4; r += r < n6 ? 6 : 4) {
       const int n = per < npl ? per : npl;
-      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk, at, n);
-      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, R16, Vf, nk, at, n);
+      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, nk, at, n);
+      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, nk, at, n);
       at += n;
       npl -= n;
     }
