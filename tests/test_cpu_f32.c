@@ -16,11 +16,28 @@
 
 static float *alloc_f(size_t n) { return aligned_alloc(64, aa_round_up(n * sizeof(float), 64)); }
 
+/* The row block of aa_tile_scores_t that holds row r: 64, 32, then 16 rows
+ * under AVX-512 (4, 2, 1 register vectors), 16 under AVX2. */
+static void row_block(int R16, int r, int *b0, int *bw) {
+  const int w[3] = {4 * AA_VR, 2 * AA_VR, AA_VR};
+  int at = 0;
+  for (int k = AA_VREGS >= 32 ? 0 : 1; k < (AA_VREGS >= 32 ? 3 : 2); k++)
+    for (; at + w[k] <= R16; at += w[k])
+      if (r < at + w[k]) {
+        *b0 = at;
+        *bw = w[k];
+        return;
+      }
+}
+
 /* St[j][r] = K[j] . Qt[:, r] for nkp keys (each row its own allocation, as
  * cache rows are) and R16 rows, Qt and St ls floats a row: an fp32 sum of d
  * products, so the bound is d units of fp32 rounding of sum |q k|; rows
- * R16..ls of St stay as they were. */
-static void test_scores(int R16, int ls, int d, int nkp, uint64_t *rng) {
+ * R16..ls of St stay as they were. causal: row r sees keys [0, r / 4 + 1)
+ * of the tile (4 q heads a token), so each block of rows needs only the keys
+ * its last row sees, rounded up to 4 (aa_rows_keys): those are checked, and
+ * the rest of the block's scores must stay unwritten. */
+static void test_scores(int R16, int ls, int d, int nkp, int causal, uint64_t *rng) {
   float *Qt = alloc_f((size_t)d * ls), *St = alloc_f((size_t)nkp * ls);
   float *K[AA_CPU_MAX_BN];
   for (int i = 0; i < d * ls; i++) Qt[i] = (float)tl_rng_normal(rng);
@@ -29,10 +46,27 @@ static void test_scores(int R16, int ls, int d, int nkp, uint64_t *rng) {
     for (int c = 0; c < d; c++) K[j][c] = (float)tl_rng_normal(rng);
   }
   for (int i = 0; i < nkp * ls; i++) St[i] = NAN;
-  aa_tile_scores_t(R16, ls, d, (const float *const *)K, Qt, St, nkp);
+  int32_t lo[128], hi[128];
+  for (int r = 0; r < R16; r++) {
+    lo[r] = 0;
+    hi[r] = causal ? r / 4 + 1 : nkp;
+  }
+  aa_tile_scores_t(R16, ls, d, (const float *const *)K, Qt, St, nkp, lo, hi, R16, 0, nkp);
   int bad = 0;
   for (int j = 0; j < nkp && !bad; j++) {
     for (int r = 0; r < R16 && !bad; r++) {
+      int b0 = 0, bw = 0;
+      row_block(R16, r, &b0, &bw);
+      int need = causal ? ((b0 + bw - 1) / 4 + 1 + 3) / 4 * 4 : nkp;
+      if (need > nkp) need = nkp;
+      if (j >= need) {
+        if (!isnan(St[(size_t)j * ls + r])) {
+          bad = 1;
+          EXPECT(0, "scores R16 %d ls %d d %d nkp %d causal: St[%d][%d] past the block's keys written", R16, ls, d,
+                 nkp, j, r);
+        }
+        continue;
+      }
       double ref = 0, mag = 0;
       for (int c = 0; c < d; c++) {
         ref += (double)K[j][c] * Qt[(size_t)c * ls + r];
@@ -51,7 +85,7 @@ static void test_scores(int R16, int ls, int d, int nkp, uint64_t *rng) {
         EXPECT(0, "scores R16 %d ls %d d %d nkp %d: St[%d][%d] (past the rows) written", R16, ls, d, nkp, j, r);
       }
   }
-  EXPECT(!bad, "scores R16 %d ls %d d %d nkp %d", R16, ls, d, nkp);
+  EXPECT(!bad, "scores R16 %d ls %d d %d nkp %d causal %d", R16, ls, d, nkp, causal);
   for (int j = 0; j < nkp; j++) free(K[j]);
   free(Qt);
   free(St);
@@ -128,8 +162,9 @@ int main(void) {
   for (int R16 = 16; R16 <= 128; R16 += 16)
     for (int d = 16; d <= 256; d *= 2)
       for (int nkp = 4; nkp <= 64; nkp += 12) {
-        test_scores(R16, R16, d, nkp, &rng);
-        test_scores(R16, R16 + AA_LS_PAD, d, nkp, &rng);
+        test_scores(R16, R16, d, nkp, 0, &rng);
+        test_scores(R16, R16 + AA_LS_PAD, d, nkp, 0, &rng);
+        test_scores(R16, R16 + AA_LS_PAD, d, nkp, 1, &rng);
       }
   for (int R4 = 4; R4 <= 128; R4 += R4 < 16 ? 4 : 28)
     for (int dp = 16; dp <= 256; dp *= 2)

@@ -180,6 +180,7 @@ AA_INLINE void aa_pv_t(const int NR, const int NC, float *restrict acc, int dp, 
     for (; c + AA_PV_NC * AA_VR <= dp; c += AA_PV_NC * AA_VR) {                                                    \
       const int n = q < npl ? q : npl;                                                                             \
       aa_pv_t##NR##xN(acc + c, dp, alpha, pt, ldp, v + c, nk, pl, n);                                              \
+      for (int i = nk < n ? nk : n; i < n; i++) __builtin_prefetch(pl[i], 0, AA_PF_HINT); /* past nk keys */       \
       pl += n;                                                                                                     \
       npl -= n;                                                                                                    \
     }                                                                                                              \
@@ -598,18 +599,36 @@ AA_INLINE void aa_item_stage_t(const aa_cpu_job *job, int nk, int nkp, aa_kv_wal
   }
 }
 
+/* Keys of the tile [j0, j0 + nk) that rows [r, r + n) need, relative to j0:
+ * up to the last key any of them sees (0 when none sees one). Under a causal
+ * mask the rows of the diagonal tile see fewer keys than the tile holds. */
+AA_INLINE int aa_rows_keys(const int32_t *lo, const int32_t *hi, int R, int r, int n, int j0, int nk) {
+  int kmax = 0;
+  for (int i = r; i < r + n && i < R; i++) {
+    int jl, jh;
+    aa_key_range(lo, hi, R, i, j0, nk, &jl, &jh);
+    if (jh > jl && jh > kmax) kmax = jh;
+  }
+  return kmax;
+}
+
 /* St[0:nkp][0:R16] = K[0:nkp] . Qt, both ls floats a row (AA_LS_PAD): blocks
  * of 6 keys, then of 4 (nkp a multiple of 4), x 64 rows (then 32, 16), the
- * rows outer so that a block's 32 KiB of Qt stays in L1 while the K rows pass. */
+ * rows outer so that a block's 32 KiB of Qt stays in L1 while the K rows pass.
+ * A row block stops at the keys its rows see (aa_rows_keys, rounded up to 4);
+ * the scores past them stay unwritten, and the softmax masks them. */
 AA_INLINE void aa_tile_scores_t(int R16, int ls, int d, const float *const *kp, const float *restrict Qt,
-                                float *restrict St, int nkp) {
-  const int n6 = nkp / 6 / 2 * 2 * 6; /* an even count of 6-key blocks leaves a multiple of 4 */
+                                float *restrict St, int nkp, const int32_t *lo, const int32_t *hi, int R, int j0,
+                                int nk) {
   int r = 0;
-#define AA_QK_ROWS(NV)                                                                     \
-  for (; r + NV * AA_VR <= R16; r += NV * AA_VR) {                                         \
-    int j = 0;                                                                             \
-    for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r);  \
-    for (; j < nkp; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r); \
+#define AA_QK_ROWS(NV)                                                                      \
+  for (; r + NV * AA_VR <= R16; r += NV * AA_VR) {                                          \
+    int nb = (int)aa_round_up((size_t)aa_rows_keys(lo, hi, R, r, NV * AA_VR, j0, nk), 4);   \
+    if (nb > nkp) nb = nkp;                                                                 \
+    const int n6 = nb / 6 / 2 * 2 * 6; /* an even count of 6-key blocks leaves a multiple of 4 */ \
+    int j = 0;                                                                              \
+    for (; j < n6; j += 6) aa_qk_t6x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r);   \
+    for (; j < nb; j += 4) aa_qk_t4x##NV(kp + j, Qt + r, ls, d, St + (size_t)j * ls + r);   \
   }
 #if AA_VREGS >= 32
   AA_QK_ROWS(4)
@@ -739,7 +758,7 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
   for (int j0 = ilo; j0 < ihi; j0 += bn) {
     const int nk = ihi - j0 < bn ? ihi - j0 : bn, nkp = (int)aa_round_up((size_t)nk, 4);
     aa_item_stage_t(job, nk, nkp, &rd, kp, Kf, Vf);
-    aa_tile_scores_t(R16, ls, job->d, kp, Qt, St, nkp);
+    aa_tile_scores_t(R16, ls, job->d, kp, Qt, St, nkp, rw.lo, rw.hi, rw.R, j0, nk);
     aa_tile_softmax_t(job, rw.R, R16, ls, St, m, l, alpha, rw.lo, rw.hi, j0, nk, g, rw.qpos0);
     const int next = ihi - (j0 + bn) < bn ? ihi - (j0 + bn) : bn; /* keys of the next tile */
     int npl = next > 0 ? aa_prefetch_lines(job, &pf, next, pl, AA_PF_LINES)
@@ -748,8 +767,10 @@ static void aa_cpu_item_t(const aa_cpu_job *job, float *restrict ws, int s, int 
     const char **at = pl;
     for (int r = 0; r < rw.R4; r += r < n6 ? 6 : 4) {
       const int n = per < npl ? per : npl;
-      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, nk, at, n);
-      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, nk, at, n);
+      /* keys past those the group sees have P = 0: not multiplied */
+      const int kg = aa_rows_keys(rw.lo, rw.hi, rw.R, r, r < n6 ? 6 : 4, j0, nk);
+      if (r < n6) aa_pv_t_rows6(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, kg, at, n);
+      else aa_pv_t_rows4(acc + (size_t)r * dp, dp, alpha + r, St + r, ls, Vf, kg, at, n);
       at += n;
       npl -= n;
     }
