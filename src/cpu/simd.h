@@ -302,12 +302,12 @@ AA_INLINE aa_vf aa_exp(aa_vf x) {
   return (aa_vf)((aa_vi)p + (n << 23));
 }
 
-/* 2^t on 16 lanes: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial
- * (relative error about 2e-7), times 2^n (vscalefps on AVX-512, else the
- * exponent field); t below -126 gives 2^-126, not 0, and NaN stays NaN on
- * AVX-512. 10 ops against aa_exp's 19, for callers that fold log2(e) into an
- * FMA before it. The AVX-512 form (aa_exp2_512) is the 16-bit path's too
- * (tiled16.c). */
+/* 2^t: t = n + f, |f| <= 1/2, 2^f by Cephes' exp2f polynomial (relative
+ * error about 2e-7), times 2^n (vscalefps on AVX-512, else the exponent
+ * field); t below -126 gives 2^-126, not 0, and NaN stays NaN on AVX-512. 10
+ * ops against aa_exp's 19, for callers that fold log2(e) into an FMA before
+ * it. The AVX-512 form is the 16-bit path's (tiled16.c), and aa_rexp2 below
+ * the register vector's. */
 #if defined(__AVX512F__)
 AA_INLINE __m512 aa_exp2_512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-126.0f), x); /* vmaxps returns its second operand for NaN: NaN stays NaN */
@@ -323,30 +323,6 @@ AA_INLINE __m512 aa_exp2_512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 #endif
-AA_INLINE aa_vf aa_exp2(aa_vf t) {
-#if defined(__AVX512F__)
-  __m512 x;
-  memcpy(&x, &t, sizeof x);
-  x = aa_exp2_512(x);
-  memcpy(&t, &x, sizeof t);
-  return t;
-#else
-  t = aa_sel(aa_lt(t, aa_splat(-126.0f)), aa_splat(-126.0f), t);
-  t = aa_sel(aa_lt(aa_splat(127.0f), t), aa_splat(127.0f), t);
-  const aa_vf magic = aa_splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-  const aa_vf nm = t + magic, nf = nm - magic;
-  const aa_vf f = t - nf;
-  aa_vf p = aa_splat(1.535336188319500e-4f);
-  p = p * f + aa_splat(1.339887440266574e-3f);
-  p = p * f + aa_splat(9.618437357674640e-3f);
-  p = p * f + aa_splat(5.550332471162809e-2f);
-  p = p * f + aa_splat(2.402264791363012e-1f);
-  p = p * f + aa_splat(6.931472028550421e-1f);
-  p = p * f + aa_splat(1.0f);
-  return (aa_vf)((aa_vi)p + (((aa_vi)nm - (aa_vi)magic) << 23));
-#endif
-}
-
 /* The softmax's operations on the register vector (aa_vr): compares as
  * GCC's vector operators (one vcmpps or vpcmpgtd on a machine register),
  * select, maximum and 2^t. On AVX2 the 16-lane forms above cost a spill of the
@@ -372,7 +348,7 @@ AA_INLINE aa_vr aa_rmax(aa_vr a, aa_vr b) {
 }
 /* lo <= x < hi lane-wise */
 AA_INLINE aa_vri aa_rin_range(aa_vri x, aa_vri lo, aa_vri hi) { return ~(lo > x) & (hi > x); }
-/* aa_exp2 on the register vector: the same polynomial and clamps */
+/* 2^t on the register vector (aa_exp2_512's polynomial and clamps above) */
 AA_INLINE aa_vr aa_rexp2(aa_vr t) {
 #if AA_VR == 16 && defined(__AVX512F__)
   return (aa_vr)aa_exp2_512((__m512)t);
