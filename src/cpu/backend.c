@@ -92,9 +92,13 @@ static void aa_cpu_device_name(char *buf, size_t size) {
  * 1.13x slower). Items of one kv head (prefill) take twice that, 64 KiB in
  * L2: the softmax's work per row and tile, and the calls of the product
  * kernels, spread over twice the keys (fp32 prefill 1x1024 1.10x faster,
- * 4x512 1.03x, `dev/cpu_ab.c`, 2 threads; 4x the keys 1.04x slower than 2x). */
+ * 4x512 1.03x, `dev/cpu_ab.c`, 2 threads; 4x the keys 1.04x slower than 2x).
+ * With 16 vector registers (AVX2) prefill items take three times, 96 keys at
+ * head_dim 128: whole blocks of the 6-key score kernel, none of 4 (fp32 and
+ * bf16 prefill 1.00-1.09x faster than 64 keys on the 2-core EPYC). */
 static int aa_cpu_block_n32(int dp, int heads) {
-  const int bn = (heads ? 4096 : 8192) / dp / AA_VL * AA_VL;
+  const int bytes = heads ? 4096 : AA_VREGS >= 32 ? 8192 : 12288;
+  const int bn = bytes / dp / AA_VL * AA_VL;
   return bn < 16 ? 16 : bn > AA_CPU_MAX_BN ? AA_CPU_MAX_BN : bn;
 }
 

@@ -7,9 +7,9 @@
 
 #include "cpu.h"
 
-/* Lines of one tile's K and V rows, at most: 2 x 8192 / dp keys x dp / 16
- * lines at fp32 (aa_cpu_block_n32), fewer for 16-bit and fp8 rows. */
-#define AA_PF_LINES 1024
+/* Lines of one tile's K and V rows, at most: (12288 / dp keys, aa_cpu_block_n32)
+ * x 2 rows x dp / 16 lines at fp32, 1536; fewer for 16-bit and fp8 rows. */
+#define AA_PF_LINES 2048
 
 /* ---- fp32 building blocks ------------------------------------------------------- */
 /* Widens one row of d elements to dp floats, zeroing the padding so padded
