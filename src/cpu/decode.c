@@ -22,8 +22,8 @@
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
  *   order until the output is written. The P.V loop also prefetches the
  *   block ahead into L2 (aa_dec_pf), so the reads go on under the math;
- *   builds with 16 registers (AVX2) load it in a burst instead
- *   (aa_dec_touch, AA_DEC_TOUCH).
+ *   builds with 16 registers (AVX2) spread the prefetches over the score
+ *   and P.V loops in address order (aa_dec_pf_step, AA_DEC_CURSOR).
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
  * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
  * step).
@@ -75,11 +75,14 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #define AA_DEC_PF_BLOCKS 1
 #endif
 #define AA_DEC_PF_HINT 2
-/* Builds with 16 registers (AVX2) read the block ahead by a burst of loads,
- * a line each, instead of the spread prefetch (aa_dec_touch): on the 2-core
- * AMD EPYC (Zen 3, AVX2) the prefetches left decode 16x4096 at 3.2-3.8
- * GB/s whether issued or not, and the loads took it to 6.0-6.7 GB/s. */
-#define AA_DEC_TOUCH (AA_VR == 8)
+/* Builds with 16 registers (AVX2) prefetch the block ahead in address order
+ * instead (aa_dec_pf_step): a cursor walks its lines key by key, head by
+ * head, K and V in turn, one line per step of the score and P.V loops. On
+ * the 2-core AMD EPYC (Zen 3, AVX2) the per-head prefetch below gained 1.06x
+ * over none, a burst of loads of every line of the block before its math
+ * (commit 2d17296) 1.38x, and the cursor 1.08-1.11x over the burst
+ * (docs/design/cpu.md, Fused decode). */
+#define AA_DEC_CURSOR (AA_VR == 8)
 #if defined(__AVX512BF16__)
 #define AA_DEC_QBF16 1
 #else
@@ -178,6 +181,51 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
   return c;
 }
 
+/* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead: the K
+ * and V rows of those keys (pk, pv: kv head g0's; n of them).
+ * AVX-512 builds spread it over the P.V loop, head by head (hk, hv: the
+ * head's byte offsets), the lines of the dims a P.V call covers at each of
+ * its keys. Issued in one burst per block, the same prefetches left the
+ * memory idle while the math ran (decode time about the sum of the two);
+ * spread, the reads go on under the math.
+ * AVX2 builds (AA_DEC_CURSOR) walk the block ahead in address order: key j,
+ * head hb (sk, sv: the head strides in bytes), byte o of the row (ob bytes),
+ * the K line, then the V line; one line per aa_dec_pf_step, a step at every
+ * 16 dims of the scores and at every other key of P.V, which for 16-bit and
+ * fp8 rows alike covers the block by the end of its math. */
+typedef struct {
+  const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
+  int n, on;
+  int64_t hk, hv;
+  int64_t sk, sv;
+  int j, hb, o, ob, nh, isv;
+} aa_dec_pf;
+
+/* The cursor at the start of the block ahead (its rows already in pk, pv). */
+AA_INLINE void aa_dec_pf_rewind(aa_dec_pf *pf, int nh, int row_bytes, int64_t sk, int64_t sv) {
+  pf->j = pf->hb = pf->o = pf->isv = 0;
+  pf->nh = nh;
+  pf->ob = row_bytes;
+  pf->sk = sk;
+  pf->sv = sv;
+}
+/* One line of the block ahead, then the cursor moves on (AA_DEC_CURSOR). */
+AA_INLINE void aa_dec_pf_step(aa_dec_pf *pf) {
+  if (!pf->on || pf->j >= pf->n) return;
+  const char *row = pf->isv ? pf->pv[pf->j] + pf->hb * pf->sv : pf->pk[pf->j] + pf->hb * pf->sk;
+  __builtin_prefetch(row + pf->o, 0, AA_DEC_PF_HINT);
+  if (!pf->isv) {
+    pf->isv = 1;
+    return;
+  }
+  pf->isv = 0;
+  if ((pf->o += 64) < pf->ob) return;
+  pf->o = 0;
+  if (++pf->hb < pf->nh) return;
+  pf->hb = 0;
+  pf->j++;
+}
+
 #if AA_VR == 8
 /* With 16 registers (AVX2) the 4 x 4 blocks below, sized for AVX-512's 32,
  * spill most of their accumulators; these count in ymm registers instead
@@ -226,9 +274,9 @@ AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, 
 }
 /* aa_dec_qk4x4 in ymm registers: two keys at a time, per 16 elements their
  * four registers against the four rows' q (8 accumulators, 2 q loads per 4
- * FMAs). */
+ * FMAs); a prefetch step per 16 elements. */
 AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float *restrict qf, const char *const *k,
-                              const int d) {
+                              const int d, aa_dec_pf *pf) {
   aa_vr acc[16];
   for (int j0 = 0; j0 < 4; j0 += 2) {
     aa_vr a[4][2];
@@ -236,6 +284,7 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
     for (int c = 0; c < d; c += 32)
       for (int h = 0; h < 2; h++) {
         aa_vr kl[2], kh[2];
+        aa_dec_pf_step(pf);
         aa_dec_part(dt, kv, k[j0], c, h, &kl[0], &kh[0]);
         aa_dec_part(dt, kv, k[j0 + 1], c, h, &kl[1], &kh[1]);
         for (int r = 0; r < 4; r++) {
@@ -255,7 +304,7 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
 
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
-                             const int d) {
+                             const int d, aa_dec_pf *pf) {
   aa_vf acc[16];
 #if AA_DEC_QBF16
   if (AA_DEC_QRAW(dt, kv)) {
@@ -300,8 +349,9 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   const float *qf = (const float *)q;
 #if AA_VR == 8
   (void)acc;
-  return aa_dec_qk4x4r(dt, kv, qf, k, d);
+  return aa_dec_qk4x4r(dt, kv, qf, k, d, pf);
 #else
+  (void)pf;
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
   int c = 0;
 #if AA_FP8_VBMI
@@ -336,26 +386,14 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
 }
 
-/* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead, spread
- * over the P.V loop: the K and V rows of those keys (pk, pv; n of them),
- * head by head (hk, hv: the head's byte offsets), the lines of the dims a
- * P.V call covers at each of its keys. Issued in one burst per block, the
- * same prefetches left the memory idle while the math ran (decode time
- * about the sum of the two); spread, the reads go on under the math. */
-typedef struct {
-  const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
-  int n, on;
-  int64_t hk, hv;
-} aa_dec_pf;
-
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
  * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
-                         const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv,
-                         int nk, const aa_dec_pf *pf) {
+                         const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv, int nk,
+                         aa_dec_pf *pf) {
 #if AA_VR == 8
   /* in ymm registers: per 32 columns, two calls over aa_dec_part's halves
-   * (4 rows x 2 registers: 8 accumulators); the first prefetches */
+   * (4 rows x 2 registers: 8 accumulators); a prefetch step every other key */
   for (int c = c0; c < c0 + 32 * NC; c += 32)
     for (int h = 0; h < 2; h++) {
       aa_vr ar[4][2];
@@ -365,16 +403,8 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
         ar[r][0] = aa_rld(lo + (size_t)r * d) * al;
         ar[r][1] = aa_rld(hi + (size_t)r * d) * al;
       }
-      /* the call that starts a 64-byte line of the rows prefetches that line:
-       * one test per key, no loop (the loop over lines was a fifth of the
-       * path's instructions) */
-      const int o = c * AA_DEC_ES(kv), npf = h == 0 && pf->on && o % 64 == 0 ? pf->n : 0;
-      const int64_t ok = pf->hk + o, ov = pf->hv + o;
       for (int j = 0; j < nk; j++) {
-        if (j < npf) {
-          __builtin_prefetch(pf->pk[j] + ok, 0, AA_DEC_PF_HINT);
-          __builtin_prefetch(pf->pv[j] + ov, 0, AA_DEC_PF_HINT);
-        }
+        if (j & 1) aa_dec_pf_step(pf);
         aa_vr vl, vh;
         aa_dec_part(dt, kv, v[j] + hv, c, h, &vl, &vh);
         for (int r = 0; r < 4; r++) {
@@ -524,13 +554,13 @@ AA_INLINE void aa_dec_scores_st(const float *St, aa_vf sc[4]) {
 AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const int d,
                             const aa_cpu_rows *rw, const float qs, const void *restrict q, float *restrict acc,
                             float *restrict m, float *restrict l, float *restrict P, int rc, int g, int j0, int nk,
-                            const char *const *k, const char *const *v, int64_t hv, const aa_dec_pf *pf,
+                            const char *const *k, const char *const *v, int64_t hv, aa_dec_pf *pf,
                             const float *St) {
   aa_vf blk[4], sc[4];
   if (St) {
     aa_dec_scores_st(St, sc);
   } else {
-    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d);
+    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d, pf);
     aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
   }
   float alpha[4];
@@ -645,39 +675,9 @@ AA_INLINE void aa_dec_pf_next(aa_dec_pf *pf, aa_kv_walks *w, int *next, int ihi)
   *next += pf->n;
 }
 
-/* Loads a word of every line of the K and V rows of n keys (kr, vr: kv head
- * g0's rows; nh heads at the head strides), in one burst, so that the
- * reads overlap each other (AA_DEC_TOUCH); the words feed an empty asm so
- * that the loads stay. */
-AA_INLINE void aa_dec_touch(const aa_cpu_job *job, int nh, const int d, int n, const char *const *kr,
-                            const char *const *vr) {
-  const anyattn_args *a = job->a;
-  const size_t row_bytes = (size_t)d * job->kes;
-  const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes;
-  uint32_t x = 0;
-  for (int j = 0; j < n; j++)
-    for (int hb = 0; hb < nh; hb++)
-      for (size_t o = 0; o < row_bytes; o += 64) {
-        uint32_t wk, wv;
-        memcpy(&wk, kr[j] + hb * kh + o, sizeof wk);
-        memcpy(&wv, vr[j] + hb * vh + o, sizeof wv);
-        x += wk + wv;
-      }
-  __asm__ volatile("" : : "r"(x));
-}
-
 /* The first AA_DEC_PF_BLOCKS blocks, which no P.V loop prefetches: all
  * their lines at once, in address order, at the start of the item. */
 AA_INLINE void aa_dec_pf_first(const aa_cpu_job *job, int nh, const int d, aa_kv_walks w, int n) {
-  if (AA_DEC_TOUCH) { /* loaded, a block at a time */
-    const char *kr[AA_DEC_KB], *vr[AA_DEC_KB];
-    for (int j0 = 0; j0 < n; j0 += AA_DEC_KB) {
-      const int nb = n - j0 < AA_DEC_KB ? n - j0 : AA_DEC_KB;
-      aa_dec_next_rows(&w, nb, kr, vr);
-      aa_dec_touch(job, nh, d, nb, kr, vr);
-    }
-    return;
-  }
   const anyattn_args *a = job->a;
   const size_t row_bytes = (size_t)d * job->kes;
   const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes;
@@ -794,7 +794,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
     aa_dec_next_rows(&rd, nk, kr, vr);
     aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
-    if (AA_DEC_TOUCH) aa_dec_touch(job, nh, d, pf.n, pf.pk, pf.pv);
+    if (AA_DEC_CURSOR) aa_dec_pf_rewind(&pf, nh, d * AA_DEC_ES(kv), kh, vh);
     const int nan = scan && aa_dec_scan(job, kv, nh, d, nk, kr, vr);
     const int ast = amx && aa_dec_uniform(kr, nk, kst);
 #if defined(ANYATTN_CPU_MM16)
@@ -812,7 +812,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
         const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
                                                : (const void *)((const float *)Q + row * d);
         const float *st = ast ? St + row * AA_DEC_KB : NULL;
-        pf.on = !AA_DEC_TOUCH && rc == 0; /* one row group per head prefetches */
+        pf.on = rc == 0; /* one row group per head prefetches */
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
           aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
                        nk, k, vr, hb * vh, &pf, st);
