@@ -47,12 +47,16 @@ struct RowFacts {
 };
 
 /* The rule as docs/design/layout.md#head-dims states it, on the tile layer
- * with wgmma (NVIDIA): the 128-row tile runs 80 and 96 at 128 (the build
- * compiles it at neither) and keeps 64 and 128; the 16-row decode tiles never
+ * with wgmma (NVIDIA): over 16-bit caches the 128-row tile runs 80 and 96 on
+ * wgmma kernels of their own; over fp8 caches it runs them at 128 (the build
+ * compiles it at neither); 64 and 128 stay; the 16-row decode tiles never
  * move. Elsewhere every row runs its own head dim. */
-static_assert(row_head_dim<80, 128, 128, 8, 2, 0>() == (kTileWgmma ? 128 : 80), "m128n128w8s2 runs d80 at d128");
-static_assert(row_head_dim<96, 128, 128, 8, 2, 1>() == (kTileWgmma ? 128 : 96), "and d96 over fp8 caches too");
-static_assert(!kTileWgmma || !row_built<96, 128, 128, 8, 2, 0>(), "no d96 kernel of a tile that runs it wider");
+static_assert(row_head_dim<80, 128, 128, 8, 2, 0>() == 80 && row_head_dim<96, 128, 128, 8, 2, 0>() == 96,
+              "m128n128w8s2 runs d80 and d96 at their own over 16-bit caches");
+static_assert(row_head_dim<80, 128, 128, 8, 2, 1>() == (kTileWgmma ? 128 : 80) &&
+                  row_head_dim<96, 128, 128, 8, 2, 1>() == (kTileWgmma ? 128 : 96),
+              "and at d128 over fp8 caches");
+static_assert(!kTileWgmma || !row_built<96, 128, 128, 8, 2, 1>(), "no fp8 d96 kernel of a tile that runs it wider");
 static_assert(row_head_dim<64, 128, 128, 8, 2, 0>() == 64 && row_head_dim<128, 128, 128, 8, 2, 0>() == 128,
               "the wgmma head dims stay");
 static_assert(row_head_dim<80, 16, 64, 4, 2, 0>() == 80 && row_head_dim<96, 16, 128, 8, 2, 1>() == 96,

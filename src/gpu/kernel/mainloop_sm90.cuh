@@ -121,7 +121,7 @@ struct PipelinedTile {
     if (box(n0)) {
       uint64_t *bar = sm.bar + 2 * hf + stage;
       /* whole boxes, the zeros past the tensor's head dim included */
-      if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * S::HD * sizeof(T)));
+      if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * 64 * S::PANELS * sizeof(T)));
       else mbar_arrive(bar);
       if (box_owner()) {
         const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
@@ -129,7 +129,7 @@ struct PipelinedTile {
                              (size_t)stage * S::BN * S::ROW * sizeof(T) + (size_t)lt * 128;
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
 #pragma unroll
-        for (int pn = 0; pn < S::HD / 64; pn++)
+        for (int pn = 0; pn < S::PANELS; pn++) /* at d80 and d96 the second panel's last columns are zeros */
           tma_load_4d(dst + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg, bar);
       }
       async_commit();

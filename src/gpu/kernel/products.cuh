@@ -41,7 +41,7 @@ __device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows,
 template <typename T, class S>
 __device__ __forceinline__ void wg_issue_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
   constexpr int N0 = S::HD < 128 ? S::HD : 128, N1 = S::HD - N0;
-  static_assert(N1 == 0 || N1 == 64 || N1 == 128, "head dim 64, 128, 192 or 256");
+  static_assert(N1 == 0 || N1 == 64 || N1 == 128, "head dim 64, 80, 96, 128, 192 or 256");
 #pragma unroll
   for (int n = 0; n < S::NK; n++) {
     wg_mma<T, N0, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);

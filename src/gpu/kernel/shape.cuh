@@ -30,7 +30,6 @@ struct TileShape {
   static constexpr int KW = BLOCK_N / WN;       /* keys per warp per tile */
   static constexpr int NK = KW / 16;            /* 16-key steps per warp */
   static constexpr int DK = HEAD_DIM / 16;      /* 16-wide steps along the head dim */
-  static constexpr int ROW = HEAD_DIM + 8;      /* smem row, padded by 16 bytes: ldmatrix without bank conflicts */
   static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
   static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M;
@@ -49,10 +48,21 @@ struct TileShape {
    * Head dims 192 and 256 (16-bit caches) too: their P V runs in 128- and
    * 64-column wgmma (wg_issue_pv). FP8 caches there keep the mma.sync tiles,
    * which read the codes from the staging ring: the 16-bit tiles wgmma needs
-   * on top would push m128n128w8s2 at d192 out of shared memory. */
-  static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 &&
-                             (HEAD_DIM == 64 || HEAD_DIM == 128 || ((HEAD_DIM == 192 || HEAD_DIM == 256) && !KV8)) &&
-                             (BLOCK_N == 64 || BLOCK_N == 128);
+   * on top would push m128n128w8s2 at d192 out of shared memory. Head dims
+   * 80 and 96 (16-bit caches) lay their tiles out as two panels, the second
+   * one part written and read: Q K^T takes DK k16 steps and P V one wgmma of
+   * HEAD_DIM columns, so the zero columns up to 128 cost no products (over
+   * fp8 caches these rows run at d128: row_head_dim in kernels.cuh). */
+  static constexpr bool WG =
+      kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 &&
+      (HEAD_DIM == 64 || HEAD_DIM == 128 || ((HEAD_DIM == 80 || HEAD_DIM == 96 || HEAD_DIM == 192 || HEAD_DIM == 256) && !KV8)) &&
+      (BLOCK_N == 64 || BLOCK_N == 128);
+  /* 64-column panels of the wgmma layout (kv_smem_offset) */
+  static constexpr int PANELS = (HEAD_DIM + 63) / 64;
+  /* smem row, padded by 16 bytes: ldmatrix without bank conflicts; wgmma
+   * shapes whose head dim is no whole number of panels size their tiles for
+   * the panels (the mma.sync loop of an sm_80 pass reads the same rows) */
+  static constexpr int ROW = (WG ? 64 * PANELS : HEAD_DIM) + 8;
   /* FP8 codes into fragments: the mma.sync tiles */
   static constexpr bool FRAG8 = KV8 && kTileFp8Frags && !WG;
   /* Two warpgroups on wgmma (the 128-row tile): they run half a KV tile
