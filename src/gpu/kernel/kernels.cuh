@@ -33,11 +33,12 @@ constexpr bool row_fits() {
  * HD: HD itself, or, for a tile that runs its products on warpgroup MMA
  * (TileShape::WG) at a wider compiled head dim that it fits but not at HD,
  * the smallest such. On NVIDIA that moves m64n64w4s2 and m128n128w8s2 at 80
- * and 96 (mma.sync there: 80 and 96 are not whole 64-column swizzled panels)
- * to 128: on one H200 causal prefill at d80 and d96 runs 1.22-1.38x faster
- * padded to 128 on wgmma than on its own mma.sync tile, over 16-bit and fp8
- * caches (docs/design/layout.md#head-dims). The decode tiles (16 rows) never
- * run on wgmma and keep their own head dims. */
+ * and 96 over fp8 caches to 128 (their wgmma tiles at 80 and 96 take 16-bit
+ * caches only, TileShape::WG): on one H200 causal prefill at d80 and d96 ran
+ * 1.22-1.38x faster padded to 128 on wgmma than on its own mma.sync tile
+ * (docs/design/layout.md#head-dims). Over 16-bit caches these rows run on
+ * wgmma at 80 and 96 themselves. The decode tiles (16 rows) never run on
+ * wgmma and keep their own head dims. */
 template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr int row_head_dim() {
   if (TileShape<HD, BM, BN, W, S, F8>::WG) return HD;
