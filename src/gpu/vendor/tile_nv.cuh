@@ -173,14 +173,24 @@ __device__ __forceinline__ float warp_broadcast(float v, int src) {
 
 /* ---- global -> shared copies ---------------------------------------------------- */
 /* 16 bytes; when !valid nothing is read and the destination is zero-filled. */
+#ifndef AA_CP_L2_PREFETCH
+#define AA_CP_L2_PREFETCH 0
+#endif
+#if AA_CP_L2_PREFETCH == 128
+#define AA_CP_PF ".L2::128B"
+#elif AA_CP_L2_PREFETCH == 256
+#define AA_CP_PF ".L2::256B"
+#else
+#define AA_CP_PF ""
+#endif
 __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+  asm volatile("cp.async.cg.shared.global" AA_CP_PF " [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
 /* 8 bytes (fp8 cache rows, which are 8-byte aligned), through L1 (.cg takes
  * 16 bytes only); when !valid nothing is read and the destination is zero-filled. */
 __device__ __forceinline__ void async_copy8(void *smem, const void *gmem, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+  asm volatile("cp.async.ca.shared.global" AA_CP_PF " [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(valid ? 8 : 0));
 }
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
