@@ -18,7 +18,7 @@ static const aa_gpu_config kRows[] = {
     {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128}, /* compiled from head dim 192 on (configs.h) */
     {"m16n256w8s2", 16, 256, 8, 2, 0, 0, 1, 128}, /* compiled for fp8 caches only (configs.h) */
 };
-static const aa_gpu_device kH200 = {132, 232448, 90};
+static const aa_gpu_device kH200 = {132, 232448, 90, 0}; /* no cap on programs per SM unless a test sets one */
 
 typedef struct {
   anyattn_plan plan;
@@ -222,7 +222,7 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 0) == 0, "mode off: copies");
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 5, 100000, 1) == 16, "the pipelined tile takes boxes in every launch");
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 4, 1, 2) == 0, "the single-warpgroup wgmma tile has none");
-  const aa_gpu_device a100 = {108, 166912, 80};
+  const aa_gpu_device a100 = {108, 166912, 80, 0};
   EXPECT(aa_gpu_tma_rows(&f.plan, &a100, 3, 1, 2) == 0, "no boxes before sm_90");
   f.plan.problem.block_size = 256;
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 128, "pages larger than the tile: boxes of a tile");
@@ -230,6 +230,36 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "a page size that does not divide the tile: copies");
   f.plan.problem.block_size = 4;
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "boxes under 8 rows: copies");
+}
+
+/* Programs per SM of 16-row tiles in launches of several waves (aa_gpu_launch_smem). */
+static void test_stream_cap(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 256, 256, 8192, NULL);
+  aa_gpu_device d = kH200;
+  d.stream_warps = 8;
+  const size_t sm = kH200.smem_per_block + 1024; /* an SM: the opt-in size and one block's reserve */
+  EXPECT(aa_gpu_launch_smem(&f.st, &kH200, 1, 100000) == 77312, "no cap configured: the row's own");
+  /* m16n64w4s2: 3 per SM by its own size, 2 under a cap of 8 warps; 264 programs are one wave of 2 */
+  EXPECT(aa_gpu_launch_smem(&f.st, &d, 1, 264) == 77312, "one wave at the cap: the row's own");
+  size_t s = aa_gpu_launch_smem(&f.st, &d, 1, 265);
+  EXPECT(s > 77312 && 3 * (s + 1024) > sm && 2 * (s + 1024) <= sm, "two programs per SM: %zu bytes", s);
+  EXPECT(aa_gpu_launch_smem(&f.st, &d, 1, -1) == s, "the attribute covers the capped launch");
+  /* m16n32w2s2: 5 per SM by size, 4 under the cap */
+  s = aa_gpu_launch_smem(&f.st, &d, 0, 100000);
+  EXPECT(5 * (s + 1024) > sm && 4 * (s + 1024) <= sm && s >= 41472, "four programs per SM: %zu bytes", s);
+  EXPECT(aa_gpu_launch_smem(&f.st, &d, 2, 100000) == 112128, "m16n64w4s3: 2 per SM already");
+  EXPECT(aa_gpu_launch_smem(&f.st, &d, 3, 100000) == 151552, "m16n128w8s2: 1 per SM already");
+  EXPECT(aa_gpu_launch_smem(&f.st, &d, 5, 100000) == 205824, "prefill rows keep their own");
+  d.stream_warps = 2; /* fewer warps than the tile has: one program per SM */
+  s = aa_gpu_launch_smem(&f.st, &d, 1, 100000);
+  EXPECT(2 * (s + 1024) > sm && s + 1024 <= sm, "one program per SM: %zu bytes", s);
+  /* a capped launch is more than one wave: no TMA boxes */
+  d.stream_warps = 8;
+  f.plan.problem.block_size = 16;
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 1, 300, 1) == 16, "300 programs, 3 per SM: one wave, boxes");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &d, 1, 300, 1) == 0, "300 programs, 2 per SM: two waves, copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &d, 1, 264, 1) == 16, "264 programs, 2 per SM: one wave, boxes");
 }
 
 /* Role launches: mixed batches on a row with a pair, the decode role's segments bounded by the workspace. */
@@ -273,7 +303,7 @@ static void test_roles(void) {
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.dec_config == 3, "2x512c+126d: dec %d", c.dec_config);
   /* the pair must fit the device */
-  const aa_gpu_device small = {132, 200000, 90};
+  const aa_gpu_device small = {132, 200000, 90, 0};
   a = batch(64, 2048 + 63, 2048);
   c = aa_gpu_choose(&f.plan, &small, &a);
   EXPECT(c.dec_config == -1, "pair over the device's shared memory: dec %d", c.dec_config);
@@ -311,6 +341,7 @@ int main(void) {
   test_plan_splits();
   test_choose();
   test_clusters_and_boxes();
+  test_stream_cap();
   printf("test_gpu_policy: %d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
 }

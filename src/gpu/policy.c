@@ -194,6 +194,18 @@ int aa_gpu_split_occupancy(const aa_gpu_plan_state *st, const aa_gpu_device *dev
   return occ < 1 ? 1 : (int)occ;
 }
 
+size_t aa_gpu_launch_smem(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, long long programs) {
+  const aa_gpu_config *c = &st->configs[cfg];
+  if (c->block_m != 16 || dev->stream_warps <= 0 || c->warps <= 0) return c->smem;
+  const int cap = dev->stream_warps >= c->warps ? dev->stream_warps / c->warps : 1;
+  if (aa_gpu_split_occupancy(st, dev, cfg) <= cap) return c->smem;
+  if (programs >= 0 && programs <= (long long)cap * dev->num_sms) return c->smem;
+  /* cap + 1 blocks of this size and the per-block reserve overflow an SM's
+   * shared memory (the opt-in size plus one reserve), cap of them fit */
+  const size_t s = dev->smem_per_block / (size_t)(cap + 1) + 1;
+  return s > c->smem ? s : c->smem;
+}
+
 long long aa_gpu_wave_programs(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg) {
   return (long long)aa_gpu_split_occupancy(st, dev, cfg) * dev->num_sms;
 }
@@ -431,7 +443,9 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
   const aa_gpu_plan_state *st = aa_st(plan);
   const int kind = st->configs[cfg].tma;
   if (dev->arch < 90 || kind == 0 || mode == 0) return 0;
-  if (kind == 1 && mode != 2 && programs > aa_gpu_wave_programs(st, dev, cfg)) return 0;
+  if (kind == 1 && mode != 2 &&
+      (programs > aa_gpu_wave_programs(st, dev, cfg) || aa_gpu_launch_smem(st, dev, cfg, programs) != st->configs[cfg].smem))
+    return 0; /* more than one wave (at the launch's programs per SM) */
   const int bs = plan->problem.block_size, bn = st->configs[cfg].block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded

@@ -138,6 +138,11 @@ struct KvCopies {
   __device__ __forceinline__ static uint32_t tile_offset(int r, int c) {
     return WG ? kv_smem_offset<S::BN>(r, c) : (uint32_t)((r * S::ROW + c * 8) * sizeof(T));
   }
+  /* Cache rows of the compiled head dim that are no whole number of 128-byte
+   * lines (d80 and d96 16-bit rows, fp8 rows but d128's) end inside a line
+   * the neighbouring kv head's program reads too: their copies fetch whole
+   * lines into L2 (async_copy16<true>, docs/design/decode.md). */
+  static constexpr bool LINE = (S::HD * sizeof(KT)) % 128 != 0;
   __device__ __forceinline__ void issue_tile(int stage, int slot) const {
     constexpr int CH = S::CHUNKS;
     const int tid = pg.g.tid;
@@ -163,8 +168,8 @@ struct KvCopies {
             const bool ok = (FIXED ? cok : c < (pg.p.head_dim >> 4)) && has_row(ak); /* V has a row with K */
             const int ko = FIXED ? ko0 + k * RS * S::K8_ROW : code_offset<S::SW8>(r, c * 16, S::K8_ROW);
             const int vo = FIXED ? vo0 + k * RS * S::V8_ROW : code_offset<S::SW8>(r, c * 16, S::V8_ROW);
-            async_copy16(dk + ko, row_ptr(ak) + c * 16, ok);
-            async_copy16(dv + vo, row_ptr(av) + c * 16, ok);
+            async_copy16<LINE>(dk + ko, row_ptr(ak) + c * 16, ok);
+            async_copy16<LINE>(dv + vo, row_ptr(av) + c * 16, ok);
           }
         }
         return;
@@ -176,8 +181,8 @@ struct KvCopies {
         if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
           const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
           const bool ok = c < nch && has_row(ak); /* V has a row with K */
-          async_copy8(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), row_ptr(ak) + c * 8, ok);
-          async_copy8(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), row_ptr(av) + c * 8, ok);
+          async_copy8<LINE>(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), row_ptr(ak) + c * 8, ok);
+          async_copy8<LINE>(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), row_ptr(av) + c * 8, ok);
         }
       }
       return;
@@ -193,8 +198,8 @@ struct KvCopies {
         const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
         const bool ok = c < nch && has_row(ak); /* V has a row with K */
         const uint32_t o = tile_offset(r, c);
-        async_copy16(reinterpret_cast<unsigned char *>(dk) + o, row_ptr(ak) + c * 8, ok);
-        async_copy16(reinterpret_cast<unsigned char *>(dv) + o, row_ptr(av) + c * 8, ok);
+        async_copy16<LINE>(reinterpret_cast<unsigned char *>(dk) + o, row_ptr(ak) + c * 8, ok);
+        async_copy16<LINE>(reinterpret_cast<unsigned char *>(dv) + o, row_ptr(av) + c * 8, ok);
       }
     }
   }

@@ -176,12 +176,14 @@ __device__ __forceinline__ float warp_broadcast(float v, int src) { return __shf
  * loads to LDS move 4 bytes per lane and bypass the offsets the body stores),
  * so this is a 16-byte global load and an LDS store; when !valid nothing is
  * read and zeros are stored. Latency is hidden by other waves on the CU. */
+template <bool LINE = false> /* a hint for NVIDIA's L2 (tile_nv.cuh); none here */
 __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool valid) {
   uint4 v = make_uint4(0u, 0u, 0u, 0u);
   if (valid) v = *reinterpret_cast<const uint4 *>(gmem);
   *reinterpret_cast<uint4 *>(smem) = v;
 }
 /* 8 bytes (fp8 cache rows), likewise. */
+template <bool LINE = false>
 __device__ __forceinline__ void async_copy8(void *smem, const void *gmem, bool valid) {
   uint2 v = make_uint2(0u, 0u);
   if (valid) v = *reinterpret_cast<const uint2 *>(gmem);

@@ -172,26 +172,31 @@ __device__ __forceinline__ float warp_broadcast(float v, int src) {
 }
 
 /* ---- global -> shared copies ---------------------------------------------------- */
-/* 16 bytes; when !valid nothing is read and the destination is zero-filled. */
-#ifndef AA_CP_L2_PREFETCH
-#define AA_CP_L2_PREFETCH 0
-#endif
-#if AA_CP_L2_PREFETCH == 128
-#define AA_CP_PF ".L2::128B"
-#elif AA_CP_L2_PREFETCH == 256
-#define AA_CP_PF ".L2::256B"
-#else
-#define AA_CP_PF ""
-#endif
+/* 16 bytes; when !valid nothing is read and the destination is zero-filled.
+ * LINE: a miss fetches the whole 128-byte line into L2 (.L2::128B), for
+ * cache rows that are no whole number of lines, whose line ends the
+ * neighbouring kv head's program reads at about the same time
+ * (docs/design/decode.md, "Rows that split lines"). */
+template <bool LINE = false>
 __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global" AA_CP_PF " [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
-               "r"(valid ? 16 : 0));
+  if constexpr (LINE)
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(valid ? 16 : 0));
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(valid ? 16 : 0));
 }
 /* 8 bytes (fp8 cache rows, which are 8-byte aligned), through L1 (.cg takes
- * 16 bytes only); when !valid nothing is read and the destination is zero-filled. */
+ * 16 bytes only); when !valid nothing is read and the destination is
+ * zero-filled. LINE as above. */
+template <bool LINE = false>
 __device__ __forceinline__ void async_copy8(void *smem, const void *gmem, bool valid) {
-  asm volatile("cp.async.ca.shared.global" AA_CP_PF " [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
-               "r"(valid ? 8 : 0));
+  if constexpr (LINE)
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(valid ? 8 : 0));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(valid ? 8 : 0));
 }
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
