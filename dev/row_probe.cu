@@ -14,7 +14,10 @@
 //   hpp 2:      a program takes two neighbouring heads (a 320-byte row pair
 //               at head dim 80, 64-byte aligned).
 //   gran N:     cudaLimitMaxL2FetchGranularity set to N bytes (a hint to the
-//               L2 on how much to fetch per miss) for that probe.
+//               L2 on how much to fetch per miss) for that probe;
+//   pf N:       the copies carry the .L2::NB prefetch-size qualifier;
+//   occ:        programs per SM, capped below what shared memory allows by
+//               asking for more of it.
 //
 // Timing: events around each launch, a 256 MB L2 flush before it, median of
 // 15; TB/s counts the useful K/V bytes. Build (from the root):

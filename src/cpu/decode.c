@@ -80,7 +80,7 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * head, K and V in turn, one line per step of the score and P.V loops. On
  * the 2-core AMD EPYC (Zen 3, AVX2) the per-head prefetch below gained 1.06x
  * over none, a burst of loads of every line of the block before its math
- * (commit 2d17296) 1.38x, and the cursor 1.08-1.11x over the burst
+ * (commit 2d17296) 1.38x, and the cursor 1.05-1.22x over the burst
  * (docs/design/cpu.md, Fused decode). */
 #define AA_DEC_CURSOR (AA_VR == 8)
 #if defined(__AVX512BF16__)
