@@ -239,20 +239,24 @@ static void test_stream_cap(void) {
   aa_gpu_device d = kH200;
   d.stream_warps = 8;
   const size_t sm = kH200.smem_per_block + 1024; /* an SM: the opt-in size and one block's reserve */
-  EXPECT(aa_gpu_launch_smem(&f.st, &kH200, 1, 100000) == 77312, "no cap configured: the row's own");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &kH200, 1, 100000, 1) == 77312, "no cap configured: the row's own");
   /* m16n64w4s2: 3 per SM by its own size, 2 under a cap of 8 warps; 264 programs are one wave of 2 */
-  EXPECT(aa_gpu_launch_smem(&f.st, &d, 1, 264) == 77312, "one wave at the cap: the row's own");
-  size_t s = aa_gpu_launch_smem(&f.st, &d, 1, 265);
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, 264, 1) == 77312, "one wave at the cap: the row's own");
+  size_t s = aa_gpu_launch_smem(&f.plan, &d, 1, 265, 1);
   EXPECT(s > 77312 && 3 * (s + 1024) > sm && 2 * (s + 1024) <= sm, "two programs per SM: %zu bytes", s);
-  EXPECT(aa_gpu_launch_smem(&f.st, &d, 1, -1) == s, "the attribute covers the capped launch");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, -1, 1) == s, "the attribute covers the capped launch");
   /* m16n32w2s2: 5 per SM by size, 4 under the cap */
-  s = aa_gpu_launch_smem(&f.st, &d, 0, 100000);
+  s = aa_gpu_launch_smem(&f.plan, &d, 0, 100000, 1);
   EXPECT(5 * (s + 1024) > sm && 4 * (s + 1024) <= sm && s >= 41472, "four programs per SM: %zu bytes", s);
-  EXPECT(aa_gpu_launch_smem(&f.st, &d, 2, 100000) == 112128, "m16n64w4s3: 2 per SM already");
-  EXPECT(aa_gpu_launch_smem(&f.st, &d, 3, 100000) == 151552, "m16n128w8s2: 1 per SM already");
-  EXPECT(aa_gpu_launch_smem(&f.st, &d, 5, 100000) == 205824, "prefill rows keep their own");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 2, 100000, 1) == 112128, "m16n64w4s3: 2 per SM already");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 3, 100000, 1) == 151552, "m16n128w8s2: 1 per SM already");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 5, 100000, 1) == 205824, "prefill rows keep their own");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, 100000, 4) == 77312, "split launches keep the row's own");
+  f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3; /* 128-byte rows at d128 */
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, 100000, 1) == 77312, "rows of 128 bytes keep the row's own");
+  f.plan.problem.kv_dtype = ANYATTN_KV_AS_Q;
   d.stream_warps = 2; /* fewer warps than the tile has: one program per SM */
-  s = aa_gpu_launch_smem(&f.st, &d, 1, 100000);
+  s = aa_gpu_launch_smem(&f.plan, &d, 1, 100000, 1);
   EXPECT(2 * (s + 1024) > sm && s + 1024 <= sm, "one program per SM: %zu bytes", s);
   /* a capped launch is more than one wave: no TMA boxes */
   d.stream_warps = 8;

@@ -94,7 +94,7 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
     const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)aa_gpu_launch_smem(st, dev, i, -1)));
+                                     (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);

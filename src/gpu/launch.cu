@@ -387,7 +387,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
-  const size_t smem = aa_gpu_launch_smem(st, &dev, ch.config, programs * p.num_splits);
+  const size_t smem = aa_gpu_launch_smem(plan, &dev, ch.config, programs, p.num_splits);
   AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl,
                 p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

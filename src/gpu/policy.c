@@ -194,9 +194,15 @@ int aa_gpu_split_occupancy(const aa_gpu_plan_state *st, const aa_gpu_device *dev
   return occ < 1 ? 1 : (int)occ;
 }
 
-size_t aa_gpu_launch_smem(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, long long programs) {
+size_t aa_gpu_launch_smem(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs,
+                          int splits) {
+  const aa_gpu_plan_state *st = aa_st(plan);
   const aa_gpu_config *c = &st->configs[cfg];
   if (c->block_m != 16 || dev->stream_warps <= 0 || c->warps <= 0) return c->smem;
+  /* rows of 128 bytes or fewer (d64, fp8 caches) stream faster with more
+   * programs per SM; split launches are sized to one wave of the row's own */
+  const int elem = plan->problem.kv_dtype == ANYATTN_KV_AS_Q ? 2 : 1;
+  if (c->head_dim * elem <= 128 || (programs >= 0 && splits != 1)) return c->smem;
   const int cap = dev->stream_warps >= c->warps ? dev->stream_warps / c->warps : 1;
   if (aa_gpu_split_occupancy(st, dev, cfg) <= cap) return c->smem;
   if (programs >= 0 && programs <= (long long)cap * dev->num_sms) return c->smem;
@@ -444,7 +450,7 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
   const int kind = st->configs[cfg].tma;
   if (dev->arch < 90 || kind == 0 || mode == 0) return 0;
   if (kind == 1 && mode != 2 &&
-      (programs > aa_gpu_wave_programs(st, dev, cfg) || aa_gpu_launch_smem(st, dev, cfg, programs) != st->configs[cfg].smem))
+      (programs > aa_gpu_wave_programs(st, dev, cfg) || aa_gpu_launch_smem(plan, dev, cfg, programs, 1) != st->configs[cfg].smem))
     return 0; /* more than one wave (at the launch's programs per SM) */
   const int bs = plan->problem.block_size, bn = st->configs[cfg].block_n;
   const int rows = bs >= bn ? bn : bs;

@@ -110,13 +110,15 @@ AA_HIDDEN int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device
  * and the register cap of 16-row tiles), and a wave of them. */
 AA_HIDDEN int aa_gpu_split_occupancy(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
 AA_HIDDEN long long aa_gpu_wave_programs(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
-/* Dynamic shared memory to launch row cfg with for `programs` programs: its
- * own, or, for a 16-row tile in a launch of more programs than
+/* Dynamic shared memory to launch row cfg with for `programs` programs in
+ * `splits` segments: its own, or, for a 16-row tile over cache rows of more
+ * than 128 bytes in an unsplit launch of more programs than
  * dev->stream_warps warps per SM hold, enough that no more of them share an
- * SM (a bandwidth-bound stream runs faster with fewer pages in flight per
- * SM: docs/design/decode.md, "Programs per SM"). programs < 0: the most any
- * launch of the row asks for. */
-AA_HIDDEN size_t aa_gpu_launch_smem(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, long long programs);
+ * SM (such a stream runs faster with fewer programs per SM:
+ * docs/design/decode.md, "Rows and programs per SM"). programs < 0: the most
+ * any launch of the row asks for. */
+AA_HIDDEN size_t aa_gpu_launch_smem(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs,
+                                    int splits);
 /* The config that runs split segments when nothing is forced, from the limits. */
 AA_HIDDEN int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev);
 /* Plan time: the split limits (st->num_splits, st->split_rows) and the
