@@ -97,9 +97,10 @@ inline const char *tma_env() {
 }
 inline int tma_mode() { return strcmp(tma_env(), "0") == 0 ? 0 : strcmp(tma_env(), "all") == 0 ? 2 : 1; }
 
-/* Warps of 16-row decode programs one SM keeps in a launch of several waves
- * (policy.h, aa_gpu_launch_smem): 8 on sm_90 (measured on the H200:
- * docs/design/decode.md, "Programs per SM"), no cap before it.
+/* Warps of 16-row decode programs one SM keeps in an unsplit launch of
+ * several waves over cache rows of more than 128 bytes (policy.h,
+ * aa_gpu_launch_smem): 8 on sm_90 (measured on the H200:
+ * docs/design/decode.md, "Rows and programs per SM"), no cap before it.
  * ANYATTN_CUDA_STREAM_WARPS=N sets it (0: no cap; for comparisons). */
 inline int stream_warps(int arch) {
   static const char *const env = getenv("ANYATTN_CUDA_STREAM_WARPS");

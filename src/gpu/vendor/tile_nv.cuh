@@ -176,7 +176,7 @@ __device__ __forceinline__ float warp_broadcast(float v, int src) {
  * LINE: a miss fetches the whole 128-byte line into L2 (.L2::128B), for
  * cache rows that are no whole number of lines, whose line ends the
  * neighbouring kv head's program reads at about the same time
- * (docs/design/decode.md, "Rows that split lines"). */
+ * (docs/design/decode.md, "Rows and programs per SM"). */
 template <bool LINE = false>
 __device__ __forceinline__ void async_copy16(void *smem, const void *gmem, bool valid) {
   if constexpr (LINE)
