@@ -216,20 +216,20 @@ static void test_clusters_and_boxes(void) {
 
   /* TMA boxes: padded decode tiles in one wave only (mode 1), everywhere with mode 2 */
   f.plan.problem.block_size = 16;
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 132, 1) == 16, "one wave: boxes of a page");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 1) == 0, "two waves: copies");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 2) == 16, "mode all: boxes");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 0) == 0, "mode off: copies");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 5, 100000, 1) == 16, "the pipelined tile takes boxes in every launch");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 4, 1, 2) == 0, "the single-warpgroup wgmma tile has none");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 132, 1, 0) == 16, "one wave: boxes of a page");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 1, 0) == 0, "two waves: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 133, 2, 0) == 16, "mode all: boxes");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 0, 0) == 0, "mode off: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 5, 100000, 1, 0) == 16, "the pipelined tile takes boxes in every launch");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 4, 1, 2, 0) == 0, "the single-warpgroup wgmma tile has none");
   const aa_gpu_device a100 = {108, 166912, 80, 0};
-  EXPECT(aa_gpu_tma_rows(&f.plan, &a100, 3, 1, 2) == 0, "no boxes before sm_90");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &a100, 3, 1, 2, 0) == 0, "no boxes before sm_90");
   f.plan.problem.block_size = 256;
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 128, "pages larger than the tile: boxes of a tile");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 128, "pages larger than the tile: boxes of a tile");
   f.plan.problem.block_size = 24;
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "a page size that does not divide the tile: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 0, "a page size that does not divide the tile: copies");
   f.plan.problem.block_size = 4;
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1) == 0, "boxes under 8 rows: copies");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 0, "boxes under 8 rows: copies");
 }
 
 /* Programs per SM of 16-row tiles in launches of several waves (aa_gpu_launch_smem). */
@@ -261,9 +261,11 @@ static void test_stream_cap(void) {
   /* a capped launch is more than one wave: no TMA boxes */
   d.stream_warps = 8;
   f.plan.problem.block_size = 16;
-  EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 1, 300, 1) == 16, "300 programs, 3 per SM: one wave, boxes");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &d, 1, 300, 1) == 0, "300 programs, 2 per SM: two waves, copies");
-  EXPECT(aa_gpu_tma_rows(&f.plan, &d, 1, 264, 1) == 16, "264 programs, 2 per SM: one wave, boxes");
+  EXPECT(aa_gpu_tma_rows(&f.plan, &d, 1, 300, 1, 0) == 16, "300 programs, 3 per SM: one wave, boxes");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, 300, 1) != 77312 && aa_gpu_tma_rows(&f.plan, &d, 1, 300, 1, 1) == 0,
+         "300 programs capped at 2 per SM: two waves, copies");
+  EXPECT(aa_gpu_launch_smem(&f.plan, &d, 1, 300, 2) == 77312 && aa_gpu_tma_rows(&f.plan, &d, 1, 300, 1, 0) == 16,
+         "split in 2: not capped, one wave of the row's own, boxes");
 }
 
 /* Role launches: mixed batches on a row with a pair, the decode role's segments bounded by the workspace. */

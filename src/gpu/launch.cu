@@ -316,10 +316,10 @@ void set_splits(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, 
 /* TMA boxes for config cfg, run at compiled head dim chd, in a launch of
  * `programs` programs, where the policy says they pay. */
 void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev, int cfg, int chd,
-             long long programs) {
+             long long programs, bool capped) {
   const anyattn_problem *pr = &plan->problem;
   const aa_gpu_config &c = static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg];
-  const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode());
+  const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode(), capped ? 1 : 0);
   if (rows <= 0) return;
   if (c.tma == 3 && !p.kv8_wide) return; /* code boxes land in the 16-code layout: copies */
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
@@ -353,8 +353,8 @@ anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, con
   /* Both roles run at the prefill row's compiled head dim (kernels.cuh,
    * roles_kernel_or_null); a decode tile's TMA kind does not depend on it. */
   const int chd = st->configs[ch.config].head_dim;
-  set_tma(rp.pre, plan, a, dev, ch.config, chd, pre_programs + dec_programs);
-  set_tma(rp.dec, plan, a, dev, ch.dec_config, chd, pre_programs + dec_programs);
+  set_tma(rp.pre, plan, a, dev, ch.config, chd, pre_programs + dec_programs, false);
+  set_tma(rp.dec, plan, a, dev, ch.dec_config, chd, pre_programs + dec_programs, false);
   const RolesFn k = roles_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "problem->config: no role pair for %s at head_dim %d",
            st->configs[ch.config].name, pr->head_dim);
@@ -381,13 +381,15 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
-  set_tma(p, plan, a, dev, ch.config, c.head_dim, programs * p.num_splits);
+  /* unsplit decode launches of several waves may keep fewer programs per SM
+   * than the row's shared memory allows (policy.h, aa_gpu_launch_smem) */
+  const size_t smem = aa_gpu_launch_smem(plan, &dev, ch.config, programs, p.num_splits);
+  set_tma(p, plan, a, dev, ch.config, c.head_dim, programs * p.num_splits, smem != c.smem);
   /* On sm_90 the kernel goes out with programmatic dependent launch: it
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
-  const size_t smem = aa_gpu_launch_smem(plan, &dev, ch.config, programs, p.num_splits);
   AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl,
                 p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

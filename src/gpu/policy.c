@@ -445,13 +445,13 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
  * slower (128x2048, 3 waves of m16n64w4s3: 279 -> 293 us). The pipelined
  * prefill tile (kind 2) takes them in every launch (prefill 1.19-1.33x
  * faster). docs/design/decode.md#tma-boxes. */
-int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode) {
+int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode,
+                    int capped) {
   const aa_gpu_plan_state *st = aa_st(plan);
   const int kind = st->configs[cfg].tma;
   if (dev->arch < 90 || kind == 0 || mode == 0) return 0;
-  if (kind == 1 && mode != 2 &&
-      (programs > aa_gpu_wave_programs(st, dev, cfg) || aa_gpu_launch_smem(plan, dev, cfg, programs, 1) != st->configs[cfg].smem))
-    return 0; /* more than one wave (at the launch's programs per SM) */
+  /* padded tiles: launches of one wave only (a capped launch is more than one) */
+  if (kind == 1 && mode != 2 && (capped || programs > aa_gpu_wave_programs(st, dev, cfg))) return 0;
   const int bs = plan->problem.block_size, bn = st->configs[cfg].block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded

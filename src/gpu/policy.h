@@ -140,8 +140,10 @@ AA_HIDDEN int aa_gpu_cluster_limit(const aa_gpu_plan_state *st, const aa_gpu_dev
 AA_HIDDEN aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, const anyattn_args *a);
 /* Rows per TMA box for this launch, or 0 for 16-byte copies: mode 0 never,
  * 1 where it pays (padded tiles only in launches of one wave), 2 wherever the
- * layout allows. */
-AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode);
+ * layout allows. capped: the launch runs fewer programs per SM than the row's
+ * own shared memory allows (aa_gpu_launch_smem), hence more than one wave. */
+AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode,
+                              int capped);
 
 #ifdef __cplusplus
 }
