@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "ck.h"
+
 constexpr int HKV = 8, D = 128, BS = 16;
 constexpr int ROW_BYTES = D * 2;                        // one K (or V) row of one head
 constexpr int64_t TOK_STRIDE = (int64_t)HKV * D;        // elements
@@ -57,6 +59,32 @@ __device__ __forceinline__ unsigned cp_async_stream(const unsigned char *sk, con
 static inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+/* A probe's stream, events and L2 flush buffer (256 MB); time_us times
+ * launch() with events, a flush before each of 17 calls, and returns the
+ * median of the last 15 in µs. */
+struct Env {
+  void *flush;
+  cudaEvent_t e0, e1;
+  cudaStream_t s;
+};
+
+template <class F>
+static inline double time_us(Env &E, F launch) {
+  std::vector<double> t;
+  for (int r = 0; r < 17; r++) {
+    CK(cudaMemsetAsync(E.flush, r, 256u << 20, E.s));
+    CK(cudaEventRecord(E.e0, E.s));
+    launch();
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(E.e1, E.s));
+    CK(cudaEventSynchronize(E.e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, E.e0, E.e1));
+    if (r >= 2) t.push_back(ms * 1e3);
+  }
+  return median(t);
 }
 
 #endif

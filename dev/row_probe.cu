@@ -29,12 +29,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "ck.h"
+#include "paged_kv.cuh" /* HKV, BS, the cp.async pipeline, Env and time_us */
 
-constexpr int HKV = 8, BS = 16, BN = 64, STAGES = 3, THREADS = 128;
+constexpr int BN = 64, STAGES = 3, THREADS = 128;
 constexpr int BATCH = 64, CTX = 8192, PAGES_PER_SEQ = CTX / BS;
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 struct Args {
   const uint16_t *k, *v;
@@ -75,50 +73,10 @@ __global__ void __launch_bounds__(THREADS) row_kernel(Args a) {
       copy16<PF>(sk + st * TILE + i * 16, kc + off);
       copy16<PF>(sv + st * TILE + i * 16, vc + off);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
   };
-  for (int it = 0; it < STAGES - 1; it++) issue(it);
-  unsigned acc = 0;
-  for (int it = 0; it < NT; it++) {
-    if (it + STAGES - 1 < NT) issue(it + STAGES - 1);
-    else asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
-    __syncthreads();
-    const int st = it % STAGES;
-    const uint32_t *wk = reinterpret_cast<const uint32_t *>(sk + st * TILE);
-    const uint32_t *wv = reinterpret_cast<const uint32_t *>(sv + st * TILE);
-    acc ^= wk[(tid * 37) % (TILE / 4)] ^ wv[(tid * 53) % (TILE / 4)];
-    __syncthreads();
-  }
+  const unsigned acc = cp_async_stream<STAGES, TILE>(sk, sv, NT, issue);
   if (acc == 0x12345678u) *a.sink = acc;
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Env {
-  void *flush;
-  cudaEvent_t e0, e1;
-  cudaStream_t s;
-};
-
-template <class F>
-static double time_us(Env &E, F launch) {
-  std::vector<double> t;
-  for (int r = 0; r < 17; r++) {
-    CK(cudaMemsetAsync(E.flush, r, 256u << 20, E.s));
-    CK(cudaEventRecord(E.e0, E.s));
-    launch();
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(E.e1, E.s));
-    CK(cudaEventSynchronize(E.e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, E.e0, E.e1));
-    if (r >= 2) t.push_back(ms * 1e3);
-  }
-  return median(t);
 }
 
 template <int D, int HPP, int PF = 0>

@@ -133,28 +133,6 @@ __global__ void dense_read(const uint4 *p, size_t n, unsigned *sink) {
 }
 
 
-struct Env {
-  void *flush;
-  cudaEvent_t e0, e1;
-  cudaStream_t s;
-};
-
-template <class F>
-static double time_us(Env &E, F launch) {
-  std::vector<double> t;
-  for (int r = 0; r < 17; r++) {
-    CK(cudaMemsetAsync(E.flush, r, 256u << 20, E.s));
-    CK(cudaEventRecord(E.e0, E.s));
-    launch();
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(E.e1, E.s));
-    CK(cudaEventSynchronize(E.e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, E.e0, E.e1));
-    if (r >= 2) t.push_back(ms * 1e3);
-  }
-  return median(t);
-}
 
 /* Whole pages: a program takes every kv head of PG pages per stage (K and V
  * pages are 32 KB contiguous each), as a program serving all heads of a
