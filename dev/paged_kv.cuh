@@ -1,4 +1,4 @@
-/* paged_kv.cuh: what the paged-K/V probes share (stream_probe.cu, e2e_bound.cu):
+/* paged_kv.cuh: what the paged-K/V probes share (stream_probe.cu, e2e_bound.cu, row_probe.cu):
  * the cache layout `anyattn bench` uses at batch-1 decode shapes (bf16, 8 kv
  * heads, head dim 128, 16-token pages; K and V caches [page][token][head][dim]),
  * the 16-byte cp.async copies, the STAGES-deep pipeline a program streams its
