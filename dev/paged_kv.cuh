@@ -7,6 +7,7 @@
 #define ANYATTN_DEV_PAGED_KV_CUH
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <algorithm>
 #include <vector>
 
@@ -85,6 +86,32 @@ static inline double time_us(Env &E, F launch) {
     if (r >= 2) t.push_back(ms * 1e3);
   }
   return median(t);
+}
+
+/* A probe's Env: a non-blocking stream, two events and the flush buffer. */
+static inline Env env_make() {
+  Env E;
+  CK(cudaStreamCreateWithFlags(&E.s, cudaStreamNonBlocking));
+  CK(cudaEventCreate(&E.e0));
+  CK(cudaEventCreate(&E.e1));
+  CK(cudaMalloc(&E.flush, 256u << 20));
+  return E;
+}
+
+/* K and V caches of `elems` bf16 elements each (every element 0x3c3c) and a
+ * block table of `pages` page ids in a shuffled order (the same for every
+ * probe: srand(11)). */
+static inline void paged_cache(size_t elems, int pages, uint16_t **k, uint16_t **v, int32_t **bt) {
+  CK(cudaMalloc(k, elems * 2));
+  CK(cudaMalloc(v, elems * 2));
+  CK(cudaMalloc(bt, (size_t)pages * 4));
+  CK(cudaMemset(*k, 0x3c, elems * 2));
+  CK(cudaMemset(*v, 0x3c, elems * 2));
+  std::vector<int32_t> h(pages);
+  for (int i = 0; i < pages; i++) h[i] = i;
+  srand(11);
+  for (int i = pages - 1; i > 0; i--) std::swap(h[i], h[rand() % (i + 1)]);
+  CK(cudaMemcpy(*bt, h.data(), (size_t)pages * 4, cudaMemcpyHostToDevice));
 }
 
 #endif

@@ -104,24 +104,11 @@ static void probe(Env &E, Args a, int seq_fastest, int gran, int occ_cap = 0) {
 int main() {
   const int pages = BATCH * PAGES_PER_SEQ;
   const size_t cache_elems = (size_t)pages * BS * HKV * 128;
-  Env E;
-  CK(cudaStreamCreateWithFlags(&E.s, cudaStreamNonBlocking));
-  CK(cudaEventCreate(&E.e0));
-  CK(cudaEventCreate(&E.e1));
-  CK(cudaMalloc(&E.flush, 256u << 20));
+  Env E = env_make();
   Args a;
   uint16_t *k, *v;
   int32_t *bt;
-  CK(cudaMalloc(&k, cache_elems * 2));
-  CK(cudaMalloc(&v, cache_elems * 2));
-  CK(cudaMalloc(&bt, (size_t)pages * 4));
-  CK(cudaMemset(k, 0x3c, cache_elems * 2));
-  CK(cudaMemset(v, 0x3c, cache_elems * 2));
-  std::vector<int32_t> h(pages);
-  for (int i = 0; i < pages; i++) h[i] = i;
-  srand(11);
-  for (int i = pages - 1; i > 0; i--) std::swap(h[i], h[rand() % (i + 1)]);
-  CK(cudaMemcpy(bt, h.data(), (size_t)pages * 4, cudaMemcpyHostToDevice));
+  paged_cache(cache_elems, pages, &k, &v, &bt);
   CK(cudaMalloc(&a.sink, 4));
   a.k = k;
   a.v = v;

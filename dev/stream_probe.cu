@@ -199,24 +199,11 @@ int main(int argc, char **argv) {
   const int max_ctx = 32768;
   const int pages = max_ctx / BS;
   const size_t cache_elems = (size_t)pages * PAGE_STRIDE;
-  Env E;
-  CK(cudaStreamCreateWithFlags(&E.s, cudaStreamNonBlocking));
-  CK(cudaEventCreate(&E.e0));
-  CK(cudaEventCreate(&E.e1));
-  CK(cudaMalloc(&E.flush, 256u << 20));
+  Env E = env_make();
   Args a;
   uint16_t *k, *v;
   int32_t *bt;
-  CK(cudaMalloc(&k, cache_elems * 2));
-  CK(cudaMalloc(&v, cache_elems * 2));
-  CK(cudaMalloc(&bt, pages * 4));
-  CK(cudaMemset(k, 0x3c, cache_elems * 2));
-  CK(cudaMemset(v, 0x3c, cache_elems * 2));
-  std::vector<int32_t> h(pages);
-  for (int i = 0; i < pages; i++) h[i] = i;
-  srand(11);
-  for (int i = pages - 1; i > 0; i--) std::swap(h[i], h[rand() % (i + 1)]);
-  CK(cudaMemcpy(bt, h.data(), pages * 4, cudaMemcpyHostToDevice));
+  paged_cache(cache_elems, pages, &k, &v, &bt);
   CK(cudaMalloc(&a.sink, 4));
   a.k = k;
   a.v = v;
@@ -240,6 +227,7 @@ int main(int argc, char **argv) {
   }
   int32_t *bt_id;  // pages in order: the same reads without the shuffle
   CK(cudaMalloc(&bt_id, pages * 4));
+  std::vector<int32_t> h(pages);
   for (int i = 0; i < pages; i++) h[i] = i;
   CK(cudaMemcpy(bt_id, h.data(), pages * 4, cudaMemcpyHostToDevice));
   Args ordered = a;
