@@ -9,10 +9,14 @@
  * a case is pBxL (causal prefill), dBxC (decode, B sequences at context C) or
  * mixed (one 512-token prefill and 31 decodes at 1024); shapes as `anyattn bench`
  * (32 q heads, 8 kv heads, head dim 128, page 16, shuffled pages).
+ * AB_THP=1 puts the K/V caches on 2 MiB pages (madvise(MADV_HUGEPAGE), Linux; the
+ * huge pages granted are printed), to tell the cost of TLB misses on the
+ * shuffled pages.
  * AB_CLOCK=thread times each call in the calling thread's CPU time instead
  * of wall time: with OMP_NUM_THREADS=1 the time a shared machine gives other
  * processes then stays out of the figures:
  *   AB_CLOCK=thread OMP_NUM_THREADS=1 /tmp/cpu_ab LIB LIB@fp8 d16x4096 bf16 11 */
+#define _DEFAULT_SOURCE /* madvise */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -20,10 +24,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "../include/anyattn.h"
 
 enum { HQ = 32, HKV = 8, D = 128, BS = 16, MAXS = 64 };
+
+/* A cache of n bytes: plain malloc, or under AB_THP whole 2 MiB pages asked
+ * to be huge. */
+static void *cache_alloc(size_t n) {
+  const char *thp = getenv("AB_THP");
+  if (!thp || strcmp(thp, "1")) return malloc(n);
+  const size_t huge = (size_t)2 << 20;
+  void *p = aligned_alloc(huge, (n + huge - 1) / huge * huge);
+#ifdef __linux__
+  if (p && madvise(p, (n + huge - 1) / huge * huge, MADV_HUGEPAGE))
+    fprintf(stderr, "AB_THP: madvise failed; the cache stays on small pages\n");
+#endif
+  return p;
+}
+
+/* The huge pages this process holds (Linux), after the caches are filled. */
+static void print_huge_pages(void) {
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "AnonHugePages:", 14)) printf("AB_THP: %s", line);
+  if (f) fclose(f);
+}
 
 typedef struct {
   anyattn_status (*context_create)(anyattn_backend, int, anyattn_context **);
@@ -105,10 +135,14 @@ int main(int argc, char **argv) {
   const size_t es = dt == ANYATTN_DTYPE_F32 ? 4 : 2;
   anyattn_kv_dtype kvd[2] = {ANYATTN_KV_AS_Q, ANYATTN_KV_AS_Q};
   const size_t cache = (size_t)pages * BS * HKV * D, qn = (size_t)nt * HQ * D;
-  char *k = malloc(cache * es), *v = malloc(cache * es), *q = malloc(qn * es), *out = malloc(qn * es);
+  char *k = cache_alloc(cache * es), *v = cache_alloc(cache * es), *q = malloc(qn * es), *out = malloc(qn * es);
   char *bufs[3] = {k, v, q};
   size_t cnt[3] = {cache, cache, qn};
-  char *k8 = malloc(cache), *v8 = malloc(cache); /* fp8 codes: finite in both formats */
+  char *k8 = cache_alloc(cache), *v8 = cache_alloc(cache); /* fp8 codes: finite in both formats */
+  if (!k || !v || !q || !out || !k8 || !v8) {
+    fprintf(stderr, "out of memory\n");
+    return 1;
+  }
   for (size_t i = 0; i < cache; i++) {
     for (int x = 0; x < 2; x++) {
       int c = rand() & 0xFF;
@@ -125,6 +159,7 @@ int main(int argc, char **argv) {
       else if (dt == ANYATTN_DTYPE_BF16) ((uint16_t *)bufs[x])[i] = (uint16_t)(u >> 16);
       else ((uint16_t *)bufs[x])[i] = (uint16_t)(0x3800 | (rand() & 0x3FF) | (rand() & 1) << 15); /* +-[0.5, 1) */
     }
+  if (getenv("AB_THP") && !strcmp(getenv("AB_THP"), "1")) print_huge_pages();
   side sd[2];
   for (int i = 0; i < 2; i++) {
     char path[512];
