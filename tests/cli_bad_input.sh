@@ -95,7 +95,9 @@ expect_usage_error tune --out x.csv --cells a:b
 expect_usage_error tune --out x.csv --cells -1:3
 expect_usage_error tune --backend cpu --grid ibm --out "${TMPDIR:-/tmp}/anyattn_cli_cells.$$.csv" --cells 60:61
 expect_usage_error fit --in
-expect_error "unknown --grid 'dec' (ibm, full, decode)" tune --grid dec --out x.csv
+expect_error "unknown --grid 'dec' (ibm, full, decode, full-decode)" tune --grid dec --out x.csv
+expect_error "--cells 0:2 holds no cell of the full grid whose every sequence has q_len 1" tune --backend cpu \
+  --grid full-decode --cells 0:2 --out "${TMPDIR:-/tmp}/anyattn_cli_cells.$$.csv"
 expect_error "--kv-dtype fp8_e4m3 needs --dtype bf16 or f16" tune --backend cpu --dtype f32 --kv-dtype fp8 --out x.csv
 expect_error "--head-dim '0' (1 to 512)" tune --head-dim 0 --out x.csv
 expect_usage_error fit --in x.csv --eval yes

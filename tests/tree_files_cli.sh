@@ -78,6 +78,21 @@ else
   fail "tune --grid decode at two shapes, then fit --in a list"
 fi
 
+# tune --grid full-decode sweeps the full grid's all-decode cells (max_q 1) under their
+# full-grid numbers, so listed after a full sweep of the same shape its rows take the
+# place of those cells' rows: the list fits over the full sweep's cells, none twice.
+decode_ids() { grep -v '^#' "$1" | awk -F, 'NR > 1 && $5 == 1 { print $1 }' | sort -un | tr '\n' ' '; }
+if $to "$cli" tune --backend cpu --grid full --cells 0:5 --iters 1 --out "$tmp/f.csv" >"$tmp/out" 2>"$tmp/err" &&
+  $to "$cli" tune --backend cpu --grid full-decode --cells 0:5 --iters 1 --out "$tmp/fd.csv" >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "(3 cells x" "$tmp/out" && [ "$(decode_ids "$tmp/f.csv")" = "2 3 4 " ] &&
+  [ "$(decode_ids "$tmp/fd.csv")" = "2 3 4 " ] &&
+  [ "$(grep -v '^#' "$tmp/fd.csv" | awk -F, 'NR > 1 && $5 != 1' | wc -l)" -eq 0 ] &&
+  $to "$cli" fit --in "$tmp/f.csv,$tmp/fd.csv" --name fd >"$tmp/out" 2>"$tmp/err" && grep -q "over 5 cells" "$tmp/out"; then
+  echo "PASS tune --grid full-decode: cells $(decode_ids "$tmp/fd.csv")of the full grid, fit --in full,full-decode over 5 cells"
+else
+  fail "tune --grid full-decode, then fit --in with the full sweep"
+fi
+
 # ---- tune: a full output device fails at once, in one line -----------------------------
 if [ -c /dev/full ]; then
   $to "$cli" tune --backend cpu --grid ibm --cells 0:1 --out /dev/full >"$tmp/out" 2>"$tmp/err"

@@ -34,7 +34,7 @@ static const char *usage_text =
     "                                         time a workload against the measured ceilings\n"
     "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
     "                                         predict context-parallel prefill: ring, two-level\n"
-    "  tune [--backend B] [--device N] [--grid ibm|full|decode] --out FILE.csv [--name ID]\n"
+    "  tune [--backend B] [--device N] [--grid ibm|full|decode|full-decode] --out FILE.csv [--name ID]\n"
     "       [--iters N] [--depth D] [--dtype T] [--head-dim D] [--kv-dtype T] [--cells FROM:TO]\n"
     "                                         sweep every config over a grid, fit a decision tree\n"
     "  fit --in FILE.csv ([--name ID] [--depth D] | --eval)\n"
@@ -133,8 +133,10 @@ static const cli_command commands[] = {
      "  --out FILE.csv      the sweep to write (required)\n"
      "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
      "  --device N          device index, 0 to 1023 (default 0)\n"
-     "  --grid G            ibm (default), full, or decode (the full grid's cells whose\n"
-     "                      every sequence has q_len 1)\n"
+     "  --grid G            ibm (default), full, decode (the full grid's cells whose\n"
+     "                      every sequence has q_len 1, numbered from 0), or\n"
+     "                      full-decode (those cells under their full-grid numbers,\n"
+     "                      to list after a full sweep of the same shape in fit --in)\n"
      "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
      "  --iters N           timed calls per (cell, config), 1 to 100000\n"
      "  --depth D           tree depth, 1 to 12 (default 4)\n"
@@ -341,8 +343,8 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     if (!bench_workload_known(v)) return usage_error("unknown workload '%s' (%s)", shown(v), bench_workload_names());
     o->workload = v;
   } else if (!strcmp(a, "--grid")) {
-    if (strcmp(v, "ibm") && strcmp(v, "full") && strcmp(v, "decode"))
-      return usage_error("unknown --grid '%s' (ibm, full, decode)", shown(v));
+    if (strcmp(v, "ibm") && strcmp(v, "full") && strcmp(v, "decode") && strcmp(v, "full-decode"))
+      return usage_error("unknown --grid '%s' (ibm, full, decode, full-decode)", shown(v));
     o->grid = v;
   } else if (!strcmp(a, "--out")) {
     o->out = v;

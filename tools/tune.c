@@ -184,9 +184,23 @@ typedef struct {
   cand_list cands;
   case_list cases;
   int cell_from, cell_to;
+  int decode_ids; /* --grid full-decode: the full grid, its all-decode cells only */
   char dev[128], family[32], driver[64], date[32];
   FILE *csv;
 } tune_state;
+
+/* Whether cell i is swept: every cell, or under --grid full-decode the cells
+ * whose every sequence has q_len 1 (their full-grid numbers kept). */
+static int cell_swept(const tune_state *ts, int i) {
+  const bench_case *c = &ts->cases.items[i];
+  return !ts->decode_ids || all_decode(c->q_lens, c->num_seqs);
+}
+/* The swept cells among [from, to). */
+static int cells_swept(const tune_state *ts, int from, int to) {
+  int n = 0;
+  for (int i = from; i < to; i++) n += cell_swept(ts, i);
+  return n;
+}
 
 /* The metadata lines and the header row, flushed: an output that cannot be
  * written fails here, before any timing. */
@@ -194,7 +208,10 @@ static int write_csv_header(const tune_state *ts) {
   FILE *csv = ts->csv;
   const tune_options *opt = ts->opt;
   fprintf(csv, "# anyattn %s tune: backend %s, grid %s, %d cells x %d candidates (config, KV splits)\n",
-          anyattn_version_string(), anyattn_backend_name(ts->be), opt->grid, ts->cases.count, ts->cands.count);
+          anyattn_version_string(), anyattn_backend_name(ts->be), opt->grid, cells_swept(ts, 0, ts->cases.count),
+          ts->cands.count);
+  if (ts->decode_ids)
+    fprintf(csv, "# the full grid's cells whose every sequence has q_len 1, numbered as in the full grid\n");
   if (ts->cell_from > 0 || ts->cell_to < ts->cases.count)
     fprintf(csv, "# cells %d to %d of the grid (the rest in other files: concatenate them to fit)\n", ts->cell_from,
             ts->cell_to - 1);
@@ -241,7 +258,7 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
   bo.kv_dtype = opt->kv_dtype;
   bo.head_dim = BENCH_D;
   const double kv_bytes = (double)anyattn_kv_dtype_size(opt->kv_dtype, opt->dtype);
-  const int total = (ts->cell_to - ts->cell_from) * cd->count;
+  const int total = cells_swept(ts, ts->cell_from, ts->cell_to) * cd->count;
   /* Per cell, before the candidates (GPU): one untimed run of the table's
    * last row (the big prefill tile), whose time seeds the pruning, so the
    * decode tiles on long prefills end after two calls. Then the candidates
@@ -249,7 +266,8 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
   int settle = -1, rc = 0;
   for (int k = 0; k < cd->count; k++)
     if (cd->base[k] == k) settle = k;
-  for (int i = ts->cell_from; i < ts->cell_to && rc == 0; i++) {
+  for (int i = ts->cell_from, done = 0; i < ts->cell_to && rc == 0; i++) {
+    if (!cell_swept(ts, i)) continue;
     const bench_case *c = &ts->cases.items[i];
     double f[NF];
     case_features(c, kv_bytes, f);
@@ -283,7 +301,7 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
         *pruned += ok && r.pruned;
         cell_us[k] = ok ? r.us : 0.0;
         if (ok && (best_us == 0.0 || r.us < best_us)) best_us = r.us;
-        const int step = (i - ts->cell_from) * cd->count + k + 1;
+        const int step = done * cd->count + k + 1;
         if (ok)
           fprintf(stderr, "[%d/%d] %-24s %-18s %10.1f us%s\n", step, total, c->name, name, r.us,
                   r.pruned ? " (pruned)" : "");
@@ -297,6 +315,7 @@ static int sweep(tune_state *ts, int *failures, int *pruned) {
       fprintf(ts->csv, ",%s,%d,%.3f,%d\n", cd->config[k], cd->splits[k], ok ? cell_us[k] : 0.0, ok);
       rc = csv_check(ts->csv, opt->out);
     }
+    done++;
   }
   if (rc == 0) {
     fprintf(ts->csv, "# pruned %d of %d runs\n", *pruned, total);
@@ -333,6 +352,7 @@ int tune_main(const tune_options *opt) {
   bench_head_dim = opt->head_dim > 0 ? opt->head_dim : BENCH_DEFAULT_D;
   if (!strcmp(opt->grid, "ibm")) bench_add_ibm(&ts.cases);
   else add_full_grid(&ts.cases, ts.gpu ? 4e9 : 2e8, !strcmp(opt->grid, "decode"));
+  ts.decode_ids = !strcmp(opt->grid, "full-decode");
   if (opt->cell_from >= ts.cases.count) { /* --cells past the grid: nothing to sweep, no file */
     fprintf(stderr, "anyattn: --cells from %d: the %s grid has cells 0 to %d (see 'anyattn help')\n", opt->cell_from,
             opt->grid, ts.cases.count - 1);
@@ -345,6 +365,12 @@ int tune_main(const tune_options *opt) {
   strftime(ts.date, sizeof ts.date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
   ts.cell_from = opt->cell_from > 0 ? opt->cell_from : 0;
   ts.cell_to = opt->cell_to > 0 && opt->cell_to < ts.cases.count ? opt->cell_to : ts.cases.count;
+  if (cells_swept(&ts, ts.cell_from, ts.cell_to) == 0) { /* full-decode: a range of no decode cell */
+    fprintf(stderr, "anyattn: --cells %d:%d holds no cell of the full grid whose every sequence has q_len 1\n",
+            ts.cell_from, ts.cell_to);
+    tune_free(&ts);
+    return 2;
+  }
 
   ts.csv = fopen(opt->out, "w");
   if (!ts.csv) {
@@ -357,7 +383,7 @@ int tune_main(const tune_options *opt) {
   if (rc == 0) rc = sweep(&ts, &failures, &pruned);
   errno = 0;
   if (fclose(ts.csv) != 0 && rc == 0) rc = csv_failed(opt->out);
-  const int cells = ts.cell_to - ts.cell_from, num_cands = ts.cands.count;
+  const int cells = cells_swept(&ts, ts.cell_from, ts.cell_to), num_cands = ts.cands.count;
   tune_free(&ts);
   if (rc) return 1;
   printf("wrote %s (%d cells x %d candidates, %d runs pruned)\n", opt->out, cells, num_cands, pruned);

@@ -7,7 +7,8 @@
 typedef struct {
   anyattn_backend backend;
   int device;
-  const char *grid; /* "ibm", "full" or "decode" (the full grid's all-decode cells) */
+  const char *grid; /* "ibm", "full", "decode" (the full grid's all-decode cells, numbered
+                     * 0 up) or "full-decode" (the same cells under their full-grid numbers) */
   const char *out;  /* the raw CSV; the tree goes beside it as .json and .h */
   const char *name; /* C identifier for the tree, e.g. "h200" */
   int iters;        /* timed calls per (cell, config); 0: default */
