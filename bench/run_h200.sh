@@ -9,7 +9,7 @@
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the ship and tune rows of
 #       src/choose/configs.h) and benches each forced config (SWEEP empty: every config of that table)
-# Steps: build check ctest sanitize bench graph e2e roles fp8 sweep peers ibm tune tunex
+# Steps: build check ctest sanitize bench graph e2e roles fp8 sweep peers ibm tune decsweep tunex
 # (the long IBM grid and the tuning sweeps last, so a run cut short still has the rest). graph: the decode
 # list again under CUDA-graph replay (launch overhead out: batch-1 targets);
 # e2e: the paper's end-to-end attention (e2e-llama8b, ~410k graph-replayed
@@ -287,6 +287,38 @@ if has tune; then
     cat "$OUT/tune_$g.txt" >>"$LOG"
     note "tune $g: rc=$rc"
     sed 's/^/  /' "$OUT/tune_$g.txt" >>"$SUMMARY"
+  done
+fi
+# decsweep: the decode sweeps the committed tree is fitted on, again (DECSWEEP_SHAPES
+# "HD:KV ...", default all six; d128 over a 16-bit cache as --grid full-decode into
+# h200_tune_full_decode.csv, the others as --grid decode into the names of
+# bench/results/h200), then `anyattn fit --depth 10` on the committed full sweep with
+# them (a shape not swept here: its committed file) into $OUT/fit/tree_h200.{json,h},
+# and the scores of that tree and of the committed one on every sweep of the list.
+if has decsweep; then
+  F=$OUT/fit
+  mkdir -p "$F"
+  cp bench/results/h200/h200_tune_*.csv "$F/"
+  for sh in ${DECSWEEP_SHAPES:-128:as-q 64:as-q 80:as-q 96:as-q 96:fp8 128:fp8}; do
+    hd=${sh%%:*} kv=${sh#*:}
+    g=decode f=h200_tune_decode_d${hd}_kv_$kv.csv
+    [ "$hd:$kv" = "128:as-q" ] && g=full-decode f=h200_tune_full_decode.csv
+    say "tune --grid $g --head-dim $hd --kv-dtype $kv"
+    cmd="anyattn tune --backend cuda --grid $g --head-dim $hd --kv-dtype $kv --out $f --name h200 --iters ${TUNE_ITERS:-10}"
+    timeout ${TUNE_TIMEOUT:-420} $CLI tune --backend cuda --grid $g --head-dim "$hd" --kv-dtype "$kv" --out "$F/$f" \
+      --name h200 --iters ${TUNE_ITERS:-10} >>"$LOG" 2>"$OUT/decsweep_progress.txt"
+    note "tune $g d$hd $kv: rc=$?"
+    meta_json "$F/${f%.csv}.meta.json" "$cmd"
+    rm -f "$F/${f%.csv}.json" "$F/${f%.csv}.h" # the one-sweep trees tune fits beside
+  done
+  list=h200_tune_full.csv
+  [ -f "$F/h200_tune_full_decode.csv" ] && list=$list,h200_tune_full_decode.csv
+  for f in "$F"/h200_tune_decode_*.csv; do list=$list,$(basename "$f"); done
+  cli=$PWD/$CLI
+  (cd "$F" && $cli fit --in "$list" --name h200 --depth 10) >>"$LOG" 2>&1
+  note "fit --in $list --depth 10: rc=$?"
+  for f in ${list//,/ }; do
+    note "  $f: committed tree $(cd "$F" && $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate'), refit $(cd "$F" && ANYATTN_TREE=$F/tree_h200.json $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate')"
   done
 fi
 if has tunex && build_tune; then
