@@ -201,8 +201,8 @@ size_t aa_gpu_launch_smem(const anyattn_plan *plan, const aa_gpu_device *dev, in
   if (c->block_m != 16 || dev->stream_warps <= 0 || c->warps <= 0) return c->smem;
   /* rows of 128 bytes or fewer (d64, fp8 caches) stream faster with more
    * programs per SM; split launches are sized to one wave of the row's own */
-  const int elem = plan->problem.kv_dtype == ANYATTN_KV_AS_Q ? 2 : 1;
-  if (c->head_dim * elem <= 128 || (programs >= 0 && splits != 1)) return c->smem;
+  const size_t row_bytes = (size_t)c->head_dim * anyattn_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
+  if (row_bytes <= 128 || (programs >= 0 && splits != 1)) return c->smem;
   const int cap = dev->stream_warps >= c->warps ? dev->stream_warps / c->warps : 1;
   if (aa_gpu_split_occupancy(st, dev, cfg) <= cap) return c->smem;
   if (programs >= 0 && programs <= (long long)cap * dev->num_sms) return c->smem;

@@ -103,13 +103,14 @@ inline int tma_mode() { return strcmp(tma_env(), "0") == 0 ? 0 : strcmp(tma_env(
  * docs/design/decode.md, "Rows and programs per SM"), no cap before it.
  * ANYATTN_CUDA_STREAM_WARPS=N sets it (0: no cap; for comparisons). */
 inline int stream_warps(int arch) {
-  static const char *const env = getenv("ANYATTN_CUDA_STREAM_WARPS");
-  if (env && *env) {
+  static const int env = [] { /* read once: device_of runs at every launch; -1: unset or not 0..64 */
+    const char *e = getenv("ANYATTN_CUDA_STREAM_WARPS");
+    if (!e || !*e) return -1;
     char *end = nullptr;
-    const long v = strtol(env, &end, 10);
-    if (*end == '\0' && v >= 0 && v <= 64) return (int)v;
-  }
-  return arch >= 90 ? 8 : 0;
+    const long v = strtol(e, &end, 10);
+    return *end == '\0' && v >= 0 && v <= 64 ? (int)v : -1;
+  }();
+  return env >= 0 ? env : arch >= 90 ? 8 : 0;
 }
 
 inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder() {
