@@ -301,6 +301,14 @@ typedef struct {
    * before it drains; elsewhere no effect). docs/semantics.md, "Overlap with
    * the work before a call". */
   anyattn_prior_writes prior_writes;
+  /* Optional host-side hint (0: unknown): an upper bound of the sum of
+   * seq_lens_k over the batch's num_seqs sequences, as a serving engine that
+   * keeps its sequence lengths on the host knows it. With the max hints it
+   * tells equal-length batches from batches of mixed lengths (the mean
+   * context sum_kv_len / num_seqs is a tree feature), which steers the choice
+   * of tiles; at most num_seqs * (max_kv_len, else limits.max_context);
+   * validate checks that it is a bound. */
+  int64_t sum_kv_len;
 } anyattn_batch;
 
 ANYATTN_API void anyattn_batch_init(anyattn_batch *batch);
@@ -410,7 +418,8 @@ typedef enum {
   ANYATTN_TREE_FEATURE_HEAD_DIM = 5,   /* problem->head_dim */
   ANYATTN_TREE_FEATURE_GROUP = 6,      /* num_q_heads / num_kv_heads */
   ANYATTN_TREE_FEATURE_KV_BYTES = 7,   /* bytes per K/V cache element: 1 (fp8), 2, 4 */
-  ANYATTN_TREE_FEATURE_COUNT = 8       /* length of a feature vector */
+  ANYATTN_TREE_FEATURE_MEAN_KV = 8,    /* batch->sum_kv_len / num_seqs (not rounded), else 0 */
+  ANYATTN_TREE_FEATURE_COUNT = 9       /* length of a feature vector */
 } anyattn_tree_feature;
 
 /* Constant name of a feature ("num_seqs", ...; the sweep CSV's column names),
@@ -453,8 +462,9 @@ typedef struct {
 /* What the tree serving (device_name, family) (as anyattn_tree_get finds it)
  * picks for a feature vector: features is a host array of num_features
  * doubles, num_features = ANYATTN_TREE_FEATURE_COUNT, each finite, laid out as
- * anyattn_tree_feature says; the caller owns it. num_features = 7 (the count
- * before KV_BYTES) is also taken, with kv_bytes 2 (a 16-bit cache). The GPU backends take the
+ * anyattn_tree_feature says; the caller owns it. The counts of earlier
+ * versions are also taken: 8 (before MEAN_KV) with mean_kv 0 (no sum_kv_len
+ * hint), 7 (before KV_BYTES) with kv_bytes 2 (a 16-bit cache) too. The GPU backends take the
  * leaf's config when it is a row of their table that fits the problem, else
  * their fallback. A walk of a few nodes, no timing. NULL_POINTER without
  * features or choice, STRUCT_SIZE as above, INVALID_SIZE when num_features

@@ -431,6 +431,13 @@ static void test_run_and_validate(anyattn_context *ctx) {
   /* Valid non-default strides (HND) are accepted. */
   EXPECT_RUN((t_.k_stride_block = 2048, t_.k_stride_token = 64, t_.k_stride_head = 1024), ANYATTN_STATUS_OK, NULL);
   EXPECT_RUN((t_.lse = NULL), ANYATTN_STATUS_OK, NULL);
+  /* sum_kv_len: a hint in [0, num_seqs * (max_kv_len, else max_context)] (two sequences, max_context 64). */
+  EXPECT_RUN(b_.sum_kv_len = 30, ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN(b_.sum_kv_len = 128, ANYATTN_STATUS_OK, NULL);
+  EXPECT_RUN(b_.sum_kv_len = -1, ANYATTN_STATUS_INVALID_SIZE, "batch->sum_kv_len is -1");
+  EXPECT_RUN(b_.sum_kv_len = 129, ANYATTN_STATUS_INVALID_SIZE, "limits.max_context = 128");
+  EXPECT_RUN((b_.max_kv_len = 20, b_.sum_kv_len = 41), ANYATTN_STATUS_INVALID_SIZE, "max_kv_len = 40");
+  EXPECT_RUN(b_.sum_kv_len = INT64_MAX, ANYATTN_STATUS_INVALID_SIZE, "sum_kv_len");
 
   /* validate: the good batch, then each rule broken. */
   EXPECT_VALIDATE((void)0, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
@@ -451,6 +458,9 @@ static void test_run_and_validate(anyattn_context *ctx) {
   EXPECT_VALIDATE((void)0, 3, ANYATTN_STATUS_BAD_METADATA, "block_table[0][0]"); /* page 3 of 3 */
   EXPECT_VALIDATE(b_.block_table_stride = 1, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "block_table_stride");
   EXPECT_VALIDATE(b_.num_tokens = 3, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "num_tokens");
+  EXPECT_VALIDATE(b_.sum_kv_len = 29, T_BLOCKS, ANYATTN_STATUS_BAD_METADATA, "batch->sum_kv_len 29");
+  EXPECT_VALIDATE(b_.sum_kv_len = 30, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
+  EXPECT_VALIDATE(b_.sum_kv_len = 31, T_BLOCKS, ANYATTN_STATUS_OK, NULL); /* a bound */
   /* q_pos: any position with every query in [-2^29, 2^29]; q_len may then exceed kv_len. */
   static const int32_t qp0_[2] = {-5, 40};
   static const int32_t qp1_[2] = {0, 1};

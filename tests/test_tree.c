@@ -71,7 +71,7 @@ static void write_text(const char *path, const char *text) {
 static void check_misuse(void) {
   anyattn_tree_info info;
   anyattn_tree_choice ch;
-  double f[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 1, 128, 4, 2};
+  double f[ANYATTN_TREE_FEATURE_COUNT] = {1, 1, 1, 1, 1, 128, 4, 2, 0};
   memset(&info, 0, sizeof info);
   memset(&ch, 0, sizeof ch);
   EXPECT(anyattn_tree_get("x", "y", NULL) == ANYATTN_STATUS_NULL_POINTER, "tree_get(NULL info)");
@@ -83,7 +83,7 @@ static void check_misuse(void) {
          "tree_choose(NULL features)");
   EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT, NULL) == ANYATTN_STATUS_NULL_POINTER,
          "tree_choose(NULL choice)");
-  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT - 2, &ch) == ANYATTN_STATUS_INVALID_SIZE &&
+  EXPECT(anyattn_tree_choose("x", "y", f, ANYATTN_TREE_FEATURE_COUNT - 3, &ch) == ANYATTN_STATUS_INVALID_SIZE &&
              strstr(anyattn_last_error(), "num_features"),
          "tree_choose: short feature vector: %s", anyattn_last_error());
   f[ANYATTN_TREE_FEATURE_MAX_KV] = NAN;
@@ -93,6 +93,7 @@ static void check_misuse(void) {
   EXPECT(!strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_NUM_SEQS), "num_seqs") &&
              !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_GROUP), "group") &&
              !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_KV_BYTES), "kv_bytes") &&
+             !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_MEAN_KV), "mean_kv") &&
              !strcmp(anyattn_tree_feature_name(-1), "?") &&
              !strcmp(anyattn_tree_feature_name(ANYATTN_TREE_FEATURE_COUNT), "?"),
          "feature names");
@@ -154,6 +155,68 @@ static void check_shape_rule(uint64_t *rng) {
   EXPECT(n > 0 && (nodes[0].feature == ANYATTN_TREE_FEATURE_MEAN_Q || nodes[0].feature == ANYATTN_TREE_FEATURE_MAX_Q ||
                    nodes[0].feature == ANYATTN_TREE_FEATURE_NUM_TOKENS),
          "shape rule: the root splits on %s", anyattn_tree_feature_name(nodes[0].feature));
+  tf_free(&t);
+}
+
+/* The mean context (batch->sum_kv_len / num_seqs): a sweep whose batches of
+ * equal lengths want "wide" and whose batches of mixed lengths with the same
+ * counts and maximum want "narrow". Read from a CSV, each cell also appears
+ * without its mean (mean_kv 0, as run() sees a batch without the hint) with
+ * the same times; the fitted tree then picks per cell with the hint and the
+ * candidate of least total time over both kinds without it. */
+static void check_mean_context(uint64_t *rng) {
+  const char *path = "test_tree_mean.csv";
+  FILE *f = fopen(path, "w");
+  EXPECT(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fprintf(f, "# device: Synthetic GPU\n# family: sm_00\ncell");
+  for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++) fprintf(f, ",%s", anyattn_tree_feature_name(k));
+  fprintf(f, ",config,splits,us,ok\n");
+  enum { N = 40 };
+  for (int i = 0; i < N; i++) {
+    const int seqs = 32 << (i / 2 % 2), max_kv = 4096 << (i / 4 % 2), equal = i % 2 == 0;
+    const double mean = equal ? max_kv : 0.44 * max_kv, wide = equal ? 100 : 150, narrow = equal ? 110 : 100;
+    for (int c = 0; c < 2; c++)
+      fprintf(f, "%d,%d,%d,1,1,%d,128,4,2,%.17g,%s,0,%.17g,1\n", i, seqs, seqs, max_kv, mean, c ? "narrow" : "wide",
+              (c ? narrow : wide) * (1 + 0.01 * tl_rng_uniform(rng)));
+  }
+  fclose(f);
+  tf_table t;
+  char err[640] = "";
+  EXPECT(tf_read_csv(path, &t, err, sizeof err) == 0, "read %s: %s", path, err);
+  remove(path);
+  if (err[0]) return;
+  EXPECT(t.num_swept == N && t.num_cells == 2 * N, "%d cells, %d swept; want %d and %d", t.num_cells, t.num_swept,
+         2 * N, N);
+  int copies_ok = 1;
+  for (int i = 0; i < N && t.num_cells == 2 * N; i++) {
+    const double *a = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
+    const double *b = a + (size_t)N * ANYATTN_TREE_FEATURE_COUNT;
+    for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++)
+      copies_ok &= k == ANYATTN_TREE_FEATURE_MEAN_KV ? a[k] > 0 && b[k] == 0 : a[k] == b[k];
+    copies_ok &= t.us[(size_t)i * 2] == t.us[(size_t)(i + N) * 2] && t.us[(size_t)i * 2 + 1] == t.us[(size_t)(i + N) * 2 + 1];
+  }
+  EXPECT(copies_ok, "the copies without the mean context differ from their cells in more than mean_kv");
+  tf_node nodes[64];
+  const int n = tf_fit(&t, 6, 1, nodes, 64);
+  EXPECT(n > 0, "mean context: fit failed (%d)", n);
+  for (int i = 0; n > 0 && i < t.num_cells; i++) {
+    const double *ff = t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT;
+    const int hinted = i < N, equal = i % N % 2 == 0;
+    const char *got = t.cand_config[tf_pick(nodes, ff)], *want = hinted && equal ? "wide" : "narrow";
+    EXPECT(!strcmp(got, want), "mean context: cell %d (%s, %s) picks %s, want %s", i % N,
+           equal ? "equal lengths" : "mixed lengths", hinted ? "mean_kv given" : "no mean_kv", got, want);
+  }
+  FILE *rf = tmpfile();
+  char buf[1024] = "";
+  if (rf && n > 0) {
+    tf_report(&t, nodes, rf);
+    rewind(rf);
+    buf[fread(buf, 1, sizeof buf - 1, rf)] = '\0';
+  }
+  if (rf) fclose(rf);
+  EXPECT(strstr(buf, "with the mean context (sum_kv_len hint) 40 of 40 (100.0%), without it 20 of 40"),
+         "mean context report: %s", buf);
   tf_free(&t);
 }
 
@@ -321,20 +384,25 @@ int main(void) {
   EXPECT(aa_num_compiled_trees >= 3, "%d compiled-in trees", aa_num_compiled_trees);
   check_misuse();
   check_shape_rule(&rng);
-  { /* a 7-feature vector (callers built before kv_bytes) is a 16-bit cache's */
+  check_mean_context(&rng);
+  { /* a 7-feature vector (callers built before kv_bytes) is a 16-bit cache's without the mean context, an
+     * 8-feature one (before mean_kv) is one without the mean context */
     for (int i = 0; i < 50; i++) {
       double f[ANYATTN_TREE_FEATURE_COUNT] = {tl_rng_int(&rng, 1, 256), 0, 0, 0, tl_rng_int(&rng, 1, 65536), 128, 4, 2};
       f[ANYATTN_TREE_FEATURE_MAX_Q] = f[ANYATTN_TREE_FEATURE_MEAN_Q] = i % 2 ? 1 : tl_rng_int(&rng, 2, 4096);
       f[ANYATTN_TREE_FEATURE_NUM_TOKENS] = f[ANYATTN_TREE_FEATURE_NUM_SEQS] * f[ANYATTN_TREE_FEATURE_MEAN_Q];
-      anyattn_tree_choice a, b;
+      anyattn_tree_choice a, b, c;
       memset(&a, 0, sizeof a);
       memset(&b, 0, sizeof b);
-      a.struct_size = b.struct_size = sizeof a;
+      memset(&c, 0, sizeof c);
+      a.struct_size = b.struct_size = c.struct_size = sizeof a;
       EXPECT(anyattn_tree_choose("NVIDIA H200", "sm_90", f, 7, &a) == ANYATTN_STATUS_OK &&
+                 anyattn_tree_choose("NVIDIA H200", "sm_90", f, 8, &c) == ANYATTN_STATUS_OK &&
                  anyattn_tree_choose("NVIDIA H200", "sm_90", f, ANYATTN_TREE_FEATURE_COUNT, &b) == ANYATTN_STATUS_OK &&
-                 !strcmp(a.config, b.config) && a.splits == b.splits,
-             "7 features pick %s/%d, 8 with kv_bytes 2 pick %s/%d (%s)", a.config, a.splits, b.config, b.splits,
-             anyattn_last_error());
+                 !strcmp(a.config, b.config) && a.splits == b.splits && !strcmp(c.config, b.config) &&
+                 c.splits == b.splits,
+             "7 features pick %s/%d, 8 %s/%d, 9 with kv_bytes 2 and mean_kv 0 %s/%d (%s)", a.config, a.splits,
+             c.config, c.splits, b.config, b.splits, anyattn_last_error());
     }
   }
 

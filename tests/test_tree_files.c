@@ -62,14 +62,16 @@ static void sweep_lists(const char *ok) {
   tf_table t;
   char err[640], list[2200];
   snprintf(list, sizeof list, "%s,%s", ok, ok); /* the same rows twice: the later replace the earlier */
-  EXPECT(tf_read_csv(list, &t, err, sizeof err) == 0 && t.num_cells == 60 && t.num_cands == 4, "%s: %s", list, err);
+  EXPECT(tf_read_csv(list, &t, err, sizeof err) == 0 && t.num_swept == 60 && t.num_cells == 120 && t.num_cands == 4,
+         "%s: %s", list, err);
   tf_free(&t);
   EXPECT(rewrite(ok, "test_tree_files_fp8.csv", ",128,4,2,", ",128,4,1,", 0) == 0, "write test_tree_files_fp8.csv");
   snprintf(list, sizeof list, "%s,test_tree_files_fp8.csv", ok); /* one grid, two shapes */
   int fp8 = 0;
   if (tf_read_csv(list, &t, err, sizeof err) == 0) {
-    for (int i = 0; i < t.num_cells; i++) fp8 += t.features[(size_t)i * ANYATTN_TREE_FEATURE_COUNT + 7] == 1;
-    EXPECT(t.num_cells == 120 && fp8 == 60, "%s: %d cells, %d over fp8 (want 120, 60)", list, t.num_cells, fp8);
+    for (int i = 0; i < t.num_swept; i++)
+      fp8 += t.features[(size_t)i * ANYATTN_TREE_FEATURE_COUNT + ANYATTN_TREE_FEATURE_KV_BYTES] == 1;
+    EXPECT(t.num_swept == 120 && fp8 == 60, "%s: %d cells swept, %d over fp8 (want 120, 60)", list, t.num_swept, fp8);
     tf_free(&t);
   } else {
     EXPECT(0, "%s: %s", list, err);
@@ -80,8 +82,8 @@ static void sweep_lists(const char *ok) {
   EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "test_tree_files_h100.csv") &&
              strstr(err, "device 'NVIDIA H100' differs from 'NVIDIA H200'"),
          "two devices: '%s'", err);
-  EXPECT(rewrite(ok, "test_tree_files_moved.csv", "0,1,128,128,128,128,128,4,2,m16n64w4s3",
-                 "0,1,128,128,128,256,128,4,2,m16n64w4s3", 1) == 0,
+  EXPECT(rewrite(ok, "test_tree_files_moved.csv", "0,1,128,128,128,128,128,4,2,128,m16n64w4s3",
+                 "0,1,128,128,128,256,128,4,2,128,m16n64w4s3", 1) == 0,
          "write test_tree_files_moved.csv");
   snprintf(list, sizeof list, "%s,test_tree_files_moved.csv", ok);
   EXPECT(tf_read_csv(list, &t, err, sizeof err) == -1 && strstr(err, "test_tree_files_moved.csv': line 8") &&
@@ -219,7 +221,8 @@ int main(int argc, char **argv) {
   tf_table t;
   char err[640];
   snprintf(ok, sizeof ok, "%s/ok_ibm_h200.csv", sweep_dir);
-  EXPECT(tf_read_csv(ok, &t, err, sizeof err) == 0 && t.num_cells == 60 && t.num_cands == 4, "%s: %s", ok, err);
+  EXPECT(tf_read_csv(ok, &t, err, sizeof err) == 0 && t.num_swept == 60 && t.num_cells == 120 && t.num_cands == 4,
+         "%s: %s", ok, err);
   tf_free(&t);
   sweep_lists(ok);
   const int ns = run_expect_file(sweep_dir, 0);

@@ -66,14 +66,15 @@ else
 fi
 
 # A list of sweeps of two shapes (tune --grid decode at another head dim and an fp8
-# cache on the CPU, two cells): the fit reads them as one, the tree beside the first.
+# cache on the CPU, two cells): the fit reads them as one (each cell also as without the
+# mean context), the tree beside the first.
 if $to "$cli" tune --backend cpu --grid decode --cells 0:2 --iters 1 --out "$tmp/d128.csv" >"$tmp/out" 2>"$tmp/err" &&
   $to "$cli" tune --backend cpu --grid decode --cells 0:2 --iters 1 --head-dim 80 --kv-dtype fp8 \
     --out "$tmp/d80.csv" >"$tmp/out" 2>"$tmp/err" &&
-  grep -q "^cell,.*,group,kv_bytes,config," "$tmp/d80.csv" && grep -q "^0,.*,80,4,1,cpu," "$tmp/d80.csv" &&
+  grep -q "^cell,.*,group,kv_bytes,mean_kv,config," "$tmp/d80.csv" && grep -q "^0,.*,80,4,1,[0-9.e+]*,cpu," "$tmp/d80.csv" &&
   $to "$cli" fit --in "$tmp/d128.csv,$tmp/d80.csv" --name two >"$tmp/out" 2>"$tmp/err" &&
-  grep -q "over 4 cells" "$tmp/out" && [ -s "$tmp/tree_two.json" ] && grep -q "fitted from 2 sweeps" "$tmp/tree_two.h"; then
-  echo "PASS tune --grid decode at two shapes, fit --in A.csv,B.csv: $(grep 'over 4 cells' "$tmp/out")"
+  grep -q "over 8 cells (4 swept" "$tmp/out" && [ -s "$tmp/tree_two.json" ] && grep -q "fitted from 2 sweeps" "$tmp/tree_two.h"; then
+  echo "PASS tune --grid decode at two shapes, fit --in A.csv,B.csv: $(grep 'over 8 cells' "$tmp/out")"
 else
   fail "tune --grid decode at two shapes, then fit --in a list"
 fi
@@ -87,8 +88,8 @@ if $to "$cli" tune --backend cpu --grid full --cells 0:5 --iters 1 --out "$tmp/f
   grep -q "(3 cells x" "$tmp/out" && [ "$(decode_ids "$tmp/f.csv")" = "2 3 4 " ] &&
   [ "$(decode_ids "$tmp/fd.csv")" = "2 3 4 " ] &&
   [ "$(grep -v '^#' "$tmp/fd.csv" | awk -F, 'NR > 1 && $5 != 1' | wc -l)" -eq 0 ] &&
-  $to "$cli" fit --in "$tmp/f.csv,$tmp/fd.csv" --name fd >"$tmp/out" 2>"$tmp/err" && grep -q "over 5 cells" "$tmp/out"; then
-  echo "PASS tune --grid full-decode: cells $(decode_ids "$tmp/fd.csv")of the full grid, fit --in full,full-decode over 5 cells"
+  $to "$cli" fit --in "$tmp/f.csv,$tmp/fd.csv" --name fd >"$tmp/out" 2>"$tmp/err" && grep -q "over 10 cells (5 swept" "$tmp/out"; then
+  echo "PASS tune --grid full-decode: cells $(decode_ids "$tmp/fd.csv")of the full grid, fit --in full,full-decode over 5 cells (10 with their copies without the mean context)"
 else
   fail "tune --grid full-decode, then fit --in with the full sweep"
 fi

@@ -416,9 +416,13 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   b.seq_lens_k = (const int32_t *)d_kvl;
   b.block_table = (const int32_t *)d_bt;
   b.block_table_stride = max_pages;
-  b.max_kv_len = max_kv; /* the host hints a serving engine has */
-  for (int s = 0; s < c->num_seqs; s++)
-    if (c->q_lens[s] > b.max_q_len) b.max_q_len = c->q_lens[s];
+  if (opt->hints != BENCH_HINTS_NONE) { /* the host hints a serving engine has */
+    b.max_kv_len = max_kv;
+    for (int s = 0; s < c->num_seqs; s++)
+      if (c->q_lens[s] > b.max_q_len) b.max_q_len = c->q_lens[s];
+  }
+  if (opt->hints == BENCH_HINTS_ALL)
+    for (int s = 0; s < c->num_seqs; s++) b.sum_kv_len += c->kv_lens[s];
   anyattn_tensors t;
   anyattn_tensors_init(&t);
   t.q = q;
@@ -962,6 +966,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->dtype != ANYATTN_DTYPE_BF16) str_append(buf, n, " --dtype %s", tl_dtype_name(o->dtype));
   if (o->kv_dtype != ANYATTN_KV_AS_Q) str_append(buf, n, " --kv-dtype %s", anyattn_kv_dtype_name(o->kv_dtype));
   if (o->prior_writes == ANYATTN_PRIOR_WRITES_NEW_KEYS) str_append(buf, n, " --prior-writes new-keys");
+  if (o->hints != BENCH_HINTS_ALL) str_append(buf, n, " --hints %s", o->hints == BENCH_HINTS_MAX ? "max" : "none");
   if (o->head_dim > 0) str_append(buf, n, " --head-dim %d", o->head_dim);
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);

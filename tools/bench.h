@@ -20,11 +20,15 @@ typedef struct {
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype; /* the caches' storage: AS_Q (0), or fp8 (1 byte per K/V element) */
   anyattn_prior_writes prior_writes; /* every call's batch->prior_writes */
+  int hints;             /* the batch's host hints: BENCH_HINTS_* */
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
   int head_dim;          /* 0: BENCH_DEFAULT_D; else the shape's head dim (not the cp-* workloads) */
 } bench_options;
 
+/* bench --hints: all (max_q_len, max_kv_len, sum_kv_len), max (the two
+ * bounds vLLM's calling convention gives), none. */
+enum { BENCH_HINTS_ALL = 0, BENCH_HINTS_MAX = 1, BENCH_HINTS_NONE = 2 };
 enum { BENCH_HQ = 32, BENCH_HKV = 8, BENCH_BS = 16, BENCH_DEFAULT_D = 128, BENCH_MAX_D = 512 };
 /* The shape's head dim: BENCH_DEFAULT_D unless bench --head-dim sets it. */
 extern int bench_head_dim;

@@ -73,8 +73,8 @@ static const cli_command commands[] = {
      "exit codes: 0 all ran cases pass, 1 a FAIL or no case ran, 2 bad command line,\n"
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
-     "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --prior-writes --cases --filter --list "
-     "--no-flush --max-context --ranks-per-node --head-dim",
+     "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --prior-writes --hints --cases "
+     "--filter --list --no-flush --max-context --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -101,6 +101,9 @@ static const cli_command commands[] = {
      "  --prior-writes P    every call's batch->prior_writes: any (default) or new-keys (the\n"
      "                      work before a call writes only Q and the newest keys: the kernel\n"
      "                      reads metadata and older K/V before its dependency wait)\n"
+     "  --hints H           the batch's host hints: all (default: max_q_len, max_kv_len and\n"
+     "                      sum_kv_len), max (the two bounds vLLM's calling convention\n"
+     "                      gives) or none\n"
      "  --head-dim D        the shape's head dim, 1 to 512 (default 128; not cp-*)\n"
      "  --config NAME[-kS]  force a config of the backend ('anyattn info' lists them; the\n"
      "                      CPU's one config is \"cpu\"), or a role pair PREFILL+DECODE (mixed\n"
@@ -286,6 +289,7 @@ typedef struct {
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype;
   anyattn_prior_writes prior_writes; /* bench --prior-writes */
+  int hints;                         /* bench --hints (BENCH_HINTS_*) */
   int head_dim; /* bench --head-dim (0: the default) */
 } cli_options;
 
@@ -405,6 +409,11 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     if (!strcmp(v, "any")) o->prior_writes = ANYATTN_PRIOR_WRITES_ANY;
     else if (!strcmp(v, "new-keys")) o->prior_writes = ANYATTN_PRIOR_WRITES_NEW_KEYS;
     else return usage_error("unknown --prior-writes '%s' (any, new-keys)", shown(v));
+  } else if (!strcmp(a, "--hints")) {
+    if (!strcmp(v, "all")) o->hints = BENCH_HINTS_ALL;
+    else if (!strcmp(v, "max")) o->hints = BENCH_HINTS_MAX;
+    else if (!strcmp(v, "none")) o->hints = BENCH_HINTS_NONE;
+    else return usage_error("unknown --hints '%s' (all, max, none)", shown(v));
   } else if (!strcmp(a, "--kv-dtype")) {
     if (!strcmp(v, "as-q")) o->kv_dtype = ANYATTN_KV_AS_Q;
     else if (!strcmp(v, "fp8") || !strcmp(v, "fp8_e4m3")) o->kv_dtype = ANYATTN_KV_FP8_E4M3;
@@ -578,6 +587,7 @@ static int cmd_bench(const cli_options *o) {
   bo.dtype = o->dtype;
   bo.kv_dtype = o->kv_dtype;
   bo.prior_writes = o->prior_writes;
+  bo.hints = o->hints;
   bo.ranks_per_node = o->ranks_per_node;
   bo.head_dim = o->head_dim;
   return bench_main(&bo);

@@ -263,6 +263,37 @@ static int by_key(const void *pa, const void *pb) {
   return (a->line > b->line) - (a->line < b->line);
 }
 
+/* Appends, for each cell with a mean context, its copy without one (mean_kv
+ * 0, the feature run() computes when batch->sum_kv_len is 0): the times are
+ * the cell's, since the hint changes the choice, never the kernel. */
+static int add_unhinted(sweep_reader *r) {
+  tf_table *t = r->t;
+  const size_t k = (size_t)t->num_cands;
+  int extra = 0;
+  for (int i = 0; i < t->num_cells; i++) extra += t->features[(size_t)i * NF + ANYATTN_TREE_FEATURE_MEAN_KV] > 0;
+  t->num_swept = t->num_cells;
+  if (extra == 0) return 0;
+  const long long cells = (long long)t->num_cells + extra;
+  if (cells > TF_MAX_CELLS || cells * t->num_cands > TF_MAX_MATRIX)
+    return fail(r, 0, -1, "%lld cells with their copies without mean_kv, x %d candidates, is over %d cells or %d",
+                cells, t->num_cands, TF_MAX_CELLS, TF_MAX_MATRIX);
+  double *us = realloc(t->us, (size_t)cells * k * sizeof *us);
+  if (us) t->us = us;
+  double *f = us ? realloc(t->features, (size_t)cells * NF * sizeof *f) : NULL;
+  if (!f) return fail(r, 0, -1, "no memory for %lld cells x %d candidates", cells, t->num_cands);
+  t->features = f;
+  int c = t->num_cells;
+  for (int i = 0; i < t->num_swept; i++) {
+    if (!(t->features[(size_t)i * NF + ANYATTN_TREE_FEATURE_MEAN_KV] > 0)) continue;
+    memcpy(t->features + (size_t)c * NF, t->features + (size_t)i * NF, NF * sizeof *f);
+    t->features[(size_t)c * NF + ANYATTN_TREE_FEATURE_MEAN_KV] = 0.0;
+    memcpy(t->us + (size_t)c * k, t->us + (size_t)i * k, k * sizeof *us);
+    c++;
+  }
+  t->num_cells = c;
+  return 0;
+}
+
 /* Lays the rows out as the [cells][candidates] matrix, one cell per (id,
  * shape) in that order; every row of a cell must carry its first row's
  * features, and later rows of a (cell, candidate) replace earlier ones. */
@@ -300,7 +331,7 @@ static int build_matrix(sweep_reader *r) {
     memcpy(t->features + c * NF, a->f, sizeof a->f); /* the same features for every row of a cell */
     t->us[c * t->num_cands + a->cand] = a->us;
   }
-  return 0;
+  return add_unhinted(r);
 }
 
 int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size) {

@@ -180,6 +180,7 @@ int tf_find_cand(const tf_table *t, const char *config, int splits) {
 void tf_report_picks(const tf_table *t, const int *pick, FILE *out) {
   const int k = t->num_cands;
   int cells = 0, within = 0, unpicked = 0;
+  int part_cells[2] = {0, 0}, part_within[2] = {0, 0}; /* with, without the mean context */
   /* The best single fixed candidate: lowest geometric mean over the cells it runs on all of. */
   int fixed = -1;
   double fixed_lg = INFINITY;
@@ -200,12 +201,20 @@ void tf_report_picks(const tf_table *t, const int *pick, FILE *out) {
       continue;
     }
     double mine = t->us[(size_t)i * k + pick[i]];
+    const int part = t->num_swept > 0 && i >= t->num_swept;
     cells++;
     within += mine <= 1.05 * best;
+    part_cells[part]++;
+    part_within[part] += mine <= 1.05 * best;
     if (fixed >= 0) lg_gain += log(t->us[(size_t)i * k + fixed] / mine), lg_oracle += log(t->us[(size_t)i * k + fixed] / best);
   }
   fprintf(out, "tree: %d of %d cells (%.1f%%) within 5%% of their best candidate\n", within, cells,
           cells ? 100.0 * within / cells : 0.0);
+  if (part_cells[0] && part_cells[1])
+    fprintf(out,
+            "tree: with the mean context (sum_kv_len hint) %d of %d (%.1f%%), without it %d of %d (%.1f%%)\n",
+            part_within[0], part_cells[0], 100.0 * part_within[0] / part_cells[0], part_within[1], part_cells[1],
+            100.0 * part_within[1] / part_cells[1]);
   if (unpicked) fprintf(out, "tree: %d cells pick a candidate this sweep did not time (left out)\n", unpicked);
   if (fixed >= 0)
     fprintf(out, "tree vs best single fixed candidate (%s/%d): %.3fx geometric-mean speed-up (per-cell oracle %.3fx)\n",

@@ -25,6 +25,10 @@ enum {
 
 typedef struct {
   int num_cells, num_cands;
+  /* Cells [0, num_swept) as swept; tf_read_csv adds, for each with mean_kv >
+   * 0, a copy with mean_kv 0 after them (cells [num_swept, num_cells)): the
+   * batch as run() sees it without the sum_kv_len hint. 0: no copies. */
+  int num_swept;
   double *features;        /* [num_cells][ANYATTN_TREE_FEATURE_COUNT]; NaN rows: cells the sweep skipped */
   double *us;              /* [num_cells][num_cands]; INFINITY where invalid or failed */
   char (*cand_config)[TF_CONFIG_NAME_MAX]; /* [num_cands] config names */
@@ -42,8 +46,11 @@ typedef struct {
 /* Reads the CSV `anyattn tune` writes (a regular file; bounds above; every
  * field checked), or a comma-separated list of such files read as one (at
  * most 16; one device). A cell is keyed by its id and shape (head_dim, group,
- * kv_bytes), so sweeps of several shapes over one grid make distinct cells. 0 on success, else -1 with "sweep 'PATH': line N, field F
- * (NAME): ..." in err and *t empty. */
+ * kv_bytes), so sweeps of several shapes over one grid make distinct cells.
+ * Each cell then also appears without its mean context (num_swept above), so
+ * a tree fitted on the table serves batches with and without the hint. 0 on
+ * success, else -1 with "sweep 'PATH': line N, field F (NAME): ..." in err
+ * and *t empty. */
 int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size);
 void tf_free(tf_table *t);
 /* Fits a tree of at most max_depth levels, leaves of >= min_leaf cells.
@@ -52,7 +59,8 @@ void tf_free(tf_table *t);
 int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes);
 /* The candidate the tree picks for a cell's features. */
 int tf_pick(const tf_node *nodes, const double *features);
-/* Prints the fit's quality: cells within 5% of their best candidate, and the
+/* Prints the fit's quality: cells within 5% of their best candidate (all, then
+ * those with and without the mean context when the table holds both), and the
  * geometric-mean speed-up over the best single fixed candidate. */
 void tf_report(const tf_table *t, const tf_node *nodes, FILE *out);
 /* The same report for given picks (pick[i]: candidate index of cell i, -1:

@@ -95,8 +95,10 @@ static void add_full_grid(case_list *l, double max_kv_bytes, int decode_only) {
  * host hints given, as bench gives them. */
 static void case_features(const bench_case *c, double kv_bytes, double *f) {
   int tokens = 0, max_q = 0, max_kv = 0;
+  double sum_kv = 0;
   for (int s = 0; s < c->num_seqs; s++) {
     tokens += c->q_lens[s];
+    sum_kv += c->kv_lens[s];
     if (c->q_lens[s] > max_q) max_q = c->q_lens[s];
     if (c->kv_lens[s] > max_kv) max_kv = c->kv_lens[s];
   }
@@ -108,6 +110,7 @@ static void case_features(const bench_case *c, double kv_bytes, double *f) {
   f[ANYATTN_TREE_FEATURE_HEAD_DIM] = BENCH_D;
   f[ANYATTN_TREE_FEATURE_GROUP] = BENCH_HQ / BENCH_HKV;
   f[ANYATTN_TREE_FEATURE_KV_BYTES] = kv_bytes;
+  f[ANYATTN_TREE_FEATURE_MEAN_KV] = sum_kv / c->num_seqs;
 }
 
 /* Candidates: every row of the config table (the CPU has one tiling), and
@@ -520,8 +523,9 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
     tf_free(&t);
     return 1;
   }
-  printf("tree: %d nodes (depth <= %d) over %d cells x %d configs -> %s, %s\n", n, depth > 0 ? depth : 4,
-         t.num_cells, t.num_cands, jpath, cpath);
+  printf("tree: %d nodes (depth <= %d) over %d cells (%d swept, then as without the mean context) x %d configs -> "
+         "%s, %s\n",
+         n, depth > 0 ? depth : 4, t.num_cells, t.num_swept, t.num_cands, jpath, cpath);
   tf_report(&t, nodes, stdout);
   const int rc = check_written(&t, nodes, jpath);
   tf_free(&t);
@@ -554,7 +558,8 @@ int eval_main(const char *csv_path) {
     return 1;
   }
   printf("tree for %s (%s): %s\n", t.device, t.family, info.provenance);
-  printf("sweep: %s (%d cells x %d candidates, %s)\n", csv_path, t.num_cells, t.num_cands, t.date);
+  printf("sweep: %s (%d cells, %d swept, x %d candidates, %s)\n", csv_path, t.num_cells, t.num_swept, t.num_cands,
+         t.date);
   tf_report_picks(&t, pick, stdout);
   free(pick);
   tf_free(&t);

@@ -128,6 +128,7 @@ class Batch(ctypes.Structure):
         ("max_kv_len", ctypes.c_int),
         ("q_pos", ctypes.c_void_p),  # NULL: queries are the last q_len keys
         ("prior_writes", ctypes.c_int),  # anyattn_prior_writes; 0: the work before may write anything
+        ("sum_kv_len", ctypes.c_int64),  # bound of sum(seq_lens_k); 0: unknown
     ]
 
 

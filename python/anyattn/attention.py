@@ -214,6 +214,7 @@ _PY_NAMES = [
     (r"batch->num_tokens", "num_tokens (q.shape[0])"),
     (r"batch->max_q_len", "max_seqlen_q"),
     (r"batch->max_kv_len", "max_seqlen_k"),
+    (r"batch->sum_kv_len", "sum_seqlen_k"),
     (r"(?:batch->)?block_table_stride", "the row stride of block_table"),
     (r"batch->", ""),
     (r"seq_lens_k", "seqused_k"),
@@ -260,13 +261,13 @@ def _check(status, values):
 
 
 # ---- argument checks ------------------------------------------------------------
-def _as_int(name, x, lo=0):
+def _as_int(name, x, lo=0, hi=_INT_MAX):
     try:
         v = operator.index(x)
     except TypeError:
         raise TypeError("%s: expected an int, got %s" % (name, type(x).__name__)) from None
-    if v < lo or v > _INT_MAX:
-        raise ValueError("%s is %d, must be in [%d, %d]" % (name, v, lo, _INT_MAX))
+    if v < lo or v > hi:
+        raise ValueError("%s is %d, must be in [%d, %d]" % (name, v, lo, hi))
     return v
 
 
@@ -395,7 +396,8 @@ def _host_validate(plan, batch_fields, num_blocks, cu, seqused, table, table_wid
     b = new_struct(Batch, num_seqs=batch_fields[0], num_tokens=batch_fields[1],
                    cu_seqlens_q=cu.ctypes.data, seq_lens_k=seqused.ctypes.data,
                    block_table=table.ctypes.data, block_table_stride=batch_fields[2],
-                   max_q_len=batch_fields[3], max_kv_len=batch_fields[4])
+                   max_q_len=batch_fields[3], max_kv_len=batch_fields[4],
+                   sum_kv_len=batch_fields[5])
     _check(_lib.lib().anyattn_validate(plan.handle, ctypes.byref(b), num_blocks), names)
 
 
@@ -404,7 +406,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                       softmax_scale, causal, window_size, block_table, softcap,
                       q_descale=None, k_descale=None, v_descale=None, alibi_slopes=None,
                       output_scale=None, qq_bias=None, sinks=None, lse=None, *,
-                      validate=None, config=None, kv_cache_dtype=None, **kwargs):
+                      validate=None, config=None, kv_cache_dtype=None, sum_seqlen_k=None,
+                      **kwargs):
     """Paged attention over a ragged batch, vLLM's argument names and shapes.
 
     q            [num_tokens, num_q_heads, head_dim], contiguous
@@ -425,6 +428,10 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                  None: yes on the CPU, no on GPUs (there it copies the metadata
                  to the host and synchronises; never use it inside graph capture)
     config       force a kernel config by name (see the CLI's config list)
+    sum_seqlen_k None or 0 (unknown), else >= sum(seqused_k): a host-side bound
+                 that tells equal-length batches from mixed ones and steers the
+                 kernel choice on GPUs (checked by validation); vLLM does not
+                 pass it, engines that keep lengths on the host can
 
     torch CUDA tensors run on torch.cuda.current_stream(); NumPy arrays and
     torch CPU tensors run on the CPU backend and return when done. dtypes:
@@ -569,6 +576,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     # -- scalars
     max_seqlen_q = _as_int("max_seqlen_q", max_seqlen_q)
     max_seqlen_k = _as_int("max_seqlen_k", max_seqlen_k)
+    sum_seqlen_k = 0 if sum_seqlen_k is None else _as_int("sum_seqlen_k", sum_seqlen_k, 0, 2**63 - 1)
     scale = _as_float("softmax_scale", softmax_scale, 0.0)
     _need(softmax_scale is None or (math.isfinite(scale) and scale > 0), ValueError,
           "softmax_scale is %r, must be finite and > 0 (or None for 1/sqrt(head_dim))",
@@ -600,12 +608,13 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     problem_fields = (num_q_heads, num_kv_heads, head_dim, int(_DTYPES[qa.dtype]), block_size,
                       int(causal), wl, wr, f32(scale), f32(cap), int(kv))
     limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k))
-    names = {"max_seqlen_k": max_seqlen_k, "max_seqlen_q": max_seqlen_q}
+    names = {"max_seqlen_k": max_seqlen_k, "max_seqlen_q": max_seqlen_q,
+             "sum_seqlen_k": sum_seqlen_k}
     plan = _get_plan(backend, device[1], problem_fields, limits_fields, config, names)
 
     ks, vs = _cache_strides(ka, head_dim), _cache_strides(va, head_dim)
     batch = Batch(ctypes.sizeof(Batch), num_seqs, num_tokens, cua.ptr, ska.ptr, bta.ptr,
-                  table_stride, max_seqlen_q, max_seqlen_k)
+                  table_stride, max_seqlen_q, max_seqlen_k, None, 0, sum_seqlen_k)
     tensors = Tensors(ctypes.sizeof(Tensors), qa.ptr, ka.ptr, va.ptr, num_blocks, ks[0], ks[1],
                       ks[2], vs[0], vs[1], vs[2], slopes.ptr if slopes else None,
                       sinka.ptr if sinka else None, oa.ptr, lsea.ptr if lsea else None,
@@ -614,7 +623,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     if validate is None:
         validate = backend == Backend.CPU
     if validate:
-        batch_fields = (num_seqs, num_tokens, table_stride, max_seqlen_q, max_seqlen_k)
+        batch_fields = (num_seqs, num_tokens, table_stride, max_seqlen_q, max_seqlen_k,
+                        sum_seqlen_k)
         if backend == Backend.CPU:
             import numpy as np
             host = [np.asarray(a.obj) if a.kind == "numpy" else a.obj.numpy()

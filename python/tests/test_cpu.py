@@ -382,6 +382,15 @@ def test_block_id_out_of_range_reported_by_library(case):
     assert np.isnan(case["out"]).all()  # nothing written on error
 
 
+def test_sum_seqlen_k_steers_nothing_on_the_cpu(case):
+    # A hint: exact or a bound, the output is the one without it.
+    want = _call(case, out=np.full_like(case["q"], np.nan))
+    total = int(case["seqused_k"].sum())
+    for hint in (total, total + 5):
+        got = _call(case, out=np.full_like(case["q"], np.nan), sum_seqlen_k=hint)
+        assert np.array_equal(got, want)
+
+
 def test_other_metadata_errors_from_library(case):
     cu = case["cu_seqlens_q"].copy()
     cu[-1] -= 1  # no longer equal to num_tokens
@@ -397,6 +406,15 @@ def test_other_metadata_errors_from_library(case):
         _call(case, max_seqlen_k=10)  # the plan's limit is 16 (10 rounded up): not named
     with pytest.raises(ValueError, match="max_seqlen_k is 0"):
         _call(case, max_seqlen_k=0)
+    total = int(case["seqused_k"].sum())
+    with pytest.raises(AnyattnError, match=r"seqused_k sums to %d > sum_seqlen_k %d" % (total, total - 1)):
+        _call(case, sum_seqlen_k=total - 1)
+    with pytest.raises(ValueError, match=r"sum_seqlen_k is -1"):
+        _call(case, sum_seqlen_k=-1)
+    with pytest.raises(AnyattnError, match=r"sum_seqlen_k is %d, must be in \[0, num_seqs" % (100 * total)):
+        _call(case, sum_seqlen_k=100 * total, validate=False)  # past num_seqs * max_seqlen_k
+    with pytest.raises(TypeError, match="sum_seqlen_k"):
+        _call(case, sum_seqlen_k=1.5)
     with pytest.raises(AnyattnError, match="q_len 7 > max_seqlen_q 3"):
         _call(case, max_seqlen_q=3)
     assert np.isnan(case["out"]).all()

@@ -21,7 +21,7 @@ enum { AA_TREE_MAX_NODES = 512, AA_TREE_MAX_SPLITS = 128, AA_TREE_CONFIG_NAME_MA
 AA_HIDDEN const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features);
 /* Fills features[AA_F_COUNT] from host-visible sizes (hints 0: unknown). */
 AA_HIDDEN void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_tokens, int max_q_len,
-                                int max_kv_len, double *features);
+                                int max_kv_len, int64_t sum_kv_len, double *features);
 /* The tree serving a device: a loaded file, else the exact name, else the
  * family, else NULL (use the backend's fallback heuristic). */
 AA_HIDDEN const aa_tree *aa_tree_for(const char *device_name, const char *family);

@@ -18,6 +18,7 @@ _Static_assert(AA_SAME_(AA_F_NUM_SEQS, ANYATTN_TREE_FEATURE_NUM_SEQS) &&
                    AA_SAME_(AA_F_HEAD_DIM, ANYATTN_TREE_FEATURE_HEAD_DIM) &&
                    AA_SAME_(AA_F_GROUP, ANYATTN_TREE_FEATURE_GROUP) &&
                    AA_SAME_(AA_F_KV_BYTES, ANYATTN_TREE_FEATURE_KV_BYTES) &&
+                   AA_SAME_(AA_F_MEAN_KV, ANYATTN_TREE_FEATURE_MEAN_KV) &&
                    AA_SAME_(AA_F_COUNT, ANYATTN_TREE_FEATURE_COUNT),
                "tree.h's features and anyattn_tree_feature differ");
 _Static_assert(AA_TREE_CONFIG_NAME_MAX == sizeof(((anyattn_tree_choice *)0)->config),
@@ -26,7 +27,8 @@ _Static_assert(AA_TREE_CONFIG_NAME_MAX == sizeof(((anyattn_tree_choice *)0)->con
 
 const char *anyattn_tree_feature_name(int f) {
   static const char *const names[AA_F_COUNT] = {"num_seqs", "num_tokens", "mean_q", "max_q",
-                                                "max_kv",   "head_dim",   "group",  "kv_bytes"};
+                                                "max_kv",   "head_dim",   "group",  "kv_bytes",
+                                                "mean_kv"};
   return f >= 0 && f < AA_F_COUNT ? names[f] : "?";
 }
 
@@ -43,7 +45,7 @@ const aa_tree_node *aa_tree_eval(const aa_tree *t, const double *features) {
 }
 
 void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_tokens, int max_q_len, int max_kv_len,
-                      double *f) {
+                      int64_t sum_kv_len, double *f) {
   f[AA_F_NUM_SEQS] = num_seqs;
   f[AA_F_NUM_TOKENS] = num_tokens;
   f[AA_F_MEAN_Q] = num_seqs > 0 ? (double)num_tokens / num_seqs : 0.0;
@@ -52,6 +54,7 @@ void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_tokens, in
   f[AA_F_HEAD_DIM] = plan->problem.head_dim;
   f[AA_F_GROUP] = plan->group;
   f[AA_F_KV_BYTES] = (double)anyattn_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
+  f[AA_F_MEAN_KV] = num_seqs > 0 && sum_kv_len > 0 ? (double)sum_kv_len / num_seqs : 0.0;
 }
 
 static int check_failed(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -44,13 +44,16 @@ anyattn_status anyattn_tree_choose(const char *device_name, const char *family, 
   AA_CHECK_NOT_NULL(choice, "choice");
   AA_CHECK(choice->struct_size == sizeof *choice, ANYATTN_STATUS_STRUCT_SIZE,
            "choice->struct_size is %zu, this library expects %zu", choice->struct_size, sizeof *choice);
-  /* 7: a caller built before kv_bytes was appended; its vectors describe 16-bit caches. */
-  AA_CHECK(num_features == AA_F_COUNT || num_features == AA_F_KV_BYTES, ANYATTN_STATUS_INVALID_SIZE,
-           "num_features is %d, this library's trees test %d (ANYATTN_TREE_FEATURE_COUNT; %d: kv_bytes taken as 2)",
-           num_features, AA_F_COUNT, AA_F_KV_BYTES);
+  /* Callers built before a feature was appended: 8 (before mean_kv) describe
+   * batches without the sum_kv_len hint, 7 (before kv_bytes) 16-bit caches too. */
+  AA_CHECK(num_features == AA_F_COUNT || num_features == AA_F_MEAN_KV || num_features == AA_F_KV_BYTES,
+           ANYATTN_STATUS_INVALID_SIZE,
+           "num_features is %d, this library's trees test %d (ANYATTN_TREE_FEATURE_COUNT; %d: mean_kv taken as 0, "
+           "%d: kv_bytes as 2 too)",
+           num_features, AA_F_COUNT, AA_F_MEAN_KV, AA_F_KV_BYTES);
   double f[AA_F_COUNT];
   for (int i = 0; i < AA_F_COUNT; i++) {
-    f[i] = i < num_features ? features[i] : 2.0;
+    f[i] = i < num_features ? features[i] : i == AA_F_KV_BYTES ? 2.0 : 0.0;
     AA_CHECK(isfinite(f[i]), ANYATTN_STATUS_INVALID_OPTION, "features[%d] (%s) is not finite", i,
              anyattn_tree_feature_name(i));
   }

@@ -406,6 +406,11 @@ static anyattn_status aa_check_batch_sizes(const anyattn_plan *plan, const anyat
   AA_CHECK(b->max_kv_len >= 0 && b->max_kv_len <= plan->limits.max_context, ANYATTN_STATUS_INVALID_SIZE,
            "batch->max_kv_len is %d, must be in [0, limits.max_context=%d]", b->max_kv_len,
            plan->limits.max_context);
+  /* A bound past every sequence at its longest says nothing and is a mistake. */
+  const int64_t kv_bound = b->max_kv_len > 0 ? b->max_kv_len : plan->limits.max_context;
+  AA_CHECK(b->sum_kv_len >= 0 && b->sum_kv_len <= (int64_t)b->num_seqs * kv_bound, ANYATTN_STATUS_INVALID_SIZE,
+           "batch->sum_kv_len is %lld, must be in [0, num_seqs * %s = %lld]", (long long)b->sum_kv_len,
+           b->max_kv_len > 0 ? "max_kv_len" : "limits.max_context", (long long)b->num_seqs * kv_bound);
   return ANYATTN_STATUS_OK;
 }
 
@@ -485,6 +490,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.stream = stream;
   a.max_q_len = batch->max_q_len;
   a.max_kv_len = batch->max_kv_len;
+  a.sum_kv_len = batch->sum_kv_len;
   a.k_descale = t->k_descale;
   a.v_descale = t->v_descale;
   a.descale_layout = t->descale_layout;
@@ -528,6 +534,7 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
   if (b->num_seqs == 0) return ANYATTN_STATUS_OK;
   const int bs = plan->problem.block_size;
   const int32_t *cu = b->cu_seqlens_q;
+  int64_t kv_sum = 0; /* num_seqs * max_context fits: both are int */
   AA_CHECK(cu[0] == 0, ANYATTN_STATUS_BAD_METADATA, "cu_seqlens_q[0] is %d, must be 0", cu[0]);
   for (int s = 0; s < b->num_seqs; s++) {
     AA_CHECK(cu[s + 1] >= cu[s], ANYATTN_STATUS_BAD_METADATA,
@@ -554,6 +561,7 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
              "sequence %d has q_len %d > batch->max_q_len %d", s, q_len, b->max_q_len);
     AA_CHECK(b->max_kv_len == 0 || kv_len <= b->max_kv_len, ANYATTN_STATUS_BAD_METADATA,
              "seq_lens_k[%d] is %d > batch->max_kv_len %d", s, kv_len, b->max_kv_len);
+    kv_sum += kv_len;
     const int64_t pages = ((int64_t)kv_len + bs - 1) / bs;
     AA_CHECK(pages <= b->block_table_stride, ANYATTN_STATUS_BAD_METADATA,
              "sequence %d needs %lld pages, block_table_stride is %d", s, (long long)pages,
@@ -567,6 +575,8 @@ anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b
   }
   AA_CHECK(cu[b->num_seqs] <= b->num_tokens, ANYATTN_STATUS_BAD_METADATA,
            "cu_seqlens_q[num_seqs] is %d, over batch->num_tokens %d", cu[b->num_seqs], b->num_tokens);
+  AA_CHECK(b->sum_kv_len == 0 || kv_sum <= b->sum_kv_len, ANYATTN_STATUS_BAD_METADATA,
+           "seq_lens_k sums to %lld > batch->sum_kv_len %lld", (long long)kv_sum, (long long)b->sum_kv_len);
   return ANYATTN_STATUS_OK;
 }
 

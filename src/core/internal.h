@@ -85,6 +85,7 @@ typedef struct {
   void *stream;
   int max_q_len;   /* host hints from the batch; 0 = unknown */
   int max_kv_len;
+  int64_t sum_kv_len;
   const float *k_descale; /* NULL: 1.0 (fp8 caches only; core refuses them otherwise) */
   const float *v_descale;
   anyattn_descale_layout descale_layout;

@@ -90,6 +90,7 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
   const int ne = c->ne, hq = p->problem.num_q_heads, d = p->problem.head_dim;
   int32_t *host = sc->meta;
   int max_q = 0, max_kv = 0;
+  int64_t sum_kv = 0;
   host[0] = 0;
   /* cu_seqlens_q [ne + 1], seq_lens_k [ne], the key chunks' first pages [ne], q_pos [ne] */
   for (int j = 0; j < ne; j++) {
@@ -100,6 +101,7 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
     host[3 * ne + 1 + j] = e->q_pos;
     if (e->q_len > max_q) max_q = e->q_len;
     if (e->kv_len > max_kv) max_kv = e->kv_len;
+    sum_kv += e->kv_len;
   }
   int32_t *meta = (int32_t *)(void *)(r->ws + z->off_meta), *table = (int32_t *)(void *)(r->ws + z->off_table);
   CP_TRY(p->math->write_ints(meta, host, 4 * ne + 1, r->stream));
@@ -116,6 +118,7 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
   b.q_pos = meta + 3 * ne + 1;
   b.max_q_len = max_q;
   b.max_kv_len = max_kv;
+  b.sum_kv_len = sum_kv;
   const size_t qrow = (size_t)hq * (size_t)d * z->es;
   float *lse_step = (float *)(void *)(r->ws + z->off_lse_step) + (size_t)c->row0 * hq;
   anyattn_tensors t;

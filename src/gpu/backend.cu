@@ -193,7 +193,7 @@ anyattn_status plan(anyattn_plan *plan) {
   AA_TRY(prepare_kernels(plan, &dev, forced));
   st->tree = aa_tree_for(ctx->device_name, ctx->family);
   const int cfg =
-      forced >= 0 ? forced : aa_gpu_choose_config(plan, &dev, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, NULL);
+      forced >= 0 ? forced : aa_gpu_choose_config(plan, &dev, plan->limits.max_seqs, plan->limits.max_tokens, 0, 0, 0, NULL);
   AA_CHECK(cfg >= 0, ANYATTN_STATUS_UNSUPPORTED_HEAD_DIM,
            "problem->head_dim %d: no " AA_GPU_NAME " config fits the device's %zu bytes of shared memory", pr->head_dim,
            ctx->smem_per_block);

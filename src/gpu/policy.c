@@ -167,14 +167,14 @@ static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev
 }
 
 int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens,
-                         int max_q_len, int max_kv_len, int *tree_splits) {
+                         int max_q_len, int max_kv_len, int64_t sum_kv_len, int *tree_splits) {
   const aa_gpu_plan_state *st = aa_st(plan);
   /* A tree tuned for this device (or its family) comes first; its leaf must
    * name a row of this build's table that fits the head dim. */
   if (tree_splits) *tree_splits = -1;
   if (st->tree) {
     double f[AA_F_COUNT];
-    aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, f);
+    aa_tree_features(plan, num_seqs, num_tokens, max_q_len, max_kv_len, sum_kv_len, f);
     const aa_tree_node *leaf = aa_tree_eval(st->tree, f);
     int idx = leaf ? aa_gpu_config_find(st, leaf->config, strlen(leaf->config)) : -1;
     if (idx >= 0 && idx == st->large) idx = aa_large_row(plan, dev); /* above d128: the 64-key tile */
@@ -415,7 +415,7 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
   int tree_splits = -1;
   c.config = st->config_forced ? st->config
                                : aa_gpu_choose_config(plan, dev, a->num_seqs, a->num_tokens, a->max_q_len,
-                                                      a->max_kv_len, &tree_splits);
+                                                      a->max_kv_len, a->sum_kv_len, &tree_splits);
   if (tree_splits >= 0) { /* the tree's leaf: its config runs the segments too */
     c.splits = tree_splits > 0 ? aa_fixed_split_count(plan, a, tree_splits) : aa_split_count(plan, dev, c.config, a);
   } else {

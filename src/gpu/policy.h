@@ -105,7 +105,7 @@ AA_HIDDEN void aa_gpu_policy_init(aa_gpu_plan_state *st);
  * NULL) gets the leaf's split count (0: the backend decides), -1 when the
  * heuristic chose. */
 AA_HIDDEN int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens,
-                                   int max_q_len, int max_kv_len, int *tree_splits);
+                                   int max_q_len, int max_kv_len, int64_t sum_kv_len, int *tree_splits);
 /* Programs of config cfg one multiprocessor holds while split (shared memory
  * and the register cap of 16-row tiles), and a wave of them. */
 AA_HIDDEN int aa_gpu_split_occupancy(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
