@@ -950,7 +950,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   buf[0] = 0;
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
     const char *v = getenv(env[i]);
-    if (v) str_append(buf, n, "%s=%s ", env[i], v);
+    if (v && *v) str_append(buf, n, "%s=%s ", env[i], v); /* empty: unset, as the library reads it */
   }
   str_append(buf, n, "anyattn bench");
   if (o->backend != ANYATTN_BACKEND_AUTO) str_append(buf, n, " --backend %s", anyattn_backend_name(o->backend));
