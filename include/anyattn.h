@@ -363,6 +363,17 @@ ANYATTN_API anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_b
 ANYATTN_API anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *host_batch,
                                             int64_t num_blocks);
 
+/* What anyattn_run would launch for this batch, as one line into buf (cut
+ * to buf_size - 1 characters), e.g. "m64n64w4s2, unsplit" or "m16n128w8s2,
+ * 16 segments merged by the last to arrive": GPU backends choose a tile
+ * and split per batch from its counts and host hints (anyattn_batch's
+ * num_seqs, num_tokens, max_q_len, max_kv_len, sum_kv_len; its arrays are
+ * not read), the CPU backend has plan's one tiling (anyattn_plan_describe's
+ * line). Checks the batch's sizes as run does; NULL_POINTER without plan,
+ * batch or buf, INVALID_SIZE for buf_size 0. */
+ANYATTN_API anyattn_status anyattn_run_describe(const anyattn_plan *plan, const anyattn_batch *batch, char *buf,
+                                                size_t buf_size);
+
 /* ------------------------------------------------------------------------ */
 /* Kernel configurations (the tile table), for tools and logs.             */
 typedef struct {

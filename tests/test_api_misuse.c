@@ -439,6 +439,27 @@ static void test_run_and_validate(anyattn_context *ctx) {
   EXPECT_RUN((b_.max_kv_len = 20, b_.sum_kv_len = 41), ANYATTN_STATUS_INVALID_SIZE, "max_kv_len = 40");
   EXPECT_RUN(b_.sum_kv_len = INT64_MAX, ANYATTN_STATUS_INVALID_SIZE, "sum_kv_len");
 
+  /* run_describe: the CPU's one tiling is the plan's line; the batch's sizes are checked as run checks them. */
+  {
+    anyattn_batch b;
+    anyattn_tensors t;
+    char line[512];
+    good_run_args(&b, &t);
+    EXPECT(anyattn_run_describe(plan, &b, line, sizeof line), ANYATTN_STATUS_OK, NULL);
+    expect_true("run_describe on the CPU: the plan's line", !strcmp(line, anyattn_plan_describe(plan)), __LINE__);
+    EXPECT(anyattn_run_describe(NULL, &b, line, sizeof line), ANYATTN_STATUS_NULL_POINTER, "plan");
+    EXPECT(anyattn_run_describe(plan, NULL, line, sizeof line), ANYATTN_STATUS_NULL_POINTER, "batch");
+    EXPECT(anyattn_run_describe(plan, &b, NULL, sizeof line), ANYATTN_STATUS_NULL_POINTER, "buf");
+    EXPECT(anyattn_run_describe(plan, &b, line, 0), ANYATTN_STATUS_INVALID_SIZE, "buf_size");
+    b.sum_kv_len = -2;
+    EXPECT(anyattn_run_describe(plan, &b, line, sizeof line), ANYATTN_STATUS_INVALID_SIZE, "sum_kv_len");
+    expect_true("run_describe refused: buf empty", line[0] == '\0', __LINE__);
+    b.sum_kv_len = 0;
+    EXPECT(anyattn_run_describe(plan, &b, line, 8), ANYATTN_STATUS_OK, NULL);
+    expect_true("run_describe cuts to buf_size", strlen(line) == 7, __LINE__);
+    (void)t;
+  }
+
   /* validate: the good batch, then each rule broken. */
   EXPECT_VALIDATE((void)0, T_BLOCKS, ANYATTN_STATUS_OK, NULL);
   EXPECT(anyattn_validate(NULL, NULL, 4), ANYATTN_STATUS_NULL_POINTER, "plan");

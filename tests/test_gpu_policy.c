@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "select.h" /* aa_tree_for: the compiled-in trees */
 #include "tl_check.h"
 
 
@@ -202,6 +203,52 @@ static void test_choose(void) {
   EXPECT(c.config == 2 && c.splits == 1, "forced -k1: config %d splits %d", c.config, c.splits);
 }
 
+/* The mean context (batch->sum_kv_len / num_seqs) reaches the tree: a leaf
+ * per side of a mean_kv split, and the committed H200 tree's picks for
+ * equal-length and mixed-length 64x8192 decode batches with and without the
+ * hint (docs/design/tuning.md, "Features"). */
+static void test_mean_context(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 256, 8192, 32768, NULL);
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  static const aa_tree_node nodes[] = {{ANYATTN_TREE_FEATURE_MEAN_KV, 6000.0, 1, 2, NULL, 0},
+                                       {-1, 0.0, 0, 0, "m16n128w8s2", 1},
+                                       {-1, 0.0, 0, 0, "m64n64w4s2", 0}};
+  static const aa_tree tree = {"test", "sm_90", "test tree", 0, 3, nodes};
+  f.st.tree = &tree;
+  anyattn_args a = batch(64, 64, 8192);
+  aa_gpu_choice c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3, "no sum_kv_len (mean_kv 0): config %d, want m16n128w8s2 (3)", c.config);
+  a.sum_kv_len = 64LL * 8192;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 4 && c.splits == 1, "sum_kv_len 64 x 8192: config %d splits %d, want m64n64w4s2 (4), 1",
+         c.config, c.splits);
+  a.sum_kv_len = 64LL * 3635; /* the full grid's cycled lengths */
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3, "sum_kv_len 64 x 3635: config %d, want m16n128w8s2 (3)", c.config);
+
+  f.st.tree = aa_tree_for("NVIDIA H200", "sm_90");
+  EXPECT(f.st.tree != NULL, "no compiled-in H200 tree");
+  if (!f.st.tree) return;
+  static const int seqs[] = {32, 64};
+  for (int i = 0; i < 2; i++) {
+    a = batch(seqs[i], seqs[i], 8192);
+    a.max_q_len = 1;
+    a.sum_kv_len = (int64_t)seqs[i] * 8192;
+    c = aa_gpu_choose(&f.plan, &kH200, &a);
+    EXPECT(!strcmp(f.st.configs[c.config].name, "m64n64w4s2"), "H200 tree, %dx8192 of equal lengths: %s", seqs[i],
+           f.st.configs[c.config].name);
+    a.sum_kv_len = 0;
+    c = aa_gpu_choose(&f.plan, &kH200, &a);
+    EXPECT(f.st.configs[c.config].block_m == 16, "H200 tree, %dx8192 without sum_kv_len: %s, want a 16-row tile",
+           seqs[i], f.st.configs[c.config].name);
+    a.sum_kv_len = (int64_t)seqs[i] * 3635;
+    c = aa_gpu_choose(&f.plan, &kH200, &a);
+    EXPECT(f.st.configs[c.config].block_m == 16, "H200 tree, %dx8192 of cycled lengths: %s, want a 16-row tile",
+           seqs[i], f.st.configs[c.config].name);
+  }
+}
+
 static void test_clusters_and_boxes(void) {
   fixture f;
   make_plan(&f, 32, 8, 128, 256, 8, 32768, NULL);
@@ -346,6 +393,7 @@ int main(void) {
   test_roles();
   test_plan_splits();
   test_choose();
+  test_mean_context();
   test_clusters_and_boxes();
   test_stream_cap();
   printf("test_gpu_policy: %d checks, %d failures\n", checks, failures);

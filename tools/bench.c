@@ -423,6 +423,10 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   }
   if (opt->hints == BENCH_HINTS_ALL)
     for (int s = 0; s < c->num_seqs; s++) b.sum_kv_len += c->kv_lens[s];
+  if (anyattn_run_describe(plan, &b, r->choice, sizeof r->choice) != ANYATTN_STATUS_OK) {
+    fprintf(stderr, "bench: %s: run_describe: %s\n", c->name, anyattn_last_error());
+    goto done;
+  }
   anyattn_tensors t;
   anyattn_tensors_init(&t);
   t.q = q;
@@ -1025,6 +1029,8 @@ static void json_case(json_out *j, int first, const char *name, const bench_resu
   json_printf(j, ", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, \"pct_peak\": %.2f, \"plan\": ",
               r->us, gbs, gflops, pct_bw, pct_peak);
   json_string(j, r->config);
+  json_printf(j, ", \"choice\": ");
+  json_string(j, r->choice);
   json_printf(j, "}");
 }
 
@@ -1206,9 +1212,10 @@ int bench_main(const bench_options *opt) {
     }
     double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
     double gflops = r.flops / (r.us * 1e-6) / 1e9;
-    printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f  %s\n", c->name, r.us, gbs,
+    const int same = !strcmp(r.config, r.choice); /* the CPU: one tiling, the plan's */
+    printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f  %s%s%s\n", c->name, r.us, gbs,
            bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0, gflops, peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0,
-           r.config);
+           r.config, same ? "" : " | run: ", same ? "" : r.choice);
     fflush(stdout);
     json_case(&json, first, c->name, &r, gbs, gflops, bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0,
               peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0);

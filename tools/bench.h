@@ -61,7 +61,8 @@ typedef struct {
   double flops;     /* 4 * Hq * D per visible (query, key) pair */
   int verified;     /* sampled output rows vs a double-precision recomputation: 1 ok, 0 wrong */
   int pruned;       /* 1: the second warm-up call passed opt->cutoff_us; us is its time */
-  char config[192];
+  char config[192]; /* the plan's line (anyattn_plan_describe) */
+  char choice[128]; /* what run launches for this batch (anyattn_run_describe) */
 } bench_result;
 
 /* Times one case (plan from exact limits, random data, shuffled pages),

@@ -206,7 +206,7 @@ def bench_section(gpu, stem, entry, peers):
                 "| --- | --- | --- | --- | --- | --- | --- |",
                 f"| {fmt(e['total_s'], 3)} s | {fmt(e['prefill_ms'], 3)} ms | {fmt(e['decode_s'], 3)} s | "
                 f"{fmt(e['us_per_call'], 2)} µs | {fmt(e['kv_gbs'] / bw_div, 2)} | "
-                f"{fmt(100 * e['kv_gbs'] / obj['bandwidth_gbs'], 1)} | {config_of(e['plan'])} |", ""]
+                f"{fmt(100 * e['kv_gbs'] / obj['bandwidth_gbs'], 1)} | {config_of(e.get('choice') or e['plan'])} |", ""]
     cases = obj.get("cases", [])
     if not cases:
         return out
@@ -238,7 +238,7 @@ def bench_section(gpu, stem, entry, peers):
             row += [fmt(c["kv_gbs"] / bw_div, 2), fmt(c["pct_bw"], 1)]
         if show_fl:
             row += [fmt(c["gflops"] / fl_div, 1 if c["gflops"] / fl_div < 100 else 0), fmt(c["pct_peak"], 1)]
-        row.append(config_of(c["plan"]))
+        row.append(config_of(c.get("choice") or c["plan"]))
         for p in peer_names:
             r = next((r for r in peers["obj"]["results"] if r["what"] == p and r["case"] == c["case"] and peer_of(r)),
                      None)
@@ -260,7 +260,7 @@ def e2e_step_table(obj, bw_unit, bw_div):
             f"| {fmt(e['total_s'], 3)} s | {fmt(e['prefill_ms'], 3)} ms | {fmt(e['decode_s'], 3)} s | "
             f"{fmt(e['step_total_s'], 3)} s | {fmt(e['between_alone_s'], 3)} s | {fmt(e['us_per_call'], 2)} µs | "
             f"{fmt(e['kv_gbs'] / bw_div, 2)} | {fmt(100 * e['kv_gbs'] / obj['bandwidth_gbs'], 1)} | "
-            f"{config_of(e['plan'])} |", ""]
+            f"{config_of(e.get('choice') or e['plan'])} |", ""]
 
 
 def config_of(plan):
@@ -344,7 +344,7 @@ def render(root):
            "ceiling measured in the same run (GPU: device copy, read + write, and cuBLAS bf16 matmul; "
            "CPU: streaming read and fp32 FMA). "
            "\"vs\" columns are peer time over anyattn time (above 1: anyattn faster), for peers measured in "
-           "the same run with stream launches. Configs are the plan's choice (`anyattn info` lists them).", ""]
+           "the same run with stream launches. Configs are what run launched for the case's batch (`anyattn_run_describe`; the plan's choice in files written before bench recorded it; `anyattn info` lists them).", ""]
     for gpu in gpus:
         data = load_gpu_dir(os.path.join(root, gpu))
         out += [f"## {gpu}", ""] + report_line(os.path.join(root, gpu), gpu) + ["| file | date | commit | device | command |", "| --- | --- | --- | --- | --- |"]

@@ -523,6 +523,30 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   return plan->ops->run(plan, &a);
 }
 
+anyattn_status anyattn_run_describe(const anyattn_plan *plan, const anyattn_batch *batch, char *buf,
+                                    size_t buf_size) {
+  aa_clear_error();
+  AA_CHECK_NOT_NULL(plan, "plan");
+  AA_CHECK_NOT_NULL(batch, "batch");
+  AA_CHECK_NOT_NULL(buf, "buf");
+  AA_CHECK(buf_size > 0, ANYATTN_STATUS_INVALID_SIZE, "buf_size is 0");
+  buf[0] = '\0';
+  AA_TRY(aa_check_batch_sizes(plan, batch));
+  anyattn_args a;
+  memset(&a, 0, sizeof a);
+  a.num_seqs = batch->num_seqs;
+  a.num_tokens = batch->num_tokens;
+  a.max_q_len = batch->max_q_len;
+  a.max_kv_len = batch->max_kv_len;
+  a.sum_kv_len = batch->sum_kv_len;
+  a.prior_writes = (int)batch->prior_writes;
+  if (!plan->ops->describe_run) {
+    snprintf(buf, buf_size, "%s", plan->describe);
+    return ANYATTN_STATUS_OK;
+  }
+  return plan->ops->describe_run(plan, &a, buf, buf_size);
+}
+
 /* ---- validate -------------------------------------------------------------- */
 anyattn_status anyattn_validate(const anyattn_plan *plan, const anyattn_batch *b, int64_t num_blocks) {
   aa_clear_error();

@@ -33,6 +33,9 @@ struct aa_backend_ops {
   /* The tile-config table (0 rows and NULL: the backend has none). */
   int (*config_count)(void);
   anyattn_status (*config_get)(int index, anyattn_config_info *info);
+  /* anyattn_run_describe once its arguments are checked: args holds the
+   * batch's counts and hints only (no pointers). NULL: the plan's line. */
+  anyattn_status (*describe_run)(const anyattn_plan *plan, const anyattn_args *args, char *buf, size_t buf_size);
 };
 
 /* The table of `backend` in this build, or NULL when it is not compiled in

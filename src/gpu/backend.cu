@@ -255,10 +255,38 @@ anyattn_status workspace_prepare(const anyattn_plan *plan, void *workspace, void
   return ANYATTN_STATUS_OK;
 }
 
+/* The line anyattn_run_describe gives: what launch_attention would launch
+ * for these counts and hints (aa_gpu_choose, as it runs). */
+anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, char *buf, size_t size) {
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  if (plan->problem.dtype == ANYATTN_DTYPE_F32) {
+    snprintf(buf, size, "%s", plan->describe);
+    return ANYATTN_STATUS_OK;
+  }
+  if (a->num_tokens == 0) {
+    snprintf(buf, size, "nothing (num_tokens 0)");
+    return ANYATTN_STATUS_OK;
+  }
+  const aa_gpu_device dev = aa::device_of(plan->ctx);
+  const aa_gpu_choice ch = aa_gpu_choose(plan, &dev, a);
+  const char *name = st->configs[ch.config].name;
+  if (ch.dec_config >= 0) {
+    char segs[64] = "";
+    if (ch.dec_splits > 1) snprintf(segs, sizeof segs, ", decode rows in %d segments", ch.dec_splits);
+    snprintf(buf, size, "%s+%s (one launch, a tile per role)%s", name, st->configs[ch.dec_config].name, segs);
+  } else if (ch.splits > 1) {
+    snprintf(buf, size, "%s, %d segments merged %s", name, ch.splits,
+             ch.cluster ? "in a cluster" : "by the last to arrive");
+  } else {
+    snprintf(buf, size, "%s, unsplit", name);
+  }
+  return ANYATTN_STATUS_OK;
+}
+
 }  // namespace
 
 extern "C" const aa_backend_ops *AA_GPU_BACKEND_OPS(void) {
-  static const aa_backend_ops ops = {AA_GPU_BACKEND_ID, device_count,      context_init, plan,      plan_free,
-                                     run,               workspace_prepare, config_count, config_get};
+  static const aa_backend_ops ops = {AA_GPU_BACKEND_ID, device_count,      context_init, plan,       plan_free,
+                                     run,               workspace_prepare, config_count, config_get, describe_run};
   return &ops;
 }

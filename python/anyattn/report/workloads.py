@@ -58,7 +58,8 @@ def anyattn_results(bench, cases):
             c.results["anyattn"] = {"status": "refused", "error": c.skip}
         elif c.name in by_name:
             b = by_name[c.name]
-            c.results["anyattn"] = {"status": "ok", "us": b["us"], "plan": b["plan"], "source": "anyattn bench"}
+            c.results["anyattn"] = {"status": "ok", "us": b["us"], "plan": b.get("choice") or b["plan"],
+                                    "source": "anyattn bench"}
         else:
             c.results["anyattn"] = {"status": "error", "error": "anyattn bench: no time (see data/bench log)"}
 
