@@ -183,17 +183,29 @@ static void test_choose(void) {
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 3 && c.splits == 16, "unknown leaf: config %d splits %d", c.config, c.splits);
   /* a leaf naming a row compiled for fp8 caches only (AA_CONFIG_FP8_ONLY): over a
-   * 16-bit cache it has no kernel (shared memory 0) and the heuristic runs;
-   * over an fp8 cache (its shared memory at d128) the leaf runs */
-  static const aa_tree_node fp8_nodes[] = {{-1, 0.0, 0, 0, "m16n256w8s2", 0}};
+   * 16-bit cache it has no kernel (shared memory 0), so its half-keys row runs
+   * (m16n128w8s2, the same bytes per tile) with the leaf's split count; over an
+   * fp8 cache (its shared memory at d128) the leaf runs */
+  static const aa_tree_node fp8_nodes[] = {{-1, 0.0, 0, 0, "m16n256w8s2", 4}};
   static const aa_tree fp8_tree = {"test", "sm_90", "test tree", 0, 1, fp8_nodes};
   f.st.tree = &fp8_tree;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
-  EXPECT(c.config == 3 && c.splits == 16, "fp8-only leaf, 16-bit cache: config %d splits %d", c.config, c.splits);
+  EXPECT(c.config == 3 && c.splits == 4, "fp8-only leaf, 16-bit cache: config %d splits %d, want 3 and 4", c.config,
+         c.splits);
   f.st.configs[7].smem = 143632;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
-  EXPECT(c.config == 7 && c.splits >= 1, "fp8-only leaf, fp8 cache: config %d splits %d", c.config, c.splits);
+  EXPECT(c.config == 7 && c.splits == 4, "fp8-only leaf, fp8 cache: config %d splits %d, want 7 and 4", c.config,
+         c.splits);
   f.st.configs[7].smem = kRows[7].smem;
+  /* a leaf whose row does not fit and has no half-keys row: the heuristic */
+  static const aa_tree_node wide_nodes[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
+  static const aa_tree wide_tree = {"test", "sm_90", "test tree", 0, 1, wide_nodes};
+  f.st.tree = &wide_tree;
+  f.st.configs[5].smem = 300000;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 3 && c.splits == 16, "unfit leaf without a half-keys row: config %d splits %d", c.config,
+         c.splits);
+  f.st.configs[5].smem = kRows[5].smem;
 
   /* a forced config with a fixed count: -k1 never splits */
   make_plan(&f, 32, 8, 128, 256, 8, 32768, "m16n64w4s3-k1");

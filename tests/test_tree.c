@@ -220,6 +220,48 @@ static void check_mean_context(uint64_t *rng) {
   tf_free(&t);
 }
 
+/* A candidate without a time on a cell (a row compiled for fp8 caches only,
+ * not swept or failed over a 16-bit cache) takes its half-keys row's time
+ * with the same split count, as run runs such a leaf; one without such a row
+ * keeps none. */
+static void check_half_keys(void) {
+  const char *path = "test_tree_half.csv";
+  FILE *f = fopen(path, "w");
+  EXPECT(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fprintf(f, "# device: Synthetic GPU\n# family: sm_00\ncell");
+  for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++) fprintf(f, ",%s", anyattn_tree_feature_name(k));
+  fprintf(f, ",config,splits,us,ok\n");
+  /* cell 0 over fp8 (kv_bytes 1): every candidate; cell 0 over bf16: m16n256w8s2/0 failed, /4 not swept */
+  fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,0,10,1\n0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,4,9,1\n");
+  fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,0,12,1\n0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,4,11,1\n");
+  fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m128n64w8s2,0,50,0\n");
+  fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n256w8s2,0,0,0\n");
+  fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,0,20,1\n0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,4,18,1\n");
+  fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m128n64w8s2,0,0,0\n");
+  fclose(f);
+  tf_table t;
+  char err[640] = "";
+  EXPECT(tf_read_csv(path, &t, err, sizeof err) == 0, "read %s: %s", path, err);
+  remove(path);
+  if (err[0]) return;
+  const int a0 = tf_find_cand(&t, "m16n256w8s2", 0), a4 = tf_find_cand(&t, "m16n256w8s2", 4),
+            w = tf_find_cand(&t, "m128n64w8s2", 0);
+  EXPECT(t.num_swept == 2 && a0 >= 0 && a4 >= 0 && w >= 0, "half keys: %d cells, candidates %d %d %d", t.num_swept,
+         a0, a4, w);
+  if (t.num_swept != 2 || a0 < 0 || a4 < 0 || w < 0) {
+    tf_free(&t);
+    return;
+  }
+  /* cells sort by shape: kv_bytes 1 first */
+  const double *fp8 = t.us, *bf16 = t.us + t.num_cands;
+  EXPECT(fp8[a0] == 10 && fp8[a4] == 9 && isinf(fp8[w]), "half keys, fp8 cell: %g %g %g (want 10 9 inf)", fp8[a0],
+         fp8[a4], fp8[w]);
+  EXPECT(bf16[a0] == 20 && bf16[a4] == 18 && isinf(bf16[w]), "half keys, bf16 cell: %g %g %g (want 20 18 inf)",
+         bf16[a0], bf16[a4], bf16[w]);
+  tf_free(&t);
+}
+
 /* The truth the sweep is built from: decode-like cells want "dec", short
  * prompts "small", long ones "large". */
 static int truth(const double *f) {
@@ -385,6 +427,7 @@ int main(void) {
   check_misuse();
   check_shape_rule(&rng);
   check_mean_context(&rng);
+  check_half_keys();
   { /* a 7-feature vector (callers built before kv_bytes) is a 16-bit cache's without the mean context, an
      * 8-feature one (before mean_kv) is one without the mean context */
     for (int i = 0; i < 50; i++) {

@@ -263,6 +263,30 @@ static int by_key(const void *pa, const void *pb) {
   return (a->line > b->line) - (a->line < b->line);
 }
 
+/* The row of config `name` ("mMnNwWsS") with half its keys per tile, into
+ * out; 0, or -1 when the name is not of that form or N is odd. */
+static int half_keys_name(const char *name, char *out, size_t size) {
+  int m = 0, n = 0, w = 0, s = 0, used = 0;
+  if (sscanf(name, "m%dn%dw%ds%d%n", &m, &n, &w, &s, &used) != 4 || name[used] || n < 2 || n % 2) return -1;
+  return snprintf(out, size, "m%dn%dw%ds%d", m, n / 2, w, s) < (int)size ? 0 : -1;
+}
+
+/* Where a candidate has no time (not swept, or failed: a row compiled for
+ * fp8 caches only, over a 16-bit cache), run runs a leaf naming it as its
+ * half-keys row with the same split count (src/gpu/policy.c,
+ * aa_half_keys_row), so the cell gets that row's time. */
+static void half_keys_times(tf_table *t) {
+  const size_t k = (size_t)t->num_cands;
+  for (int c = 0; c < t->num_cands; c++) {
+    char half[TF_CONFIG_NAME_MAX];
+    if (half_keys_name(t->cand_config[c], half, sizeof half)) continue;
+    const int h = tf_find_cand(t, half, t->cand_splits[c]);
+    if (h < 0) continue;
+    for (int i = 0; i < t->num_cells; i++)
+      if (isinf(t->us[(size_t)i * k + c])) t->us[(size_t)i * k + c] = t->us[(size_t)i * k + h];
+  }
+}
+
 /* Appends, for each cell with a mean context, its copy without one (mean_kv
  * 0, the feature run() computes when batch->sum_kv_len is 0): the times are
  * the cell's, since the hint changes the choice, never the kernel. */
@@ -331,6 +355,7 @@ static int build_matrix(sweep_reader *r) {
     memcpy(t->features + c * NF, a->f, sizeof a->f); /* the same features for every row of a cell */
     t->us[c * t->num_cands + a->cand] = a->us;
   }
+  half_keys_times(t);
   return add_unhinted(r);
 }
 

@@ -114,8 +114,10 @@ static void case_features(const bench_case *c, double kv_bytes, double *f) {
 }
 
 /* Candidates: every row of the config table (the CPU has one tiling), and
- * for the 16-row (decode) rows also fixed KV split counts: config C with
- * splits S runs as "C-kS" (splits 0: the backend decides). A split count
+ * for the 16-row (decode) rows also fixed KV split counts 1, 4 and 16, for
+ * the 64-row rows 2 and 8 (equal-length decode batches of 4 to 16 sequences:
+ * docs/design/decode.md#merging-segments): config C with splits S runs as "C-kS"
+ * (splits 0: the backend decides). A split count
  * only changes decode-like batches (mean q_len <= 8, src/gpu/policy.c's
  * aa_split_count), so on other cells those candidates take C's own time. */
 typedef struct {
@@ -133,7 +135,7 @@ static void cands_free(cand_list *c) {
 }
 
 static int cands_build(anyattn_backend be, int gpu, cand_list *c) {
-  static const int kSplitCands[] = {1, 4, 16};
+  static const int kSplitCands[] = {1, 4, 16}, kSplitCands64[] = {2, 8};
   const int num_rows = anyattn_config_count(be);
   const size_t cap = (size_t)(num_rows > 0 ? num_rows * 4 : 1);
   memset(c, 0, sizeof *c);
@@ -153,12 +155,14 @@ static int cands_build(anyattn_backend be, int gpu, cand_list *c) {
     const int base = c->count;
     snprintf(c->config[c->count], sizeof c->config[0], "%s", ci.name);
     c->base[c->count++] = base;
-    if (gpu && ci.block_m == 16)
-      for (size_t k = 0; k < sizeof kSplitCands / sizeof kSplitCands[0]; k++) {
-        snprintf(c->config[c->count], sizeof c->config[0], "%s", ci.name);
-        c->splits[c->count] = kSplitCands[k];
-        c->base[c->count++] = base;
-      }
+    const int *sc = ci.block_m == 16 ? kSplitCands : ci.block_m == 64 ? kSplitCands64 : NULL;
+    const size_t nsc = ci.block_m == 16 ? sizeof kSplitCands / sizeof kSplitCands[0]
+                                        : sizeof kSplitCands64 / sizeof kSplitCands64[0];
+    for (size_t k = 0; gpu && sc && k < nsc; k++) {
+      snprintf(c->config[c->count], sizeof c->config[0], "%s", ci.name);
+      c->splits[c->count] = sc[k];
+      c->base[c->count++] = base;
+    }
   }
   if (c->count == 0) {
     snprintf(c->config[0], sizeof c->config[0], "%s", anyattn_backend_name(be));

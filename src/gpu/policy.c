@@ -166,6 +166,22 @@ static int aa_fallback_config(const anyattn_plan *plan, const aa_gpu_device *dev
   return -1;
 }
 
+/* The row a leaf's row stands for where it has no kernel (a row compiled for
+ * fp8 caches only, over a 16-bit cache) or does not fit: the row of the same
+ * block_m, warps and stages with half its keys per tile, as many bytes per
+ * tile over a 16-bit cache as it has over fp8 (m16n256w8s2 -> m16n128w8s2);
+ * -1 when the table has none. The fitter times such leaves the same way
+ * (tools/sweep_csv.c). */
+static int aa_half_keys_row(const aa_gpu_plan_state *st, int idx) {
+  const aa_gpu_config *c = &st->configs[idx];
+  for (int i = 0; i < st->num_configs; i++) {
+    const aa_gpu_config *h = &st->configs[i];
+    if (h->block_m == c->block_m && 2 * h->block_n == c->block_n && h->warps == c->warps && h->stages == c->stages)
+      return i;
+  }
+  return -1;
+}
+
 int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int num_seqs, int num_tokens,
                          int max_q_len, int max_kv_len, int64_t sum_kv_len, int *tree_splits) {
   const aa_gpu_plan_state *st = aa_st(plan);
@@ -178,6 +194,7 @@ int aa_gpu_choose_config(const anyattn_plan *plan, const aa_gpu_device *dev, int
     const aa_tree_node *leaf = aa_tree_eval(st->tree, f);
     int idx = leaf ? aa_gpu_config_find(st, leaf->config, strlen(leaf->config)) : -1;
     if (idx >= 0 && idx == st->large) idx = aa_large_row(plan, dev); /* above d128: the 64-key tile */
+    if (idx >= 0 && !aa_fits(plan, dev, idx)) idx = aa_half_keys_row(st, idx);
     if (aa_fits(plan, dev, idx)) {
       if (tree_splits) *tree_splits = leaf->splits > 0 ? leaf->splits : 0;
       return idx;
