@@ -333,7 +333,7 @@ fi
 rm -f "$OUT/.san" "$OUT/.bench" "$OUT/.peers"
 # The device tool returns at most 8 files: keep log.txt and bundle the rest.
 (cd "$OUT" && ls | grep -v -e '^log.txt$' -e '^results.tgz$' -e '^\.summary$' >.files &&
-  tar czf results.tgz -T .files && xargs rm -f <.files; rm -f .files)
+  tar czf results.tgz -T .files && xargs rm -rf <.files; rm -f .files)
 
 echo
 echo "==== summary ===="

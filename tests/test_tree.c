@@ -220,10 +220,10 @@ static void check_mean_context(uint64_t *rng) {
   tf_free(&t);
 }
 
-/* A candidate without a time on a cell (a row compiled for fp8 caches only,
- * not swept or failed over a 16-bit cache) takes its half-keys row's time
- * with the same split count, as run runs such a leaf; one without such a row
- * keeps none. */
+/* Over a 16-bit cache a row compiled for fp8 caches only (not swept, or
+ * failed) takes its half-keys row's time with the same split count, as run
+ * runs such a leaf; over fp8 it keeps none where not swept, and a row
+ * without a half-keys row keeps none. */
 static void check_half_keys(void) {
   const char *path = "test_tree_half.csv";
   FILE *f = fopen(path, "w");
@@ -236,6 +236,7 @@ static void check_half_keys(void) {
   fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,0,10,1\n0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,4,9,1\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,0,12,1\n0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,4,11,1\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m128n64w8s2,0,50,0\n");
+  fprintf(f, "1,2,2,1,1,4096,128,4,1,4096,m16n128w8s2,0,14,1\n"); /* over fp8, m16n256w8s2 not swept */
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n256w8s2,0,0,0\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,0,20,1\n0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,4,18,1\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m128n64w8s2,0,0,0\n");
@@ -247,14 +248,15 @@ static void check_half_keys(void) {
   if (err[0]) return;
   const int a0 = tf_find_cand(&t, "m16n256w8s2", 0), a4 = tf_find_cand(&t, "m16n256w8s2", 4),
             w = tf_find_cand(&t, "m128n64w8s2", 0);
-  EXPECT(t.num_swept == 2 && a0 >= 0 && a4 >= 0 && w >= 0, "half keys: %d cells, candidates %d %d %d", t.num_swept,
+  EXPECT(t.num_swept == 3 && a0 >= 0 && a4 >= 0 && w >= 0, "half keys: %d cells, candidates %d %d %d", t.num_swept,
          a0, a4, w);
-  if (t.num_swept != 2 || a0 < 0 || a4 < 0 || w < 0) {
+  if (t.num_swept != 3 || a0 < 0 || a4 < 0 || w < 0) {
     tf_free(&t);
     return;
   }
   /* cells sort by shape: kv_bytes 1 first */
-  const double *fp8 = t.us, *bf16 = t.us + t.num_cands;
+  const double *fp8 = t.us, *fp8_unswept = t.us + t.num_cands, *bf16 = t.us + 2 * t.num_cands;
+  EXPECT(isinf(fp8_unswept[a0]), "half keys: over fp8 an unswept m16n256w8s2 keeps no time, got %g", fp8_unswept[a0]);
   EXPECT(fp8[a0] == 10 && fp8[a4] == 9 && isinf(fp8[w]), "half keys, fp8 cell: %g %g %g (want 10 9 inf)", fp8[a0],
          fp8[a4], fp8[w]);
   EXPECT(bf16[a0] == 20 && bf16[a4] == 18 && isinf(bf16[w]), "half keys, bf16 cell: %g %g %g (want 20 18 inf)",

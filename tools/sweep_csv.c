@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "configs.h"
 #include "tree_fit.h"
 
 /* Columns: cell, the features, then config, splits, us, ok. Lines starting
@@ -263,27 +264,32 @@ static int by_key(const void *pa, const void *pb) {
   return (a->line > b->line) - (a->line < b->line);
 }
 
-/* The row of config `name` ("mMnNwWsS") with half its keys per tile, into
- * out; 0, or -1 when the name is not of that form or N is odd. */
-static int half_keys_name(const char *name, char *out, size_t size) {
+/* For a row the library build compiles for fp8 caches only
+ * (AA_CONFIG_FP8_ONLY_LIBRARY, configs.h), the name of its half-keys row
+ * (the same block_m, warps and stages, half the keys) into out; 0, or -1 for
+ * any other config. */
+static int fp8_only_half_name(const char *name, char *out, size_t size) {
   int m = 0, n = 0, w = 0, s = 0, used = 0;
   if (sscanf(name, "m%dn%dw%ds%d%n", &m, &n, &w, &s, &used) != 4 || name[used] || n < 2 || n % 2) return -1;
+  if (!AA_CONFIG_FP8_ONLY_LIBRARY(m, n, w, s)) return -1;
   return snprintf(out, size, "m%dn%dw%ds%d", m, n / 2, w, s) < (int)size ? 0 : -1;
 }
 
-/* Where a candidate has no time (not swept, or failed: a row compiled for
- * fp8 caches only, over a 16-bit cache), run runs a leaf naming it as its
- * half-keys row with the same split count (src/gpu/policy.c,
- * aa_half_keys_row), so the cell gets that row's time. */
+/* Over a 16-bit cache a row compiled for fp8 caches only has no kernel, and
+ * run runs a leaf naming it as its half-keys row with the same split count
+ * (src/gpu/policy.c, aa_half_keys_row), so such a cell without a time for it
+ * (not swept, or failed) gets that row's time. Over fp8 caches a missing
+ * time stays missing: the row runs there, untimed. */
 static void half_keys_times(tf_table *t) {
   const size_t k = (size_t)t->num_cands;
   for (int c = 0; c < t->num_cands; c++) {
     char half[TF_CONFIG_NAME_MAX];
-    if (half_keys_name(t->cand_config[c], half, sizeof half)) continue;
+    if (fp8_only_half_name(t->cand_config[c], half, sizeof half)) continue;
     const int h = tf_find_cand(t, half, t->cand_splits[c]);
     if (h < 0) continue;
     for (int i = 0; i < t->num_cells; i++)
-      if (isinf(t->us[(size_t)i * k + c])) t->us[(size_t)i * k + c] = t->us[(size_t)i * k + h];
+      if (t->features[(size_t)i * NF + ANYATTN_TREE_FEATURE_KV_BYTES] >= 2 && isinf(t->us[(size_t)i * k + c]))
+        t->us[(size_t)i * k + c] = t->us[(size_t)i * k + h];
   }
 }
 

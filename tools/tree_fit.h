@@ -47,10 +47,9 @@ typedef struct {
  * field checked), or a comma-separated list of such files read as one (at
  * most 16; one device). A cell is keyed by its id and shape (head_dim, group,
  * kv_bytes), so sweeps of several shapes over one grid make distinct cells.
- * A candidate without a time on a cell (not swept there, or failed) takes
- * the time of its half-keys row with the same split count where that row has
- * one, as run runs such a leaf (m16n256w8s2 over a 16-bit cache runs as
- * m16n128w8s2). Each cell then also appears without its mean context
+ * Over a 16-bit cache, a row compiled for fp8 caches only without a time on
+ * a cell takes the time of its half-keys row with the same split count, as
+ * run runs such a leaf (m16n256w8s2 as m16n128w8s2). Each cell then also appears without its mean context
  * (num_swept above), so a tree fitted on the table serves batches with and
  * without the hint. 0 on
  * success, else -1 with "sweep 'PATH': line N, field F (NAME): ..." in err

@@ -94,11 +94,14 @@
  * independent chains of products and softmax where the latency-bound fp8
  * decode loop of m16n128w8s2 has one (docs/design/layout.md#fp8-caches).
  * Over 16-bit caches it does not fit at d128 and was not measured at the
- * head dims where it would. */
+ * head dims where it would. A tree leaf naming it runs there as its half-keys
+ * row (src/gpu/policy.c), and the fitter times such leaves so (tools/sweep_csv.c,
+ * which reads the library build's rule whatever the build). */
+#define AA_CONFIG_FP8_ONLY_LIBRARY(block_m, block_n, warps, stages) ((block_m) == 16 && (block_n) == 256)
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
 #define AA_CONFIG_FP8_ONLY(block_m, block_n, warps, stages) 0
 #else
-#define AA_CONFIG_FP8_ONLY(block_m, block_n, warps, stages) ((block_m) == 16 && (block_n) == 256)
+#define AA_CONFIG_FP8_ONLY(block_m, block_n, warps, stages) AA_CONFIG_FP8_ONLY_LIBRARY(block_m, block_n, warps, stages)
 #endif
 
 /* ---- row filters: purpose -> X(name, block_m, block_n, warps, stages) or nothing */
