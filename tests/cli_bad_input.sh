@@ -127,7 +127,7 @@ expect_error "'cp-model' takes no option '--iters'" cp-model --iters 3
 expect_error "--iters '0200000' (1 to 100000)" bench --iters 0200000 --config nosuch
 expect_error "--config 'nosuch'" bench --iters 08 --config nosuch
 expect_error "--iters '0x10'" bench --iters 0x10 --config nosuch
-expect_error "--depth '013' (1 to 12)" fit --depth 013
+expect_error "--depth '017' (1 to 16)" fit --depth 017
 expect_error "needs --in" fit --depth 08
 expect_error "--device ' 1' (0 to 1023)" check --device " 1" --nosuch
 

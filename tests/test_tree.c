@@ -324,7 +324,28 @@ int main(void) {
   EXPECT(failed_pick == 0, "tree picks a failed candidate on %d cells", failed_pick);
   EXPECT(tree_us <= 1.2 * oracle_us, "tree total %.0f us, the per-cell best %.0f us", tree_us, oracle_us);
   EXPECT(right >= t.num_cells * 3 / 4, "tree picks the best config on %d of %d cells", right, t.num_cells);
-  EXPECT(tf_fit(&t, 4, 1, nodes, 2) == -1, "a node budget too small is reported");
+  /* Best-first growth: a budget keeps the splits worth most, so the tree's
+   * total time never grows with the budget; a budget under 3 is one leaf. */
+  EXPECT(tf_fit(&t, 4, 1, nodes, 2) == 1 && nodes[0].feature < 0, "a budget of 2 nodes: one leaf");
+  EXPECT(tf_fit(&t, 4, 1, nodes, 0) == -1, "a budget of 0 nodes is refused");
+  {
+    double prev = INFINITY;
+    int unsplit_prev = 1, monotone = 1, full = 0;
+    for (int budget = 1; budget <= 511 && !full; budget += 2) {
+      int unsplit = 0;
+      const int m = tf_fit_ex(&t, 10, 1, nodes, budget, &unsplit);
+      double total = 0;
+      for (int i = 0; i < t.num_cells && m > 0; i++)
+        total += t.us[(size_t)i * 3 + tf_pick(nodes, t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT)];
+      monotone &= m > 0 && m <= budget && total <= prev * (1 + 1e-12);
+      if (unsplit_prev && !unsplit) full = m; /* the first budget that holds the whole tree */
+      prev = total;
+      unsplit_prev = unsplit;
+    }
+    EXPECT(monotone, "tree time grows with the node budget, or a tree passes its budget");
+    EXPECT(full > 0 && tf_fit(&t, 10, 1, nodes, 511) == full, "the unbounded tree has %d nodes, want %d",
+           tf_fit(&t, 10, 1, nodes, 511), full);
+  }
 
   /* Scoring given picks (anyattn fit --eval), on a 4-cell, 2-candidate table
    * worked by hand: times {10, 20}, {20, 10}, {10, 11}, {30, 10}; the best

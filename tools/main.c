@@ -142,7 +142,8 @@ static const cli_command commands[] = {
      "                      to list after a full sweep of the same shape in fit --in)\n"
      "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
      "  --iters N           timed calls per (cell, config), 1 to 100000\n"
-     "  --depth D           tree depth, 1 to 12 (default 4)\n"
+     "  --depth D           tree depth, 1 to 16 (default 4); at most 511 nodes, the\n"
+     "                      splits that save the most time first\n"
      "  --dtype T           bf16 (default), f16, f32\n"
      "  --head-dim D        the shape's head dim, 1 to 512 (default 128)\n"
      "  --kv-dtype T        the caches' storage: as-q (default), fp8, fp8_e4m3fnuz\n"
@@ -158,7 +159,8 @@ static const cli_command commands[] = {
      "                      (sweeps of other shapes or cells on one device; the tree\n"
      "                      goes beside the first as tree_ID.json and tree_ID.h)\n"
      "  --name ID           the tree's name: lower-case letters, digits and _ (default tuned)\n"
-     "  --depth D           tree depth, 1 to 12 (default 4)\n"
+     "  --depth D           tree depth, 1 to 16 (default 4); at most 511 nodes, the\n"
+     "                      splits that save the most time first\n"
      "  --eval              score the library's tree instead of fitting one\n"
      "exit codes: 0 done, 1 a failure (e.g. an unreadable sweep), 2 bad command line\n"},
     {"report", "",
@@ -373,7 +375,7 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
     o->cell_from = (int)f;
     o->cell_to = (int)t;
   } else if (!strcmp(a, "--depth")) {
-    if (parse_int_opt(v, 1, 12, &o->depth)) return usage_error("bad --depth '%s' (1 to 12)", shown(v));
+    if (parse_int_opt(v, 1, 16, &o->depth)) return usage_error("bad --depth '%s' (1 to 16)", shown(v));
   } else if (!strcmp(a, "--json")) {
     o->json = v;
   } else if (!strcmp(a, "--config")) {

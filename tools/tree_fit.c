@@ -20,6 +20,7 @@ typedef struct {
   int n, max_nodes, max_depth, min_leaf;
   double *sum_l, *sum_r; /* scratch [num_cands] */
   int *inf_l, *inf_r;
+  int unsplit; /* leaves a split would still improve when max_nodes stopped growth */
 } tf_ctx;
 
 /* Best candidate over cells idx[0..n) and its total time (INFINITY when every
@@ -77,22 +78,18 @@ static int twins_across(const tf_table *t, const int *idx, int n, int f, double 
   return 1;
 }
 
-static int grow(tf_ctx *x, int *idx, int n, int depth) {
+/* The best split of cells idx[0..n): *feature (-1: none saves time),
+ * *threshold, and the total time of the two sides; returns the time of the
+ * cells as one leaf, whose candidate goes to *leaf_cand. Reorders idx. */
+static double best_split(tf_ctx *x, int *idx, int n, int depth, int *leaf_cand, int *feature, double *threshold,
+                         double *split_cost) {
   const tf_table *t = x->t;
-  if (x->n >= x->max_nodes) return -1;
-  const int me = x->n++;
-  tf_node *node = &x->nodes[me];
-  int best_cand;
-  const double leaf_cost = leaf_best(t, idx, n, &best_cand);
-  node->feature = -1;
-  node->threshold = 0;
-  node->left = node->right = -1;
-  node->cand = best_cand;
-  if (depth >= x->max_depth || n < 2 * x->min_leaf) return me;
-
+  const double leaf_cost = leaf_best(t, idx, n, leaf_cand);
+  *feature = -1;
+  *threshold = 0;
+  *split_cost = leaf_cost;
+  if (depth >= x->max_depth || n < 2 * x->min_leaf) return leaf_cost;
   double best_cost = leaf_cost;
-  int best_f = -1;
-  double best_thr = 0;
   const int k = t->num_cands;
   for (int f = 0; f < NF; f++) {
     sort_t = t;
@@ -117,32 +114,74 @@ static int grow(tf_ctx *x, int *idx, int n, int depth) {
       if (a == b || i + 1 < x->min_leaf || n - i - 1 < x->min_leaf) continue;
       double cost = min_over(x->sum_l, x->inf_l, k) + min_over(x->sum_r, x->inf_r, k);
       if (cost < best_cost * (1.0 - 1e-9) && (!is_shape_feature(f) || twins_across(t, idx, n, f, 0.5 * (a + b))))
-        best_cost = cost, best_f = f, best_thr = 0.5 * (a + b);
+        best_cost = cost, *feature = f, *threshold = 0.5 * (a + b);
     }
   }
-  if (best_f < 0) return me;
-  /* Partition idx by the chosen threshold and grow both sides. */
-  int nl = 0;
-  for (int i = 0; i < n; i++)
-    if (t->features[(size_t)idx[i] * NF + best_f] <= best_thr) {
-      int tmp = idx[nl];
-      idx[nl++] = idx[i];
-      idx[i] = tmp;
-    }
-  int l = grow(x, idx, nl, depth + 1);
-  if (l < 0) return -1;
-  int r = grow(x, idx + nl, n - nl, depth + 1);
-  if (r < 0) return -1;
-  node = &x->nodes[me]; /* (the array does not move, but keep the pointer honest) */
-  node->feature = best_f;
-  node->threshold = best_thr;
-  node->left = l;
-  node->right = r;
-  return me;
+  *split_cost = best_cost;
+  return leaf_cost;
 }
 
-int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes) {
-  tf_ctx x = {t, nodes, 0, max_nodes, max_depth, min_leaf < 1 ? 1 : min_leaf, NULL, NULL, NULL, NULL};
+/* A leaf that may still split: its cells idx[from, from + n) and its best split. */
+typedef struct {
+  int node, from, n, depth, feature;
+  double threshold, gain;
+} open_leaf;
+
+/* Appends node x->n, a leaf over idx[from, from + n), and queues it in open
+ * when a split would improve it. */
+static void new_leaf(tf_ctx *x, open_leaf *open, int *num_open, int *idx, int from, int n, int depth) {
+  tf_node *nd = &x->nodes[x->n];
+  int feature;
+  double threshold, split_cost;
+  const double leaf_cost = best_split(x, idx + from, n, depth, &nd->cand, &feature, &threshold, &split_cost);
+  nd->feature = -1;
+  nd->threshold = 0;
+  nd->left = nd->right = -1;
+  if (feature >= 0) open[(*num_open)++] = (open_leaf){x->n, from, n, depth, feature, threshold, leaf_cost - split_cost};
+  x->n++;
+}
+
+/* Grows best-first: of the leaves a split would improve, the one whose split
+ * saves the most time splits next (ties: the earlier node), until none
+ * remains or a split would pass max_nodes. Without that bound the tree is the
+ * one depth-first growth gives (each leaf's split depends on its cells only),
+ * numbered otherwise; with it, the splits left out are the ones worth least.
+ * Children always follow their parent. */
+static int grow_best_first(tf_ctx *x, int *idx, int cells) {
+  const tf_table *t = x->t;
+  /* every queued leaf is a node, so max_nodes bounds the queue */
+  open_leaf *open = malloc(sizeof *open * (size_t)x->max_nodes);
+  if (!open) return -2;
+  int num_open = 0;
+  x->n = 0;
+  new_leaf(x, open, &num_open, idx, 0, cells, 0);
+  while (num_open > 0 && x->n + 2 <= x->max_nodes) {
+    int b = 0;
+    for (int i = 1; i < num_open; i++)
+      if (open[i].gain > open[b].gain || (open[i].gain == open[b].gain && open[i].node < open[b].node)) b = i;
+    const open_leaf o = open[b];
+    open[b] = open[--num_open];
+    int *part = idx + o.from, nl = 0;
+    for (int i = 0; i < o.n; i++)
+      if (t->features[(size_t)part[i] * NF + o.feature] <= o.threshold) {
+        int tmp = part[nl];
+        part[nl++] = part[i];
+        part[i] = tmp;
+      }
+    x->nodes[o.node].feature = o.feature;
+    x->nodes[o.node].threshold = o.threshold;
+    x->nodes[o.node].left = x->n;
+    new_leaf(x, open, &num_open, idx, o.from, nl, o.depth + 1);
+    x->nodes[o.node].right = x->n;
+    new_leaf(x, open, &num_open, idx, o.from + nl, o.n - nl, o.depth + 1);
+  }
+  x->unsplit = num_open;
+  free(open);
+  return x->n;
+}
+
+int tf_fit_ex(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes, int *unsplit) {
+  tf_ctx x = {t, nodes, 0, max_nodes, max_depth, min_leaf < 1 ? 1 : min_leaf, NULL, NULL, NULL, NULL, 0};
   const size_t k = (size_t)(t->num_cands > 0 ? t->num_cands : 1);
   int *idx = malloc((size_t)(t->num_cells > 0 ? t->num_cells : 1) * sizeof *idx);
   x.sum_l = calloc(k, sizeof(double));
@@ -150,12 +189,15 @@ int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int m
   x.inf_l = calloc(k, sizeof(int));
   x.inf_r = calloc(k, sizeof(int));
   int rc = -2;
-  if (idx && x.sum_l && x.sum_r && x.inf_l && x.inf_r) {
+  if (unsplit) *unsplit = 0;
+  if (max_nodes < 1) {
+    rc = -1;
+  } else if (idx && x.sum_l && x.sum_r && x.inf_l && x.inf_r) {
     int cells = 0;
     for (int i = 0; i < t->num_cells; i++)
       if (!isnan(t->features[(size_t)i * NF])) idx[cells++] = i; /* cells the sweep skipped */
-    const int root = cells > 0 ? grow(&x, idx, cells, 0) : -1;
-    rc = root < 0 ? -1 : x.n;
+    rc = cells > 0 ? grow_best_first(&x, idx, cells) : -1;
+    if (unsplit && rc > 0) *unsplit = x.unsplit;
   }
   free(idx);
   free(x.sum_l);
@@ -163,6 +205,10 @@ int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int m
   free(x.inf_l);
   free(x.inf_r);
   return rc;
+}
+
+int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes) {
+  return tf_fit_ex(t, max_depth, min_leaf, nodes, max_nodes, NULL);
 }
 
 int tf_pick(const tf_node *nodes, const double *features) {

@@ -56,10 +56,14 @@ typedef struct {
  * and *t empty. */
 int tf_read_csv(const char *path, tf_table *t, char *err, size_t err_size);
 void tf_free(tf_table *t);
-/* Fits a tree of at most max_depth levels, leaves of >= min_leaf cells.
- * Returns the node count (root first), -1 if max_nodes is too small, -2 when
- * memory runs out. */
+/* Fits a tree of at most max_depth levels and max_nodes nodes, leaves of >=
+ * min_leaf cells, growing best-first (the split that saves the most time
+ * next), so a node budget leaves out the splits worth least. Returns the node
+ * count (root first; children after their parent), -1 with no cell to fit or
+ * max_nodes < 1, -2 when memory runs out. tf_fit_ex also gives, in *unsplit,
+ * the leaves a split would still improve when max_nodes stopped growth. */
 int tf_fit(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes);
+int tf_fit_ex(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes, int *unsplit);
 /* The candidate the tree picks for a cell's features. */
 int tf_pick(const tf_node *nodes, const double *features);
 /* Prints the fit's quality: cells within 5% of their best candidate (all, then

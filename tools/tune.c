@@ -476,11 +476,12 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
     fprintf(stderr, "anyattn: %s\n", err);
     return 1;
   }
-  enum { MAX_NODES = 511 };
+  enum { MAX_NODES = 511 }; /* the loader takes 512 */
   tf_node nodes[MAX_NODES];
-  const int n = tf_fit(&t, depth > 0 ? depth : 4, 1, nodes, MAX_NODES);
+  int unsplit = 0;
+  const int n = tf_fit_ex(&t, depth > 0 ? depth : 4, 1, nodes, MAX_NODES, &unsplit);
   if (n < 0) {
-    fprintf(stderr, "anyattn: %s\n", n == -1 ? "tree too large" : "out of memory fitting the tree");
+    fprintf(stderr, "anyattn: %s\n", n == -1 ? "the sweep has no cell to fit" : "out of memory fitting the tree");
     tf_free(&t);
     return 1;
   }
@@ -530,6 +531,9 @@ int fit_main(const char *csv_path, int depth, const char *name, const char *prov
   printf("tree: %d nodes (depth <= %d) over %d cells (%d swept, then as without the mean context) x %d configs -> "
          "%s, %s\n",
          n, depth > 0 ? depth : 4, t.num_cells, t.num_swept, t.num_cands, jpath, cpath);
+  if (unsplit)
+    printf("tree: the %d-node limit left %d leaves unsplit that a split would improve (the least-saving splits)\n",
+           MAX_NODES, unsplit);
   tf_report(&t, nodes, stdout);
   const int rc = check_written(&t, nodes, jpath);
   tf_free(&t);
