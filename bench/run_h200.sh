@@ -292,7 +292,7 @@ fi
 # decsweep: the decode sweeps the committed tree is fitted on, again (DECSWEEP_SHAPES
 # "HD:KV ...", default all six; d128 over a 16-bit cache as --grid full-decode into
 # h200_tune_full_decode.csv, the others as --grid decode into the names of
-# bench/results/h200), then `anyattn fit --depth ${DECSWEEP_DEPTH:-11}` on the committed full sweep with
+# bench/results/h200), then `anyattn fit --depth ${DECSWEEP_DEPTH:-12}` on the committed full sweep with
 # them (a shape not swept here: its committed file) into $OUT/fit/tree_h200.{json,h},
 # and the scores of that tree and of the committed one on every sweep of the list.
 if has decsweep; then
@@ -315,8 +315,8 @@ if has decsweep; then
   [ -f "$F/h200_tune_full_decode.csv" ] && list=$list,h200_tune_full_decode.csv
   for f in "$F"/h200_tune_decode_*.csv; do list=$list,$(basename "$f"); done
   cli=$PWD/$CLI
-  (cd "$F" && $cli fit --in "$list" --name h200 --depth ${DECSWEEP_DEPTH:-11}) >>"$LOG" 2>&1
-  note "fit --in $list --depth ${DECSWEEP_DEPTH:-11}: rc=$?"
+  (cd "$F" && $cli fit --in "$list" --name h200 --depth ${DECSWEEP_DEPTH:-12}) >>"$LOG" 2>&1
+  note "fit --in $list --depth ${DECSWEEP_DEPTH:-12}: rc=$?"
   for f in ${list//,/ }; do
     note "  $f: committed tree $(cd "$F" && $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate'), refit $(cd "$F" && ANYATTN_TREE=$F/tree_h200.json $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate')"
   done
