@@ -158,6 +158,18 @@ static void check_shape_rule(uint64_t *rng) {
   tf_free(&t);
 }
 
+/* A sweep file of a synthetic device, its header written; NULL (a failed
+ * check) when it cannot be opened. */
+static FILE *sweep_file(const char *path) {
+  FILE *f = fopen(path, "w");
+  EXPECT(f != NULL, "cannot write %s", path);
+  if (!f) return NULL;
+  fprintf(f, "# device: Synthetic GPU\n# family: sm_00\ncell");
+  for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++) fprintf(f, ",%s", anyattn_tree_feature_name(k));
+  fprintf(f, ",config,splits,us,ok\n");
+  return f;
+}
+
 /* The mean context (batch->sum_kv_len / num_seqs): a sweep whose batches of
  * equal lengths want "wide" and whose batches of mixed lengths with the same
  * counts and maximum want "narrow". Read from a CSV, each cell also appears
@@ -166,12 +178,8 @@ static void check_shape_rule(uint64_t *rng) {
  * candidate of least total time over both kinds without it. */
 static void check_mean_context(uint64_t *rng) {
   const char *path = "test_tree_mean.csv";
-  FILE *f = fopen(path, "w");
-  EXPECT(f != NULL, "cannot write %s", path);
+  FILE *f = sweep_file(path);
   if (!f) return;
-  fprintf(f, "# device: Synthetic GPU\n# family: sm_00\ncell");
-  for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++) fprintf(f, ",%s", anyattn_tree_feature_name(k));
-  fprintf(f, ",config,splits,us,ok\n");
   enum { N = 40 };
   for (int i = 0; i < N; i++) {
     const int seqs = 32 << (i / 2 % 2), max_kv = 4096 << (i / 4 % 2), equal = i % 2 == 0;
@@ -226,12 +234,8 @@ static void check_mean_context(uint64_t *rng) {
  * without a half-keys row keeps none. */
 static void check_half_keys(void) {
   const char *path = "test_tree_half.csv";
-  FILE *f = fopen(path, "w");
-  EXPECT(f != NULL, "cannot write %s", path);
+  FILE *f = sweep_file(path);
   if (!f) return;
-  fprintf(f, "# device: Synthetic GPU\n# family: sm_00\ncell");
-  for (int k = 0; k < ANYATTN_TREE_FEATURE_COUNT; k++) fprintf(f, ",%s", anyattn_tree_feature_name(k));
-  fprintf(f, ",config,splits,us,ok\n");
   /* cell 0 over fp8 (kv_bytes 1): every candidate; cell 0 over bf16: m16n256w8s2/0 failed, /4 not swept */
   fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,0,10,1\n0,1,1,1,1,4096,128,4,1,4096,m16n256w8s2,4,9,1\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,0,12,1\n0,1,1,1,1,4096,128,4,1,4096,m16n128w8s2,4,11,1\n");

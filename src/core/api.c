@@ -432,6 +432,22 @@ static anyattn_status aa_check_descales(const anyattn_problem *pr, const anyattn
 
 static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
+/* The batch's part of a backend's arguments (the rest zero). */
+static void aa_batch_args(anyattn_args *a, const anyattn_batch *b) {
+  memset(a, 0, sizeof *a);
+  a->num_seqs = b->num_seqs;
+  a->num_tokens = b->num_tokens;
+  a->cu_seqlens_q = b->cu_seqlens_q;
+  a->seq_lens_k = b->seq_lens_k;
+  a->q_pos = b->q_pos;
+  a->prior_writes = (int)b->prior_writes;
+  a->block_table = b->block_table;
+  a->block_table_stride = b->block_table_stride;
+  a->max_q_len = b->max_q_len;
+  a->max_kv_len = b->max_kv_len;
+  a->sum_kv_len = b->sum_kv_len;
+}
+
 /* What run checks of a workspace, for run and prepare alike. */
 static anyattn_status aa_check_workspace(const anyattn_plan *plan, const void *workspace, size_t workspace_size) {
   AA_CHECK(workspace_size >= plan->workspace_size, ANYATTN_STATUS_WORKSPACE_TOO_SMALL,
@@ -468,15 +484,7 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   const size_t es = anyattn_dtype_size(pr->dtype), kes = anyattn_kv_dtype_size(pr->kv_dtype, pr->dtype);
   AA_TRY(aa_check_descales(pr, t));
   anyattn_args a;
-  memset(&a, 0, sizeof a);
-  a.num_seqs = batch->num_seqs;
-  a.num_tokens = batch->num_tokens;
-  a.cu_seqlens_q = batch->cu_seqlens_q;
-  a.seq_lens_k = batch->seq_lens_k;
-  a.q_pos = batch->q_pos;
-  a.prior_writes = (int)batch->prior_writes;
-  a.block_table = batch->block_table;
-  a.block_table_stride = batch->block_table_stride;
+  aa_batch_args(&a, batch);
   a.q = t->q;
   a.k_cache = t->k_cache;
   a.v_cache = t->v_cache;
@@ -488,9 +496,6 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.workspace = workspace;
   a.workspace_size = workspace_size;
   a.stream = stream;
-  a.max_q_len = batch->max_q_len;
-  a.max_kv_len = batch->max_kv_len;
-  a.sum_kv_len = batch->sum_kv_len;
   a.k_descale = t->k_descale;
   a.v_descale = t->v_descale;
   a.descale_layout = t->descale_layout;
@@ -533,13 +538,7 @@ anyattn_status anyattn_run_describe(const anyattn_plan *plan, const anyattn_batc
   buf[0] = '\0';
   AA_TRY(aa_check_batch_sizes(plan, batch));
   anyattn_args a;
-  memset(&a, 0, sizeof a);
-  a.num_seqs = batch->num_seqs;
-  a.num_tokens = batch->num_tokens;
-  a.max_q_len = batch->max_q_len;
-  a.max_kv_len = batch->max_kv_len;
-  a.sum_kv_len = batch->sum_kv_len;
-  a.prior_writes = (int)batch->prior_writes;
+  aa_batch_args(&a, batch);
   if (!plan->ops->describe_run) {
     snprintf(buf, buf_size, "%s", plan->describe);
     return ANYATTN_STATUS_OK;
