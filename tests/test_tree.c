@@ -170,6 +170,17 @@ static FILE *sweep_file(const char *path) {
   return f;
 }
 
+/* Closes f, reads it back as a sweep into *t and removes it: 0, or -1 (a
+ * failed check) when the reader refuses it. */
+static int read_sweep_file(FILE *f, const char *path, tf_table *t) {
+  char err[640] = "";
+  fclose(f);
+  const int rc = tf_read_csv(path, t, err, sizeof err);
+  EXPECT(rc == 0, "read %s: %s", path, err);
+  remove(path);
+  return rc;
+}
+
 /* The mean context (batch->sum_kv_len / num_seqs): a sweep whose batches of
  * equal lengths want "wide" and whose batches of mixed lengths with the same
  * counts and maximum want "narrow". Read from a CSV, each cell also appears
@@ -188,12 +199,8 @@ static void check_mean_context(uint64_t *rng) {
       fprintf(f, "%d,%d,%d,1,1,%d,128,4,2,%.17g,%s,0,%.17g,1\n", i, seqs, seqs, max_kv, mean, c ? "narrow" : "wide",
               (c ? narrow : wide) * (1 + 0.01 * tl_rng_uniform(rng)));
   }
-  fclose(f);
   tf_table t;
-  char err[640] = "";
-  EXPECT(tf_read_csv(path, &t, err, sizeof err) == 0, "read %s: %s", path, err);
-  remove(path);
-  if (err[0]) return;
+  if (read_sweep_file(f, path, &t)) return;
   EXPECT(t.num_swept == N && t.num_cells == 2 * N, "%d cells, %d swept; want %d and %d", t.num_cells, t.num_swept,
          2 * N, N);
   int copies_ok = 1;
@@ -244,12 +251,8 @@ static void check_half_keys(void) {
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n256w8s2,0,0,0\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,0,20,1\n0,1,1,1,1,4096,128,4,2,4096,m16n128w8s2,4,18,1\n");
   fprintf(f, "0,1,1,1,1,4096,128,4,2,4096,m128n64w8s2,0,0,0\n");
-  fclose(f);
   tf_table t;
-  char err[640] = "";
-  EXPECT(tf_read_csv(path, &t, err, sizeof err) == 0, "read %s: %s", path, err);
-  remove(path);
-  if (err[0]) return;
+  if (read_sweep_file(f, path, &t)) return;
   const int a0 = tf_find_cand(&t, "m16n256w8s2", 0), a4 = tf_find_cand(&t, "m16n256w8s2", 4),
             w = tf_find_cand(&t, "m128n64w8s2", 0);
   EXPECT(t.num_swept == 3 && a0 >= 0 && a4 >= 0 && w >= 0, "half keys: %d cells, candidates %d %d %d", t.num_swept,
