@@ -3,8 +3,7 @@
 # The library's tree picks configs by batch shape, so the suite alone never
 # runs some of them (the 128-row prefill tile, say) on its small cases; a
 # one-leaf tree file (ANYATTN_TREE) sends every case of a run to one config,
-# its split-KV segments included. Usage: check_each_config.sh path/to/anyattn cuda|hip [CONFIG...]
-# (the configs named, where given; each must be one the backend lists).
+# its split-KV segments included. Usage: check_each_config.sh path/to/anyattn cuda|hip
 # Exit 0: every config passed; 77: no device (skipped); else the failures.
 cli="$1"
 backend="${2:-cuda}"
@@ -16,19 +15,6 @@ configs=$("$cli" info | awk -v b="$backend" '/^backend /{on = ($2 == b)} on && /
 if [ -z "$configs" ]; then
   echo "check_each_config: backend $backend lists no configs" >&2
   exit 1
-fi
-if [ $# -gt 2 ]; then
-  shift 2
-  for c in "$@"; do
-    case " $(echo $configs) " in
-    *" $c "*) ;;
-    *)
-      echo "check_each_config: backend $backend lists no config $c" >&2
-      exit 1
-      ;;
-    esac
-  done
-  configs="$*"
 fi
 tmp="${TMPDIR:-/tmp}/anyattn_each_config.$$"
 fails=0

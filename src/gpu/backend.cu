@@ -3,7 +3,6 @@
  * config table at the head dim, the policy's plan-time choices, shared-memory
  * and cluster set-up) and run (argument checks, then launch.cu). Compiled as
  * HIP it is the HIP backend (vendor/vendor.h names the table). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,33 +90,11 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
   const anyattn_problem *pr = &plan->problem;
   const char *env = getenv("ANYATTN_CUDA_CLUSTERS");
   const bool clusters = aa::kHasClusters && dev->arch >= 90 && !(env && strcmp(env, "0") == 0);
-  /* ANYATTN_CUDA_PERSISTENT: 0 one program per work item, N > 0 N persistent
-   * programs (tests: many items per program); unset, the GPU's fill */
-  int persist = -1;
-  if (const char *pe = getenv("ANYATTN_CUDA_PERSISTENT")) {
-    char *end = nullptr;
-    errno = 0;
-    const long v = strtol(pe, &end, 10);
-    AA_CHECK(end != pe && *end == '\0' && errno == 0 && v >= 0 && v <= 0x7fffffffL, ANYATTN_STATUS_INVALID_SIZE,
-             "ANYATTN_CUDA_PERSISTENT \"%s\": not a count of programs (0 to 2147483647)", pe);
-    persist = (int)v;
-  }
   for (int i = 0; i < st->num_configs; i++) {
     if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
     const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
-    /* the two-warpgroup tile (sm_90a only): as many persistent programs as
-     * the GPU holds at once, or ANYATTN_CUDA_PERSISTENT's count */
-    if (st->configs[i].persistent && dev->arch >= 90) {
-      int n = 0;
-      AA_CUDA_TRY(aa::programs_per_sm(&n, k, st->configs[i].warps * AA_WARP_SIZE, st->configs[i].smem));
-      AA_CHECK(n > 0, ANYATTN_STATUS_DEVICE_ERROR, "problem->config %s: no program fits an SM", st->configs[i].name);
-      const long long fill = (long long)n * dev->num_sms;
-      st->configs[i].persistent = persist >= 0 ? persist : fill < 0x7fffffffLL ? (int)fill : 0x7fffffff;
-    } else {
-      st->configs[i].persistent = 0;
-    }
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);

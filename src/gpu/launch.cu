@@ -38,15 +38,12 @@ struct RowFacts {
        : 0),
 #define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,
 #define AA_CL_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::CLUSTER,
-#define AA_PP_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::PERSISTENT,
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
   static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
   static constexpr int cluster[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_CL_)};
-  static constexpr int pp[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_PP_)};
 #undef AA_SMEM_
 #undef AA_TMA_
 #undef AA_CL_
-#undef AA_PP_
 };
 
 /* The rule as docs/design/layout.md#head-dims states it, on the tile layer
@@ -72,15 +69,14 @@ struct ConfigRow {
   const size_t *smem; /* dynamic shared memory there, same order */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 fp8 rows), same order */
   const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
-  const int *pp;      /* persistent programs where wgmma runs (TileShape::PERSISTENT), same order */
-  const int *run_hd8; /* the same five for fp8 caches */
+  const int *run_hd8; /* the same four for fp8 caches */
   const size_t *smem8;
-  const int *tma8, *cluster8, *pp8;
+  const int *tma8, *cluster8;
 };
 
 #define AA_ROW_FACTS_(bm, bn, w, s, f8)                                                                  \
   RowFacts<bm, bn, w, s, f8>::run_hd, RowFacts<bm, bn, w, s, f8>::smem, RowFacts<bm, bn, w, s, f8>::tma, \
-      RowFacts<bm, bn, w, s, f8>::cluster, RowFacts<bm, bn, w, s, f8>::pp
+      RowFacts<bm, bn, w, s, f8>::cluster
 #define AA_CONFIG_ROW_(name, bm, bn, w, s) \
   {#name, bm, bn, w, s, AA_ROW_FACTS_(bm, bn, w, s, 0), AA_ROW_FACTS_(bm, bn, w, s, 1)},
 const ConfigRow kConfigs[] = {ANYATTN_GPU_CONFIGS(AA_CONFIG_ROW_)};
@@ -245,7 +241,6 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
     c.cluster = fp8 ? r.cluster8[hdi] : r.cluster[hdi];
-    c.persistent = fp8 ? r.pp8[hdi] : r.pp[hdi];
     st->role_dec[i] = 0;
     st->role_smem[i] = 0;
   }
@@ -394,13 +389,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
-  /* Unsplit launches of the two-warpgroup tile on sm_90a: persistent
-   * programs, as many as fit the GPU at once, each taking every gridDim.x-th
-   * work item (kernel/attention.cuh, attend_persistent; the grid still
-   * depends only on the sizes, so captured graphs stay right). */
-  long long grid_x = programs;
-  if (c.persistent > 0 && p.num_splits == 1 && c.persistent < grid_x) grid_x = c.persistent;
-  const dim3 grid((unsigned)grid_x, (unsigned)p.num_splits);
+  const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
   AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl,
                 p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

@@ -31,8 +31,6 @@ typedef struct {
   int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels, 3 swizzled fp8 rows */
   int cluster; /* its split-KV segments may merge in a cluster (TileShape::CLUSTER) */
   int head_dim; /* the compiled head dim the row runs the plan's head dim at (src/gpu/kernel/kernels.cuh, row_head_dim) */
-  int persistent; /* the two-warpgroup tile over 16-bit caches (TileShape::PERSISTENT): 1 in the table; after
-                     prepare_kernels, the programs of its unsplit launches on sm_90a (0: one per work item) */
 } aa_gpu_config;
 
 /* What the device and the build offer a plan. */

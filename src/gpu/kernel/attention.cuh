@@ -9,9 +9,8 @@
  *   merge.cuh          split-KV segments: the last to arrive merges the partials
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
- * attn_tc_kernel runs one tile (the two-warpgroup one as a persistent
- * program); attn_roles_kernel two in one grid (mixed batches: decode
- * sequences on a decode tile, the rest on a prefill tile).
+ * attn_tc_kernel runs one tile; attn_roles_kernel two in one grid (mixed
+ * batches: decode sequences on a decode tile, the rest on a prefill tile).
  * f32.cuh (fp32) is a kernel of its own. */
 #ifndef ANYATTN_GPU_KERNEL_ATTENTION_CUH
 #define ANYATTN_GPU_KERNEL_ATTENTION_CUH
@@ -68,92 +67,6 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
-/* Work item of this persistent program in round k of a launch of `items`
- * items, or -1 past them: rounds of gridDim.x items, taken in block order
- * in even rounds and in reverse in odd ones. Items come longest first
- * (Program), so a program that took one of a round's longest takes one of
- * the next round's shortest: in block order every round, program 0 would
- * take the longest item of every round (16x1024 causal on 132 programs:
- * 1.19x slower than one program per item, 1x8192 1.06x). */
-__device__ __forceinline__ int round_item(int k, int items) {
-  const long long g = gridDim.x, base = (long long)k * g;
-  const long long b = base + ((k & 1) ? g - 1 - blockIdx.x : blockIdx.x);
-  return b < items ? (int)b : -1;
-}
-
-/* The next work item of a persistent program from round k on: found, mapped
- * and cut into g, k at its round (true), or none left. Split segments with
- * no tile write their empty partial on the way. Every thread calls it;
- * shared memory must be free (the partials' merge uses it). */
-template <typename T, class S>
-__device__ __forceinline__ bool next_item(const AttnParams &p, Program<S> &g, int &k, int items, const SmemTiles<T, S> &sm,
-                                          unsigned char *smem) {
-  for (;; k++) {
-    const int bx = round_item(k, items);
-    if (bx < 0) return false;
-    Program<S> c(p, bx);
-    if (!c.find(sm.meta)) continue;
-    c.map(opaque_tid());
-    if (c.split) {
-      c.cut_segment();
-      if (c.ntiles == 0 && !c.cl) {
-        write_empty_partial(p, c);
-        merge_if_last<T, S>(p, c, smem);
-        block_sync();
-        continue;
-      }
-    }
-    g.take(c);
-    return true;
-  }
-}
-
-/* The two-warpgroup tile as a persistent program: it takes work items
- * round by round (round_item) in one loop, so no program exits and starts between items: an item's rows
- * leave straight from registers (store_rows, no barrier) and the next
- * item's search and copies follow at once
- * (docs/design/prefill.md#persistent-programs). The ring and its mbarriers
- * carry over from item to item (PipelinedTile::Carry). Split items write
- * their partial through shared memory before the next item loads. A grid of
- * one program per item runs each once, as attend() would. Only the ring's
- * position and the item index cross the loop's back edge, and the rows'
- * thread mapping is recomputed per item (opaque_tid): held across it, ptxas
- * spilled at 255 registers. */
-template <typename T, class S>
-__device__ __forceinline__ void attend_persistent(const AttnParams &p, unsigned char *smem) {
-  const SmemTiles<T, S> sm(smem);
-  KvBoxes<T, S>::prefetch_maps(p);
-  grid_dependency_wait();
-  PipelinedTile<T, S>::init_barriers(sm);
-  const int items = p.num_qblocks * p.hprogs; /* the host checks it is an int */
-  typename PipelinedTile<T, S>::Carry cy = {0, 0, 0u};
-  for (int k = 0;; k++) {
-    Program<S> g(p, (int)blockIdx.x);
-    if (!next_item<T, S>(p, g, k, items, sm, smem)) return;
-    OnlineSoftmax<S> sx;
-    FragC acc[S::DK];
-    {
-      PipelinedTile<T, S> pt(p, g, sm);
-      pt.resume(cy);
-      load_q(p, g, sm);
-      pt.prologue();
-      mainloop_sm90_run(pt, p, g, sm, sx, acc);
-      cy = pt.carry();
-    }
-    async_wait<0>();
-    fence_proxy_async_smem(); /* the tiles' reads, before the next item's copies and boxes refill them */
-    block_sync();
-    if (g.split) {
-      grid_dependents_launch();
-      Epilogue<T, S>(p, g, smem).run(sx, acc);
-      if (!g.cl) merge_if_last<T, S>(p, g, smem);
-      block_sync();
-    } else {
-      store_rows<T, S>(p, g, sx, acc);
-    }
-  }
-}
-
 /* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
@@ -161,12 +74,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
     attn_tc_kernel(const AA_GRID_CONSTANT AttnParams p) {
   using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>;
   extern __shared__ __align__(16) unsigned char smem[];
-  if constexpr (PassCaps<S>::PP && S::PERSISTENT) {
-    attend_persistent<T, S>(p, smem);
-  } else {
-    Program<S> g(p);
-    attend<T, S>(p, g, smem, false);
-  }
+  Program<S> g(p);
+  attend<T, S>(p, g, smem, false);
 }
 
 /* A role pair's launch (src/choose/configs.h, docs/design/prefill.md#mixed-batches):

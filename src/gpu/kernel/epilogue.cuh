@@ -250,45 +250,6 @@ struct Epilogue {
   }
 };
 
-/* Out and lse of an unsplit program whose rows each lie whole in one warp
- * (WN = 1: the two-warpgroup tile), straight from the registers: each lane
- * normalises its own accumulators, with Epilogue's arithmetic, and stores
- * them in pairs of columns. No shared memory and no barrier, so a persistent
- * program's next work item may already be loading into every tile
- * (attention.cuh, attend_persistent). */
-template <typename T, class S>
-__device__ __forceinline__ void store_rows(const AttnParams &p, const Program<S> &g, const OnlineSoftmax<S> &sx,
-                                           const FragC (&acc)[S::DK]) {
-  static_assert(S::WN == 1, "every row in one warp");
-  const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* FP8: once, here */
-#pragma unroll
-  for (int sl = 0; sl < kFragCSlots; sl++) {
-    const int r = g.wm * 16 + frag_c_row(sl);
-    const float l = row_allreduce_sum(sx.l_run[sl]);
-    const float m = sx.m_run[sl];
-    const bool any = m != -INFINITY;
-    float M = m;
-    if (p.sinks) M = fmax_nan(M, p.sinks[g.row_head(r)] * kLog2e);
-    float L = l * fast_exp2(m - M);
-    if (p.sinks) L += fast_exp2(p.sinks[g.row_head(r)] * kLog2e - M);
-    const float f = any ? fast_exp2(m - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-    if (!g.row_valid(r)) continue;
-    const int64_t ro = g.row_offset(r);
-    if (p.lse && frag_c_row_owner()) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
-    T *o = static_cast<T *>(p.out) + ro * p.head_dim;
-#pragma unroll
-    for (int d = 0; d < S::DK; d++)
-#pragma unroll
-      for (int e = 0; e < kFragCElems; e += 2) {
-        if (frag_c_slot(e) != sl) continue;
-        const int c = d * 16 + frag_c_col(e); /* even, and head_dim a multiple of 8: c + 1 is inside with c */
-        if (c >= p.head_dim) continue;
-        const float a = 0.0f + acc[d].x[e] * f, b = 0.0f + acc[d].x[e + 1] * f; /* as Epilogue's sum from 0 */
-        *reinterpret_cast<uint32_t *>(o + c) = pack2<T>(a * vd, b * vd);
-      }
-  }
-}
-
 }  // namespace aa
 
 #endif /* ANYATTN_GPU_KERNEL_EPILOGUE_CUH */

@@ -45,26 +45,6 @@ struct PipelinedTile {
   bool tma;    /* halves (FP8: their codes) may come as TMA boxes */
   int pg_next; /* page id (or box page) of the next half this thread loads (FP8: copies the codes of) */
   uint32_t cpar = 0; /* FP8 code boxes: the phase of this warpgroup's code-tile mbarrier */
-  /* Tiles the program's ring took before this work item (a persistent
-   * program's earlier items): tile it of the item is the ring's tile tb + it,
-   * in stage (tb + it) % 2, whose mbarriers are in phase (tb + it) / 2. */
-  int tb = 0;
-  __device__ __forceinline__ int st(int it) const { return (tb + it) & 1; }
-  __device__ __forceinline__ uint32_t ph(int it) const { return (uint32_t)((tb + it) >> 1) & 1u; }
-
-  /* What carries from one work item to the next in a persistent program: the
-   * ring's position and the code mbarriers' phase, and the page id the
-   * item's prologue looked up for its first refill. */
-  struct Carry {
-    int tb, pg_next;
-    uint32_t cpar;
-  };
-  __device__ __forceinline__ Carry carry() const { return Carry{tb, pg_next, cpar}; }
-  __device__ __forceinline__ void resume(const Carry &c) {
-    tb = c.tb;
-    pg_next = c.pg_next;
-    cpar = c.cpar;
-  }
   /* The products' type: T, or f16 for FP8 caches (Q converted by QToF16, P
    * times 2^PSHIFT) */
   typedef typename ProductElem<T, S::KV8>::type MT;
@@ -308,12 +288,12 @@ struct PipelinedTile {
     const int n0 = g.n_begin;
     const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
     if (g.ntiles > 0) {
-      fill_codes(st(0), n0, pg0);
-      land(st(0), n0);
+      fill_codes(0, n0, pg0);
+      land(0, n0);
     } else {
       async_commit();
     }
-    if (g.ntiles > 1) fill_codes(st(1), n0 + S::BN, pg1);
+    if (g.ntiles > 1) fill_codes(1, n0 + S::BN, pg1);
     else async_commit();
     pg_next = lookup(n0 + 2 * S::BN);
   }
@@ -334,9 +314,9 @@ struct PipelinedTile {
     const int t = hf == 0 ? it + 1 : it; /* the tile half converted now */
     if (t < 1 || t >= g.ntiles) return;
     if (hf == 1 && t >= 2) named_sync(kBarVOld, 256);
-    land(st(t), g.n_begin + t * S::BN);
+    land(t & 1, g.n_begin + t * S::BN);
     if (t + 1 < g.ntiles) {
-      fill_codes(st(t + 1), g.n_begin + (t + 1) * S::BN, pg_next);
+      fill_codes((t + 1) & 1, g.n_begin + (t + 1) * S::BN, pg_next);
       pg_next = lookup(g.n_begin + (t + 2) * S::BN);
     }
   }
@@ -351,9 +331,9 @@ struct PipelinedTile {
       const int n0 = g.n_begin;
       const int pg0 = lookup(n0), pg1 = lookup(n0 + S::BN);
       const int pg2 = grp == 0 ? lookup(n0 + 2 * S::BN) : 0;
-      if (g.ntiles > 0) fill(st(0), st(0), n0, pg0);
+      if (g.ntiles > 0) fill(0, 0, n0, pg0);
       else async_commit();
-      if (grp == 0 && g.ntiles > 1) fill(st(1), st(1), n0 + S::BN, pg1);
+      if (grp == 0 && g.ntiles > 1) fill(1, 1, n0 + S::BN, pg1);
       else async_commit(); /* two groups after Q's on every thread */
       pg_next = grp == 0 ? pg2 : pg1;
     }
@@ -376,8 +356,8 @@ struct PipelinedTile {
    * kBarVFree and kBarVOld; kBarKFree is not used). */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
-    if constexpr (QK) mbar_wait(sm.bar + st(it), ph(it));
-    if constexpr (PV) mbar_wait(sm.bar + 2 + st(it - 1), ph(it - 1));
+    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
     fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
     FragC s[S::NK];
     named_sync(kBarSched0 + grp, 256);
@@ -386,8 +366,8 @@ struct PipelinedTile {
 #pragma unroll
     for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
     wg_fence();
-    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + st(it - 1) * S::BN * S::ROW));
-    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + st(it) * S::BN * S::ROW));
+    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
+    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
     wg_commit();
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     if (grp == 1 && vfree) named_sync(kBarVFree, 256);
@@ -413,7 +393,7 @@ struct PipelinedTile {
     if (grp == 1 && vfree && S::KV8) named_arrive(kBarVOld, 256); /* V(it-1)'s stage, for V(it+1) */
     if constexpr (!S::KV8) {
       if (grp == 1 && vissue) {
-        fill(st(it + 1), st(it + 1), g.n_begin + (it + 1) * S::BN, pg_next);
+        fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
         pg_next = lookup(g.n_begin + (it + 2) * S::BN);
       }
     }
@@ -422,7 +402,7 @@ struct PipelinedTile {
       if constexpr (!S::KV8) {
         if (grp == 0 && kfree) {
           named_sync(kBarKFree, 256);
-          fill(st(it), st(it), g.n_begin + (it + 2) * S::BN, pg_next);
+          fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
           pg_next = lookup(g.n_begin + (it + 3) * S::BN);
         }
       }
@@ -430,13 +410,12 @@ struct PipelinedTile {
   }
 };
 
-/* The pipelined tile's loop after its prologue (pt.prologue(), issued after
- * Q's copies: Q is the third newest cp.async group). Leaves pt.tb past the
- * item's tiles. */
+/* The pipelined tile's loop; Q arrives as the oldest cp.async group. */
 template <typename T, class S>
-__device__ __forceinline__ void mainloop_sm90_run(PipelinedTile<T, S> &pt, const AttnParams &p, const Program<S> &g,
-                                                  const SmemTiles<T, S> &sm, OnlineSoftmax<S> &sx,
-                                                  FragC (&acc)[S::DK]) {
+__device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                              OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+  PipelinedTile<T, S> pt(p, g, sm);
+  pt.prologue();
   sx.rows(p, g);
   async_wait<2>(); /* Q's group, before the two of the first K/V copies; wgmma (FP8: QToF16) reads Q next */
   fence_proxy_async_smem();
@@ -457,16 +436,6 @@ __device__ __forceinline__ void mainloop_sm90_run(PipelinedTile<T, S> &pt, const
     if (pt.grp == 0) named_sync(kBarSched0, 256);
   }
   if constexpr (S::KV8) sx.template unshift<kCodePShift>(acc);
-  pt.tb += g.ntiles;
-}
-
-/* The pipelined tile's loop; Q arrives as the oldest cp.async group. */
-template <typename T, class S>
-__device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
-                                              OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
-  PipelinedTile<T, S> pt(p, g, sm);
-  pt.prologue();
-  mainloop_sm90_run(pt, p, g, sm, sx, acc);
 }
 
 }  // namespace aa

@@ -80,19 +80,10 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
 /* Fewest KV tiles a split-KV segment takes before another segment is used. */
 constexpr int kSplitMinTiles = 1;
 
-/* threadIdx.x, recomputed at every call: what a persistent program derives
- * from it is not hoisted out of its loop over work items and held across
- * the epilogue (where the registers are short; kernel/attention.cuh). */
-__device__ __forceinline__ int opaque_tid() {
-  int t;
-  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-  return t;
-}
-
-/* A program's place, work, rows and keys: everything of Program but the
- * parameters, so that a persistent program can take its next work item's
- * state (Program::take). */
-struct ProgramState {
+/* One program of shape S: its place in the grid, its work, its rows and its keys. */
+template <class S>
+struct Program {
+  const AttnParams &p;
   int qblock, hprog; /* Q block and (kv head, head chunk) index from blockIdx.x */
   Work w;
   int kvh, head0, heads_here; /* kv head, first q head, q heads of the group it holds */
@@ -104,16 +95,6 @@ struct ProgramState {
   int seg;              /* segment index (blockIdx.y; the decode role: from the program index) */
   int s_eff;            /* segments that hold tiles of this program (cut_segment); the others are empty */
   int ptok0;            /* token row of the block's first token in the partials and counters (part_row) */
-};
-
-/* One program of shape S: its place in the grid, its work, its rows and its keys. */
-template <class S>
-struct Program : ProgramState {
-  const AttnParams &p;
-
-  /* This program's state becomes o's (the same parameters): a persistent
-   * program moving on to the work item it prepared. */
-  __device__ __forceinline__ void take(const Program &o) { static_cast<ProgramState &>(*this) = o; }
 
   /* Program bx of a grid of Q blocks: heads fastest and Q blocks in reverse:
    * under a causal mask later blocks see more keys, so the longest programs
@@ -164,14 +145,12 @@ struct Program : ProgramState {
     return w.q_len >= 1 && w.q_len <= p.bq;
   }
 
-  /* Heads, rows and the KV tiles of this program (before any split); t is
-   * threadIdx.x (opaque_tid() in a persistent program). */
-  __device__ __forceinline__ void map() { map(threadIdx.x); }
-  __device__ __forceinline__ void map(int t) {
+  /* Heads, rows and the KV tiles of this program (before any split). */
+  __device__ __forceinline__ void map() {
     kvh = fast_div(hprog, p.hc_magic, p.hc_shift);
     head0 = kvh * p.group + (hprog - kvh * p.n_hchunks) * p.gh;
     heads_here = min(p.gh, p.group - (head0 - kvh * p.group));
-    tid = t;
+    tid = threadIdx.x;
     warp = tid / AA_WARP_SIZE;
     wm = warp % S::WM, wn = warp / S::WM;
     pos_base = w.pos0 + w.q_first;

@@ -73,11 +73,6 @@ struct TileShape {
    * tuning build, which runs the single-ring loop). */
   static constexpr bool PP =
       WG && WM == 8 && STAGES == 2 && BLOCK_N <= 128 && (!KV8 || (BLOCK_N * HEAD_DIM) % 8192 == 0);
-  /* Persistent programs (kernel/attention.cuh, attend_persistent): the
-   * two-warpgroup tile over 16-bit caches. Over fp8 caches its conversions
-   * leave no registers for a loop over work items (ptxas spilled 120-284
-   * bytes a thread), so it keeps one program per item. */
-  static constexpr bool PERSISTENT = PP && !KV8;
   /* K/V ring depth: the config's stages (fp8 rings of twice the depth were
    * slower on the H200: docs/design/layout.md) */
   static constexpr int PIPE_STAGES = STAGES;

@@ -21,13 +21,6 @@ anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t sme
   return ANYATTN_STATUS_OK;
 }
 
-/* Blocks one CU holds at once: asked only for persistent launches, which AMD
- * builds do not make (the two-warpgroup tile needs wgmma). */
-inline cudaError_t programs_per_sm(int *n, const void *, int, size_t) {
-  *n = 1;
-  return cudaSuccess;
-}
-
 /* Clusters of c blocks the device co-schedules: none on AMD (-1: unknown). */
 inline int cluster_active(const void *, int, size_t, int) { return -1; }
 

@@ -57,11 +57,6 @@ anyattn_status launch(void (*kernel)(Args...), dim3 grid, dim3 block, size_t sme
   return ANYATTN_STATUS_OK;
 }
 
-/* Blocks of `kernel` (of `threads` threads and `smem` bytes) one SM holds at once. */
-inline cudaError_t programs_per_sm(int *n, const void *kernel, int threads, size_t smem) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, kernel, threads, smem);
-}
-
 /* Clusters of c blocks (of `threads` threads and `smem` bytes) of `kernel`
  * the device co-schedules, or -1 when the runtime cannot say. */
 inline int cluster_active(const void *kernel, int threads, size_t smem, int c) {
