@@ -29,7 +29,9 @@ typedef struct {
  * long max_context) into more segments than a cluster holds, so the last segment
  * to arrive merges them; the second is captured prefill-like and does not split.
  * The last two force 8 and 3 segments: 8 merge by the last arrival, 3 inside
- * a thread-block cluster on sm_90 (src/gpu/policy.h, AA_GPU_CLUSTER_MERGE). */
+ * a thread-block cluster on sm_90 (src/gpu/policy.h, AA_GPU_CLUSTER_MERGE).
+ * The last runs every batch, decodes included, on the 128-row prefill tile
+ * (the two-warpgroup pipeline on sm_90a). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500, NULL},
     {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200, NULL},
@@ -37,6 +39,7 @@ static const spec kSpecs[] = {
     {"bf16_d256_g8_bs5_softcap_alibi_split", ANYATTN_DTYPE_BF16, 256, 1, 8, 5, 1, -1, 20.0f, 0, 1, 0, 2, 4, 700, NULL},
     {"bf16_d128_g4_sinks_k8", ANYATTN_DTYPE_BF16, 128, 8, 4, 16, 1, -1, 0.0f, 1, 0, 1, 3, 6, 2100, "m16n128w8s2-k8"},
     {"f16_d64_g2_window_k3", ANYATTN_DTYPE_F16, 64, 2, 2, 16, 1, 300, 0.0f, 0, 0, 1, 2, 8, 900, "m16n64w4s3-k3"},
+    {"bf16_d128_g4_sinks_m128", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 5, 700, 900, "m128n128w8s2"},
 };
 
 enum { KIND_DECODE, KIND_PREFILL, KIND_MIXED };
