@@ -28,10 +28,10 @@ typedef struct {
 /* The first and the fourth split (decode-like capture: mean q_len <= 8 and a
  * long max_context) into more segments than a cluster holds, so the last segment
  * to arrive merges them; the second is captured prefill-like and does not split.
- * The last two force 8 and 3 segments: 8 merge by the last arrival, 3 inside
- * a thread-block cluster on sm_90 (src/gpu/policy.h, AA_GPU_CLUSTER_MERGE).
- * The last runs every batch, decodes included, on the 128-row prefill tile
- * (the two-warpgroup pipeline on sm_90a). */
+ * The fifth and sixth force 8 and 3 segments: 8 merge by the last arrival, 3
+ * inside a thread-block cluster on sm_90 (src/gpu/policy.h,
+ * AA_GPU_CLUSTER_MERGE). The last runs every batch, decodes included, on the
+ * 128-row prefill tile (the two-warpgroup pipeline on sm_90a). */
 static const spec kSpecs[] = {
     {"bf16_d128_g4_sinks_split", ANYATTN_DTYPE_BF16, 128, 2, 4, 16, 1, -1, 0.0f, 1, 0, 1, 4, 16, 1500, NULL},
     {"f16_d64_g1_window_nosplit", ANYATTN_DTYPE_F16, 64, 4, 1, 32, 0, 40, 0.0f, 0, 0, 1, 3, 96, 200, NULL},
