@@ -290,16 +290,16 @@ if has tune; then
   done
 fi
 # decsweep: the decode sweeps the committed tree is fitted on, again (DECSWEEP_SHAPES
-# "HD:KV ...", default all six; d128 over a 16-bit cache as --grid full-decode into
+# "HD:KV ...", default all seven; d128 over a 16-bit cache as --grid full-decode into
 # h200_tune_full_decode.csv, the others as --grid decode into the names of
-# bench/results/h200), then `anyattn fit --depth ${DECSWEEP_DEPTH:-12}` on the committed full sweep with
+# bench/results/h200), then `anyattn fit --depth ${DECSWEEP_DEPTH:-11}` on the committed full sweep with
 # them (a shape not swept here: its committed file) into $OUT/fit/tree_h200.{json,h},
 # and the scores of that tree and of the committed one on every sweep of the list.
 if has decsweep; then
   F=$OUT/fit
   mkdir -p "$F"
   cp bench/results/h200/h200_tune_*.csv "$F/"
-  for sh in ${DECSWEEP_SHAPES:-128:as-q 64:as-q 80:as-q 96:as-q 96:fp8 128:fp8}; do
+  for sh in ${DECSWEEP_SHAPES:-128:as-q 64:as-q 80:as-q 96:as-q 96:fp8 128:fp8 192:fp8}; do
     hd=${sh%%:*} kv=${sh#*:}
     g=decode f=h200_tune_decode_d${hd}_kv_$kv.csv
     [ "$hd:$kv" = "128:as-q" ] && g=full-decode f=h200_tune_full_decode.csv
@@ -315,8 +315,8 @@ if has decsweep; then
   [ -f "$F/h200_tune_full_decode.csv" ] && list=$list,h200_tune_full_decode.csv
   for f in "$F"/h200_tune_decode_*.csv; do list=$list,$(basename "$f"); done
   cli=$PWD/$CLI
-  (cd "$F" && $cli fit --in "$list" --name h200 --depth ${DECSWEEP_DEPTH:-12}) >>"$LOG" 2>&1
-  note "fit --in $list --depth ${DECSWEEP_DEPTH:-12}: rc=$?"
+  (cd "$F" && $cli fit --in "$list" --name h200 --depth ${DECSWEEP_DEPTH:-11}) >>"$LOG" 2>&1
+  note "fit --in $list --depth ${DECSWEEP_DEPTH:-11}: rc=$?"
   for f in ${list//,/ }; do
     note "  $f: committed tree $(cd "$F" && $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate'), refit $(cd "$F" && ANYATTN_TREE=$F/tree_h200.json $cli fit --in "$f" --eval 2>&1 | grep -o '[0-9]* of [0-9]* cells.*best candidate')"
   done

@@ -273,6 +273,33 @@ static void check_half_keys(void) {
 
 /* The truth the sweep is built from: decode-like cells want "dec", short
  * prompts "small", long ones "large". */
+/* The criterion: each cell's times weighted by 1/sqrt(its best time). Three
+ * cells on one feature, three candidates, one split allowed: A (1 ms, best
+ * "a"), B (1 to 10 us, best "b", 10x slower on the others) and C (1 ms, best
+ * "c"). B shares a leaf with A or C; by total time that leaf takes its big
+ * cell's best and B runs 10x slower (9 us saved would cost 100 us), by the
+ * weighted time B keeps "b" and its neighbour runs 10% slower. */
+static void check_weighted_criterion(void) {
+  static const double us[9] = {1000, 1100, 1100, 10, 1, 10, 1100, 1100, 1000};
+  static char cfg[3][TF_CONFIG_NAME_MAX] = {"a", "b", "c"};
+  static int splits[3];
+  double f[3 * ANYATTN_TREE_FEATURE_COUNT];
+  memset(f, 0, sizeof f);
+  for (int i = 0; i < 3; i++) f[(size_t)i * ANYATTN_TREE_FEATURE_COUNT + ANYATTN_TREE_FEATURE_MAX_KV] = 1024 << i;
+  tf_table t;
+  memset(&t, 0, sizeof t);
+  t.num_cells = 3, t.num_cands = 3, t.features = f, t.us = (double *)us, t.cand_config = cfg, t.cand_splits = splits;
+  tf_node nodes[8];
+  const int n = tf_fit(&t, 1, 1, nodes, 8);
+  EXPECT(n == 3, "weighted criterion: a depth-1 fit gave %d nodes, want 3", n);
+  if (n != 3) return;
+  const int pa = tf_pick(nodes, f), pb = tf_pick(nodes, f + ANYATTN_TREE_FEATURE_COUNT),
+            pc = tf_pick(nodes, f + 2 * ANYATTN_TREE_FEATURE_COUNT);
+  EXPECT(pb == 1, "weighted criterion: the small cell picks %s, want its best, b", cfg[pb]);
+  EXPECT((pa == 0 && pc == 1) || (pa == 1 && pc == 2), "weighted criterion: the big cells pick %s and %s", cfg[pa],
+         cfg[pc]);
+}
+
 static int truth(const double *f) {
   if (f[ANYATTN_TREE_FEATURE_MEAN_Q] <= 8) return 0;
   return f[ANYATTN_TREE_FEATURE_MAX_KV] <= 2048 ? 1 : 2;
@@ -332,7 +359,7 @@ int main(void) {
   EXPECT(tree_us <= 1.2 * oracle_us, "tree total %.0f us, the per-cell best %.0f us", tree_us, oracle_us);
   EXPECT(right >= t.num_cells * 3 / 4, "tree picks the best config on %d of %d cells", right, t.num_cells);
   /* Best-first growth: a budget keeps the splits worth most, so the tree's
-   * total time never grows with the budget; a budget under 3 is one leaf. */
+   * weighted total time never grows with the budget; a budget under 3 is one leaf. */
   EXPECT(tf_fit(&t, 4, 1, nodes, 2) == 1 && nodes[0].feature < 0, "a budget of 2 nodes: one leaf");
   EXPECT(tf_fit(&t, 4, 1, nodes, 0) == -1, "a budget of 0 nodes is refused");
   {
@@ -341,15 +368,18 @@ int main(void) {
     for (int budget = 1; budget <= 511 && !full; budget += 2) {
       int unsplit = 0;
       const int m = tf_fit_ex(&t, 10, 1, nodes, budget, &unsplit);
-      double total = 0;
-      for (int i = 0; i < t.num_cells && m > 0; i++)
-        total += t.us[(size_t)i * 3 + tf_pick(nodes, t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT)];
+      double total = 0; /* the fitter's criterion: times weighted by 1/sqrt(the cell's best) */
+      for (int i = 0; i < t.num_cells && m > 0; i++) {
+        const double *u = t.us + (size_t)i * 3;
+        const double best = fmin(u[0], fmin(u[1], u[2]));
+        total += u[tf_pick(nodes, t.features + (size_t)i * ANYATTN_TREE_FEATURE_COUNT)] / sqrt(best);
+      }
       monotone &= m > 0 && m <= budget && total <= prev * (1 + 1e-12);
       if (unsplit_prev && !unsplit) full = m; /* the first budget that holds the whole tree */
       prev = total;
       unsplit_prev = unsplit;
     }
-    EXPECT(monotone, "tree time grows with the node budget, or a tree passes its budget");
+    EXPECT(monotone, "weighted tree time grows with the node budget, or a tree passes its budget");
     EXPECT(full > 0 && tf_fit(&t, 10, 1, nodes, 511) == full, "the unbounded tree has %d nodes, want %d",
            tf_fit(&t, 10, 1, nodes, 511), full);
   }
@@ -458,6 +488,7 @@ int main(void) {
   check_shape_rule(&rng);
   check_mean_context(&rng);
   check_half_keys();
+  check_weighted_criterion();
   { /* a 7-feature vector (callers built before kv_bytes) is a 16-bit cache's without the mean context, an
      * 8-feature one (before mean_kv) is one without the mean context */
     for (int i = 0; i < 50; i++) {

@@ -1,7 +1,11 @@
 /* tree_fit.c: CART over the sweep `anyattn tune` writes (read by
  * sweep_csv.c), its report, and the tree's JSON and C forms. The split
- * criterion is the total time of the two children, each child timed with its
- * own best candidate: exactly the time the tree would cost on these cells. */
+ * criterion is the weighted total time of the two children, each child timed
+ * with its own best candidate, a cell's times divided by the square root of
+ * its best time (cell_weights): between the tree's total time on these cells,
+ * where the largest cells decide every split, and the sum of each cell's
+ * slowdown, where a 10 us batch counts as much as a 10 ms one
+ * (docs/design/tuning.md, The criterion). */
 #define _POSIX_C_SOURCE 200809L
 #include "tree_fit.h"
 
@@ -16,6 +20,7 @@
 /* ---- fitting ------------------------------------------------------------------ */
 typedef struct {
   const tf_table *t;
+  const double *cost; /* [num_cells][num_cands]: t->us weighted per cell (cell_weights) */
   tf_node *nodes;
   int n, max_nodes, max_depth, min_leaf;
   double *sum_l, *sum_r; /* scratch [num_cands] */
@@ -23,14 +28,15 @@ typedef struct {
   int unsplit; /* leaves a split would still improve when max_nodes stopped growth */
 } tf_ctx;
 
-/* Best candidate over cells idx[0..n) and its total time (INFINITY when every
- * candidate fails somewhere in the leaf). */
-static double leaf_best(const tf_table *t, const int *idx, int n, int *best) {
+/* Best candidate over cells idx[0..n) and its weighted total time (INFINITY
+ * when every candidate fails somewhere in the leaf). */
+static double leaf_best(const tf_ctx *x, const int *idx, int n, int *best) {
+  const int k = x->t->num_cands;
   double best_cost = INFINITY;
   *best = 0;
-  for (int c = 0; c < t->num_cands; c++) {
+  for (int c = 0; c < k; c++) {
     double s = 0;
-    for (int i = 0; i < n && s < INFINITY; i++) s += t->us[(size_t)idx[i] * t->num_cands + c];
+    for (int i = 0; i < n && s < INFINITY; i++) s += x->cost[(size_t)idx[i] * k + c];
     if (s < best_cost) best_cost = s, *best = c;
   }
   return best_cost;
@@ -84,7 +90,7 @@ static int twins_across(const tf_table *t, const int *idx, int n, int f, double 
 static double best_split(tf_ctx *x, int *idx, int n, int depth, int *leaf_cand, int *feature, double *threshold,
                          double *split_cost) {
   const tf_table *t = x->t;
-  const double leaf_cost = leaf_best(t, idx, n, leaf_cand);
+  const double leaf_cost = leaf_best(x, idx, n, leaf_cand);
   *feature = -1;
   *threshold = 0;
   *split_cost = leaf_cost;
@@ -98,14 +104,14 @@ static double best_split(tf_ctx *x, int *idx, int n, int depth, int *leaf_cand, 
     for (int c = 0; c < k; c++) {
       x->sum_l[c] = 0, x->inf_l[c] = 0, x->sum_r[c] = 0, x->inf_r[c] = 0;
       for (int i = 0; i < n; i++) {
-        double u = t->us[(size_t)idx[i] * k + c];
+        double u = x->cost[(size_t)idx[i] * k + c];
         if (isinf(u)) x->inf_r[c]++;
         else x->sum_r[c] += u;
       }
     }
     for (int i = 0; i + 1 < n; i++) { /* move cell i to the left side */
       for (int c = 0; c < k; c++) {
-        double u = t->us[(size_t)idx[i] * k + c];
+        double u = x->cost[(size_t)idx[i] * k + c];
         if (isinf(u)) x->inf_l[c]++, x->inf_r[c]--;
         else x->sum_l[c] += u, x->sum_r[c] -= u;
       }
@@ -142,7 +148,7 @@ static void new_leaf(tf_ctx *x, open_leaf *open, int *num_open, int *idx, int fr
 }
 
 /* Grows best-first: of the leaves a split would improve, the one whose split
- * saves the most time splits next (ties: the earlier node), until none
+ * saves the most weighted time splits next (ties: the earlier node), until none
  * remains or a split would pass max_nodes. Without that bound the tree is the
  * one depth-first growth gives (each leaf's split depends on its cells only),
  * numbered otherwise; with it, the splits left out are the ones worth least.
@@ -180,10 +186,28 @@ static int grow_best_first(tf_ctx *x, int *idx, int cells) {
   return x->n;
 }
 
+/* The fitter's times: each cell's row of t->us divided by the square root of
+ * its best finite time (a cell with none keeps its row, all INFINITY). The
+ * weight is the cell's own, so candidates compare within a cell as before. */
+static double *cell_weights(const tf_table *t) {
+  const size_t k = (size_t)t->num_cands;
+  double *w = malloc((size_t)(t->num_cells > 0 ? t->num_cells : 1) * (k > 0 ? k : 1) * sizeof *w);
+  if (!w) return NULL;
+  for (size_t i = 0; i < (size_t)t->num_cells; i++) {
+    double best = INFINITY;
+    for (size_t c = 0; c < k; c++) best = fmin(best, t->us[i * k + c]);
+    const double scale = isfinite(best) && best > 0 ? 1.0 / sqrt(best) : 1.0;
+    for (size_t c = 0; c < k; c++) w[i * k + c] = t->us[i * k + c] * scale;
+  }
+  return w;
+}
+
 int tf_fit_ex(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, int max_nodes, int *unsplit) {
-  tf_ctx x = {t, nodes, 0, max_nodes, max_depth, min_leaf < 1 ? 1 : min_leaf, NULL, NULL, NULL, NULL, 0};
+  tf_ctx x = {t, NULL, nodes, 0, max_nodes, max_depth, min_leaf < 1 ? 1 : min_leaf, NULL, NULL, NULL, NULL, 0};
   const size_t k = (size_t)(t->num_cands > 0 ? t->num_cands : 1);
   int *idx = malloc((size_t)(t->num_cells > 0 ? t->num_cells : 1) * sizeof *idx);
+  double *cost = cell_weights(t);
+  x.cost = cost;
   x.sum_l = calloc(k, sizeof(double));
   x.sum_r = calloc(k, sizeof(double));
   x.inf_l = calloc(k, sizeof(int));
@@ -192,7 +216,7 @@ int tf_fit_ex(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, in
   if (unsplit) *unsplit = 0;
   if (max_nodes < 1) {
     rc = -1;
-  } else if (idx && x.sum_l && x.sum_r && x.inf_l && x.inf_r) {
+  } else if (idx && cost && x.sum_l && x.sum_r && x.inf_l && x.inf_r) {
     int cells = 0;
     for (int i = 0; i < t->num_cells; i++)
       if (!isnan(t->features[(size_t)i * NF])) idx[cells++] = i; /* cells the sweep skipped */
@@ -200,6 +224,7 @@ int tf_fit_ex(const tf_table *t, int max_depth, int min_leaf, tf_node *nodes, in
     if (unsplit && rc > 0) *unsplit = x.unsplit;
   }
   free(idx);
+  free(cost);
   free(x.sum_l);
   free(x.sum_r);
   free(x.inf_l);
