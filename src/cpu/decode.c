@@ -81,8 +81,11 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * the 2-core AMD EPYC (Zen 3, AVX2) the per-head prefetch below gained 1.06x
  * over none, a burst of loads of every line of the block before its math
  * (commit 2d17296) 1.38x, and the cursor 1.05-1.22x over the burst
- * (docs/design/cpu.md, Fused decode). */
+ * (docs/design/cpu.md, Fused decode). -DAA_DEC_CURSOR=0|1 overrides the
+ * choice, for measurements. */
+#ifndef AA_DEC_CURSOR
 #define AA_DEC_CURSOR (AA_VR == 8)
+#endif
 #if defined(__AVX512BF16__)
 #define AA_DEC_QBF16 1
 #else
