@@ -213,6 +213,19 @@ typedef struct {
   int max_seqs;      /* >= num_seqs of every run */
   int max_tokens;    /* >= num_tokens (total query tokens) of every run */
   int max_context;   /* >= every seq_lens_k entry; at most 2^29 */
+  /* fp8 caches (problem->kv_dtype) on GPU backends: 0 (init) converts the
+   * codes inside the attention kernel. N > 0 adds room for a 16-bit copy of
+   * N keys of K and V to the workspace (plus a page per sequence for
+   * rounding, and a page table): a batch that runs on a prefill tile, with a
+   * mean q_len of at least 64, whose keys fit by the host's bound
+   * (num_seqs x pages of batch->max_kv_len, else of limits.max_context, or
+   * the pages of batch->sum_kv_len plus one per sequence) then runs as two
+   * kernels: one converts its sequences' pages exactly into the copy, the
+   * attention kernel of 16-bit caches reads the copy (descales applied as
+   * with codes). docs/semantics.md, "fp8 caches". A sequence that does not
+   * fit after all (a hint that was not a bound) reads NaN keys: its rows come
+   * out NaN. 0..2^29; the CPU backend and 16-bit caches ignore it. */
+  int stage_kv_tokens;
 } anyattn_limits;
 
 ANYATTN_API void anyattn_limits_init(anyattn_limits *limits);

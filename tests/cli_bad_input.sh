@@ -82,6 +82,8 @@ expect_usage_error bench --cases 1x
 expect_usage_error bench --cases 0x512
 expect_usage_error bench --cases 1x512,,p2x64
 expect_usage_error bench --max-context 0
+expect_usage_error bench --stage-kv -1
+expect_usage_error bench --stage-kv 536870913
 expect_error "unknown --kv-dtype 'fp4'" bench --kv-dtype fp4
 expect_error "unknown --prior-writes 'some'" bench --prior-writes some
 expect_error "--kv-dtype fp8_e4m3 needs --dtype bf16 or f16" bench --backend cpu --kv-dtype fp8 --dtype f32

@@ -52,7 +52,7 @@ enum { CORPUS = sizeof corpus / sizeof corpus[0] };
 static const char *const dict[] = {
     "info", "check", "bench", "tune", "fit", "cp-model", "help", "version", "--version", "--help", "-h", "--", "-", "",
     "--backend", "--device", "--quick", "--filter", "--seed", "--workload", "--json", "--graph", "--config",
-    "--iters", "--dtype", "--kv-dtype", "fp8", "fp8_e4m3fnuz", "--prior-writes", "new-keys", "--cases", "--no-flush", "--max-context", "--grid", "--out", "--name", "--depth",
+    "--iters", "--dtype", "--kv-dtype", "fp8", "fp8_e4m3fnuz", "--prior-writes", "new-keys", "--cases", "--no-flush", "--max-context", "--stage-kv", "--grid", "--out", "--name", "--depth",
     "--cells", "--in", "--eval", "0", "1", "-1", "010", "08", "0x10", "0x", "0X1f", "99999999999999999999",
     "18446744073709551615", "18446744073709551616", "2147483647", "2147483648", "-2147483649", "1e3", " 1",
     "1 ", "+1", "1x512", "p2x64", "0x512", "1x", "x", ",", "1x512,", ",1x512", "p", "p0x1", "2147483647x2147483647",

@@ -5,9 +5,12 @@
  * and 192 among them, both E4M3 variants, per-tensor, per-(sequence, kv head)
  * and absent (NULL) descales, split-KV merged by the last arrival and (sm_90) in
  * clusters, forced tiles and role pairs, and q far outside f16's range (the fp8 products
- * run in f16: q is scaled into it). Codes are random bytes without NaN codes; out
- * and lse are poisoned before each run. Exit: 0 pass, 1 fail, 77 skip (no CUDA
- * build or device). */
+ * run in f16: q is scaled into it), and prefill batches staged to 16-bit
+ * (limits.stage_kv_tokens: the run must say it stages; a stage too small for
+ * the batch behind a max_kv_len hint that is no bound must give the sequences
+ * that do not fit NaN rows, the others exact ones). Codes are random bytes
+ * without NaN codes; out and lse are poisoned before each run. Exit: 0 pass,
+ * 1 fail, 77 skip (no CUDA build or device). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +34,10 @@ typedef struct {
   const char *config; /* NULL: the backend chooses */
   int no_clusters;    /* ANYATTN_CUDA_CLUSTERS=0: split segments merge by the last arrival */
   int qexp;           /* q drawn times 2^qexp, k_descale times 2^-qexp: q outside f16's range, same scores */
+  int stage;          /* STAGE_FIT: limits.stage_kv_tokens holds the batch; STAGE_SHORT: it holds the first
+                       * sequence only, and the max_kv_len hint (the page size) is no bound */
 } fp8_case;
+enum { STAGE_NONE, STAGE_FIT, STAGE_SHORT };
 
 static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 8, 4, 16, 1, DECODE, PER_TENSOR, 0, 6, 900, NULL, 0, 0},
@@ -65,6 +71,15 @@ static const fp8_case kCases[] = {
     /* a role pair: decode sequences on the 16-row tile (split, -k3), the rest on the 128-row tile, one launch */
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, MIXED, PER_SEQ_HEAD, 0, 6, 900, "m128n128w8s2+m16n128w8s2-k3", 0, 0},
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 80, 2, 4, 16, 0, MIXED, PER_TENSOR, 0, 5, 600, "m128n128w8s2+m16n128w8s2", 0, 0},
+    /* prefill staged to 16-bit: head dims on the 128- and 64-key tiles, odd pages, head-major pages, both
+     * formats, every descale layout, q far outside f16's range; a stage that holds one sequence of two */
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, PREFILL, PER_SEQ_HEAD, 0, 3, 700, NULL, 0, 0, STAGE_FIT},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 128, 2, 4, 5, 0, PREFILL, PER_TENSOR, 1, 2, 500, NULL, 0, 0, STAGE_FIT},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 80, 2, 4, 32, 1, PREFILL, NO_DESCALE, 0, 2, 600, NULL, 0, 20, STAGE_FIT},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 192, 1, 8, 16, 1, PREFILL, PER_SEQ_HEAD, 1, 2, 500, NULL, 0, 0, STAGE_FIT},
+    {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 256, 2, 4, 64, 1, PREFILL, PER_TENSOR, 0, 2, 400, NULL, 0, -26, STAGE_FIT},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 64, 2, 4, 16, 1, PREFILL, PER_TENSOR, 0, 2, 600, "m128n128w8s2", 0, 0, STAGE_FIT},
+    {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, PREFILL, PER_SEQ_HEAD, 0, 2, 600, NULL, 0, 0, STAGE_SHORT},
 };
 
 /* The exact value of a code (NaN codes are never drawn). */
@@ -85,7 +100,7 @@ static unsigned char fp8_draw(uint64_t *r, anyattn_kv_dtype kv) {
 
 static void draw_batch(const fp8_case *c, uint64_t *r, int *ql, int *kl) {
   for (int s = 0; s < c->num_seqs; s++) {
-    kl[s] = tl_rng_int(r, 1, c->max_kv);
+    kl[s] = tl_rng_int(r, c->stage ? c->max_kv / 2 : 1, c->max_kv); /* staged: q_len >= 64 on average */
     const int kind = c->kind == MIXED ? (s % 2 ? DECODE : PREFILL) : c->kind;
     ql[s] = kind == DECODE ? 1 : c->kind == MIXED ? tl_rng_int(r, 1, kl[s] < 48 ? kl[s] : 48) : kl[s];
   }
@@ -113,6 +128,7 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
            c->hnd ? " hnd" : "", c->config ? " config " : "", c->config ? c->config : "");
   if (c->no_clusters) strncat(name, " arrival-merge", sizeof name - strlen(name) - 1);
   if (c->qexp) snprintf(name + strlen(name), sizeof name - strlen(name), " q*2^%d", c->qexp);
+  if (c->stage) strncat(name, c->stage == STAGE_FIT ? " staged" : " staged-short", sizeof name - strlen(name) - 1);
 
   /* pages in shuffled order, each owned by one sequence (its descale) */
   int32_t *bt = (int32_t *)calloc((size_t)N * bt_stride, sizeof(int32_t));
@@ -174,6 +190,8 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
   anyattn_limits lim;
   anyattn_limits_init(&lim);
   lim.max_seqs = N, lim.max_tokens = T, lim.max_context = max_kv;
+  /* the batch's keys, or the first sequence's only */
+  if (c->stage) lim.stage_kv_tokens = c->stage == STAGE_FIT ? pages * bs : kl[0];
   anyattn_plan *plan = NULL;
   if (!fail && anyattn_plan_create(ctx, &pr, &lim, &plan) != ANYATTN_STATUS_OK) {
     printf("FAIL %s: plan_create: %s\n", name, anyattn_last_error());
@@ -200,13 +218,17 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
   if (!fail) {
     anyattn_batch db = hb;
     db.cu_seqlens_q = (const int32_t *)dcu, db.seq_lens_k = (const int32_t *)dkl, db.block_table = (const int32_t *)dbt;
-    db.max_q_len = max_q, db.max_kv_len = max_kv;
+    db.max_q_len = max_q, db.max_kv_len = c->stage == STAGE_SHORT ? bs : max_kv;
     anyattn_tensors dt = ht;
     dt.q = dq, dt.k_cache = dk, dt.v_cache = dv, dt.out = dout, dt.lse = (float *)dlse;
     dt.k_descale = c->descale == NO_DESCALE ? NULL : (const float *)dkd;
     dt.v_descale = c->descale == NO_DESCALE ? NULL : (const float *)dvd;
     dt.descale_layout = c->descale == PER_SEQ_HEAD ? ANYATTN_DESCALE_PER_SEQ_HEAD : ANYATTN_DESCALE_PER_TENSOR;
-    if (anyattn_run(plan, &db, &dt, dws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
+    char how[256] = "";
+    if (c->stage && (anyattn_run_describe(plan, &db, how, sizeof how) != ANYATTN_STATUS_OK || !strstr(how, "staged"))) {
+      printf("FAIL %s: the run does not stage: %s\n", name, how[0] ? how : anyattn_last_error());
+      fail = 1;
+    } else if (anyattn_run(plan, &db, &dt, dws, ws_bytes, NULL) != ANYATTN_STATUS_OK) {
       printf("FAIL %s: run: %s\n", name, anyattn_last_error());
       fail = 1;
     } else if (dm_sync(be) || dm_to_host(be, out, dout, q_elems * es) || dm_to_host(be, lse, dlse, sizeof(float) * rows)) {
@@ -218,8 +240,16 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
     const double rtol = c->dtype == ANYATTN_DTYPE_F16 ? 2.5e-3 : 1.6e-2, atol = c->dtype == ANYATTN_DTYPE_F16 ? 2e-4 : 1e-3;
     long bad = 0;
     double worst = 0;
+    long nan_rows = 0;
     for (size_t row = 0; row < rows; row++) {
       const double xe = 4.0 * FP32_EPS * xmag[row];
+      if (c->stage == STAGE_SHORT && (int)(row / hq) >= cu[1]) { /* past the stage: every value NaN */
+        int all = 1;
+        for (int e = 0; e < d; e++) all &= isnan(tl_load(c->dtype, out, row * d + e)) != 0;
+        nan_rows += all;
+        if (!all && bad++ == 0) printf("  %s: token %zu is past the stage but not all NaN\n", name, row / hq);
+        continue;
+      }
       for (int e = 0; e < d; e++) {
         const size_t i = row * d + e;
         const double got = tl_load(c->dtype, out, i), err = fabs(got - ref[i]);
@@ -234,6 +264,8 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
         printf("  %s: lse[token %zu, head %zu] = %.9g, reference %.9g\n", name, row / hq, row % hq, lse[row],
                ref_lse[row]);
     }
+    if (c->stage == STAGE_SHORT && nan_rows != (long)(rows - (size_t)cu[1] * hq) && bad++ == 0)
+      printf("  %s: %ld NaN rows, expected %ld\n", name, nan_rows, (long)(rows - (size_t)cu[1] * hq));
     fail = bad != 0;
     printf("%s %s  worst=%.2f [%d seqs, %d tokens, kv<=%d] %s\n", fail ? "FAIL" : "PASS", name, worst, N, T, max_kv,
            plan ? anyattn_plan_describe(plan) : "");

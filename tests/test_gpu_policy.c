@@ -409,8 +409,63 @@ static void test_roles(void) {
   EXPECT(c.config == 5 && c.dec_config == -1, "forced row: config %d dec %d", c.config, c.dec_config);
 }
 
+/* fp8 caches staged to 16-bit (limits.stage_kv_tokens): the stage area's
+ * layout after the split workspace, the host's bound on a batch's pages, and
+ * sizes that overflow. */
+static void test_stage(void) {
+  fixture f;
+  make_plan(&f, 32, 8, 128, 4, 8192, 8192, NULL);
+  f.plan.problem.dtype = ANYATTN_DTYPE_BF16;
+  f.plan.problem.block_size = 16;
+  f.plan.limits.stage_kv_tokens = 16384;
+  aa_gpu_plan_splits(&f.plan, &kH200);
+  EXPECT(aa_gpu_plan_stage(&f.plan) == ANYATTN_STATUS_OK && f.st.stage_pages == 0, "16-bit caches: no stage area");
+  f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  const size_t split = f.plan.workspace_size;
+  EXPECT(aa_gpu_plan_stage(&f.plan) == ANYATTN_STATUS_OK, "plan stage");
+  /* 16384 / 16 pages + one per sequence; pages of 16 x 8 x 128 bf16; the NaN page; a table of 4 x 512 */
+  const size_t page = 16 * 8 * 128 * 2, kv = (size_t)(1024 + 4 + 1) * page;
+  EXPECT(f.st.stage_pages == 1028 && f.st.stage_stride == 512 && f.st.stage_page_bytes == page, "pages %lld stride %lld",
+         f.st.stage_pages, f.st.stage_stride);
+  EXPECT(f.st.stage_offset == (split + 255) / 256 * 256 && f.st.stage_kv_bytes == kv &&
+             f.plan.workspace_size == f.st.stage_offset + 2 * kv + 4 * 512 * 4,
+         "workspace %zu", f.plan.workspace_size);
+
+  anyattn_args a = batch(2, 16384, 8192); /* 2 x 512 pages: fits */
+  EXPECT(aa_gpu_stage_fits(&f.plan, &a), "2 x 8192 keys fit 1028 pages");
+  a = batch(4, 16384, 8192); /* 4 x 512 pages by the max hint ... */
+  EXPECT(!aa_gpu_stage_fits(&f.plan, &a), "4 x 8192 keys do not fit");
+  a.sum_kv_len = 16000; /* ... 1000 + 4 by the sum */
+  EXPECT(aa_gpu_stage_fits(&f.plan, &a), "a sum of 16000 keys fits");
+  a = batch(4, 16384, 0); /* no hint: limits.max_context */
+  EXPECT(!aa_gpu_stage_fits(&f.plan, &a), "no hint: 4 x max_context does not fit");
+  a = batch(2, 127, 64); /* mean q_len 63.5 */
+  EXPECT(!aa_gpu_stage_fits(&f.plan, &a), "mean q_len under 64: not staged");
+  a = batch(0, 0, 0);
+  EXPECT(!aa_gpu_stage_fits(&f.plan, &a), "no sequences: not staged");
+
+  make_plan(&f, 32, 8, 128, 2048, 1 << 20, 1024, NULL);
+  f.plan.problem.dtype = ANYATTN_DTYPE_BF16, f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  f.plan.problem.block_size = 16, f.plan.limits.stage_kv_tokens = 1 << 20;
+  aa_gpu_plan_stage(&f.plan);
+  a = batch(AA_GPU_STAGE_MAX_SEQS + 1, (AA_GPU_STAGE_MAX_SEQS + 1) * 64, 64);
+  EXPECT(!aa_gpu_stage_fits(&f.plan, &a), "over %d sequences: not staged", AA_GPU_STAGE_MAX_SEQS);
+
+  /* sizes that overflow the stage area fail instead of wrapping */
+  make_plan(&f, 1 << 16, 1 << 16, 512, 1 << 30, 8, 1 << 29, NULL);
+  f.plan.group = 1;
+  f.plan.problem.dtype = ANYATTN_DTYPE_BF16, f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  f.plan.problem.block_size = 1 << 20, f.plan.limits.stage_kv_tokens = 1 << 29;
+  EXPECT(aa_gpu_plan_stage(&f.plan) == ANYATTN_STATUS_INVALID_SIZE, "overflowing stage area must fail");
+  make_plan(&f, 32, 8, 128, 0x7fffffff, 8, 1 << 29, NULL);
+  f.plan.problem.dtype = ANYATTN_DTYPE_BF16, f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  f.plan.problem.block_size = 1, f.plan.limits.stage_kv_tokens = 1 << 29;
+  EXPECT(aa_gpu_plan_stage(&f.plan) == ANYATTN_STATUS_INVALID_SIZE, "page ids past int32 must fail");
+}
+
 int main(void) {
   test_names();
+  test_stage();
   test_roles();
   test_plan_splits();
   test_choose();

@@ -344,6 +344,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   lim.max_seqs = c->num_seqs;
   lim.max_tokens = num_tokens;
   lim.max_context = max_kv > opt->max_context ? max_kv : opt->max_context;
+  lim.stage_kv_tokens = opt->stage_kv;
 
   int rc = 1;
   anyattn_plan *plan = NULL;
@@ -974,6 +975,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
   if (o->head_dim > 0) str_append(buf, n, " --head-dim %d", o->head_dim);
   if (o->no_flush) str_append(buf, n, " --no-flush");
   if (o->max_context > 0) str_append(buf, n, " --max-context %d", o->max_context);
+  if (o->stage_kv > 0) str_append(buf, n, " --stage-kv %d", o->stage_kv);
   if (o->json_path) {
     const char *base = strrchr(o->json_path, '/');
     str_append(buf, n, " --json %s", base ? base + 1 : o->json_path);

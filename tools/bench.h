@@ -17,6 +17,7 @@ typedef struct {
   int list;              /* 1: print the cases (JSON lines with their lengths), time nothing */
   int no_flush;          /* 1: no L2 flush between timed calls (back-to-back, warm metadata) */
   int max_context;       /* > 0: plan with this limits.max_context (a serving plan made once) */
+  int stage_kv;          /* limits.stage_kv_tokens of every case's plan (fp8 caches: prefill staged to 16-bit) */
   anyattn_dtype dtype;
   anyattn_kv_dtype kv_dtype; /* the caches' storage: AS_Q (0), or fp8 (1 byte per K/V element) */
   anyattn_prior_writes prior_writes; /* every call's batch->prior_writes */

@@ -30,7 +30,7 @@ static const char *usage_text =
     "  bench [--backend B] [--device N] [--workload W] [--json FILE] [--graph]\n"
     "        [--config NAME[-kS]] [--iters N] [--dtype bf16|f16|f32]\n"
     "        [--kv-dtype fp8|fp8_e4m3fnuz] [--cases BxC,pBxL,...] [--filter TEXT] [--list] [--no-flush] [--max-context N]\n"
-    "        [--ranks-per-node N]\n"
+    "        [--stage-kv N] [--ranks-per-node N]\n"
     "                                         time a workload against the measured ceilings\n"
     "  cp-model [--rates FILE.json] [--intra-gbs G] [--inter-gbs G] [--gpus-per-node N]\n"
     "                                         predict context-parallel prefill: ring, two-level\n"
@@ -74,7 +74,7 @@ static const cli_command commands[] = {
      "            77 the backend has no device (or is not compiled in)\n"},
     {"bench",
      "--backend --device --workload --json --graph --config --iters --dtype --kv-dtype --prior-writes --hints --cases "
-     "--filter --list --no-flush --max-context --ranks-per-node --head-dim",
+     "--filter --list --no-flush --max-context --stage-kv --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
      "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
@@ -110,6 +110,9 @@ static const cli_command commands[] = {
      "                      batches in one launch); -kS forces S KV segments, 1 to 128\n"
      "  --iters N           timed calls per case, 1 to 100000 (default: 30 GPU, 5 CPU)\n"
      "  --max-context N     plan once with limits.max_context N, 1 to 16777216\n"
+     "  --stage-kv N        limits.stage_kv_tokens N, 0 (default) to 536870912: over fp8 caches\n"
+     "                      the GPU stages the keys of prefill batches of up to N keys to\n"
+     "                      16-bit in the workspace before the attention kernel\n"
      "  --graph             time CUDA/HIP graph replays (GPU only)\n"
      "  --no-flush          no L2 flush between timed calls\n"
      "  --json FILE         also write the results to FILE as JSON\n"
@@ -284,7 +287,7 @@ typedef struct {
   int device;
   int quick, graph, iters;
   const char *filter, *workload, *json, *config, *grid, *out, *in, *name, *cases;
-  int depth, no_flush, max_context, eval, cell_from, cell_to, list, ranks_per_node, gpus_per_node;
+  int depth, no_flush, max_context, stage_kv, eval, cell_from, cell_to, list, ranks_per_node, gpus_per_node;
   const char *rates;
   double intra_gbs, inter_gbs;
   unsigned long long seed;
@@ -389,6 +392,8 @@ static int parse_value(const char *a, const char *v, cli_options *o) {
   } else if (!strcmp(a, "--max-context")) {
     if (parse_int_opt(v, 1, 1 << 24, &o->max_context))
       return usage_error("bad --max-context '%s' (1 to %d)", shown(v), 1 << 24);
+  } else if (!strcmp(a, "--stage-kv")) {
+    if (parse_int_opt(v, 0, 1 << 29, &o->stage_kv)) return usage_error("bad --stage-kv '%s' (0 to %d)", shown(v), 1 << 29);
   } else if (!strcmp(a, "--ranks-per-node")) {
     if (parse_int_opt(v, 1, 4096, &o->ranks_per_node)) return usage_error("bad --ranks-per-node '%s' (1 to 4096)", shown(v));
   } else if (!strcmp(a, "--gpus-per-node")) {
@@ -586,6 +591,7 @@ static int cmd_bench(const cli_options *o) {
   bo.list = o->list;
   bo.no_flush = o->no_flush;
   bo.max_context = o->max_context;
+  bo.stage_kv = o->stage_kv;
   bo.dtype = o->dtype;
   bo.kv_dtype = o->kv_dtype;
   bo.prior_writes = o->prior_writes;

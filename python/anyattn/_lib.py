@@ -112,6 +112,7 @@ class Limits(ctypes.Structure):
         ("max_seqs", ctypes.c_int),
         ("max_tokens", ctypes.c_int),
         ("max_context", ctypes.c_int),
+        ("stage_kv_tokens", ctypes.c_int),
     ]
 
 

@@ -264,6 +264,8 @@ static anyattn_status aa_check_limits(const anyattn_limits *l) {
            l->max_tokens);
   AA_CHECK(l->max_context > 0 && l->max_context <= AA_MAX_CONTEXT, ANYATTN_STATUS_INVALID_SIZE,
            "limits->max_context is %d, must be in 1..%d", l->max_context, AA_MAX_CONTEXT);
+  AA_CHECK(l->stage_kv_tokens >= 0 && l->stage_kv_tokens <= AA_MAX_CONTEXT, ANYATTN_STATUS_INVALID_SIZE,
+           "limits->stage_kv_tokens is %d, must be in 0..%d", l->stage_kv_tokens, AA_MAX_CONTEXT);
   return ANYATTN_STATUS_OK;
 }
 

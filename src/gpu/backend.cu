@@ -136,6 +136,30 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
            forced ? "forced" : "chosen from the limits", forced ? "" : " (run re-chooses from each batch)", split_txt);
 }
 
+anyattn_status plan(anyattn_plan *plan);
+void plan_free(anyattn_plan *plan);
+
+/* fp8 caches with limits.stage_kv_tokens (docs/design/layout.md#staged-prefill):
+ * the plan of the same problem over 16-bit caches that runs staged batches
+ * (its prefill tiles take the descales), and the stage area of the workspace. */
+anyattn_status plan_stage(anyattn_plan *pl) {
+  aa_gpu_plan_state *st = state_of(pl);
+  anyattn_plan *sp = static_cast<anyattn_plan *>(calloc(1, sizeof(anyattn_plan)));
+  AA_CHECK(sp != NULL, ANYATTN_STATUS_OUT_OF_MEMORY, "plan: " AA_GPU_NAME " stage plan allocation failed");
+  sp->ctx = pl->ctx;
+  sp->ops = pl->ops;
+  sp->problem = pl->problem; /* problem.config as plan got it */
+  sp->problem.kv_dtype = ANYATTN_KV_AS_Q;
+  sp->limits = pl->limits;
+  sp->limits.stage_kv_tokens = 0;
+  sp->group = pl->group;
+  sp->scale = pl->scale;
+  st->stage_plan = sp; /* plan_free releases it whatever happens below */
+  AA_TRY(plan(sp));
+  state_of(sp)->stage_descales = 1;
+  return aa_gpu_plan_stage(pl);
+}
+
 /* st->config_forced records whether problem->config forced the config (1)
  * or run may re-choose it from the batch's sizes (0). */
 anyattn_status plan(anyattn_plan *plan) {
@@ -205,13 +229,24 @@ anyattn_status plan(anyattn_plan *plan) {
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
   st->config = cfg;
   AA_TRY(aa_gpu_plan_splits(plan, &dev));
+  if (fp8 && plan->limits.stage_kv_tokens > 0) AA_TRY(plan_stage(plan));
   const char *dt = pr->dtype == ANYATTN_DTYPE_F16 ? (!fp8 ? "f16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "f16/e4m3" : "f16/e4m3fnuz")
                                                   : (!fp8 ? "bf16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "bf16/e4m3" : "bf16/e4m3fnuz");
   describe(plan, &dev, dt, forced >= 0);
+  if (st->stage_pages > 0) {
+    const size_t n = strlen(plan->describe);
+    snprintf(plan->describe + n, sizeof plan->describe - n, "; prefill batches of up to %lld pages staged to %s",
+             st->stage_pages, pr->dtype == ANYATTN_DTYPE_F16 ? "f16" : "bf16");
+  }
   return ANYATTN_STATUS_OK;
 }
 
 void plan_free(anyattn_plan *plan) {
+  aa_gpu_plan_state *st = state_of(plan);
+  if (st && st->stage_plan) {
+    plan_free(st->stage_plan);
+    free(st->stage_plan);
+  }
   free(plan->state);
   plan->state = nullptr;
 }
@@ -265,6 +300,13 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
   }
   if (a->num_tokens == 0) {
     snprintf(buf, size, "nothing (num_tokens 0)");
+    return ANYATTN_STATUS_OK;
+  }
+  anyattn_args sa;
+  aa_gpu_choice sc;
+  if (aa::staged_run(plan, a, &sa, &sc)) {
+    const aa_gpu_plan_state *ss = state_of(st->stage_plan);
+    snprintf(buf, size, "fp8 pages staged to 16-bit, then %s, unsplit", ss->configs[sc.config].name);
     return ANYATTN_STATUS_OK;
   }
   const aa_gpu_device dev = aa::device_of(plan->ctx);

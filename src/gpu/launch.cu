@@ -170,6 +170,12 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
     p.k_descale = a->k_descale;
     p.v_descale = a->v_descale;
     p.descale_per_head = a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD;
+  } else if (static_cast<const aa_gpu_plan_state *>(plan->state)->stage_descales) {
+    /* a staged fp8 batch (staged_run): the copy holds the codes' values; the
+     * prefill tiles apply the descales as over codes (shape.cuh, DESCALE) */
+    p.k_descale = a->k_descale;
+    p.v_descale = a->v_descale;
+    p.descale_per_head = a->descale_layout == ANYATTN_DESCALE_PER_SEQ_HEAD;
   }
   p.group = plan->group;
   p.block_size = pr->block_size;
@@ -364,6 +370,31 @@ anyattn_status launch_roles(const anyattn_plan *plan, const anyattn_args *a, con
 }
 }  // namespace
 
+bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *sa, aa_gpu_choice *sc) {
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  if (!st->stage_plan || !aa_gpu_stage_fits(plan, a)) return false;
+  const anyattn_plan *sp = st->stage_plan;
+  const anyattn_problem *pr = &plan->problem;
+  /* run_describe has no workspace: the choice reads no pointer */
+  char *ws = a->workspace ? static_cast<char *>(a->workspace) + st->stage_offset : nullptr;
+  *sa = *a;
+  sa->k_cache = ws;
+  sa->v_cache = ws ? ws + st->stage_kv_bytes : nullptr;
+  sa->num_blocks = st->stage_pages + 1;
+  sa->k_stride_head = sa->v_stride_head = pr->head_dim;
+  sa->k_stride_token = sa->v_stride_token = (int64_t)pr->num_kv_heads * pr->head_dim;
+  sa->k_stride_block = sa->v_stride_block = (int64_t)pr->block_size * pr->num_kv_heads * pr->head_dim;
+  sa->block_table = ws ? reinterpret_cast<const int32_t *>(ws + 2 * st->stage_kv_bytes) : nullptr;
+  sa->block_table_stride = (int)st->stage_stride;
+  sa->prior_writes = ANYATTN_PRIOR_WRITES_ANY; /* the copy is written by the kernel just before */
+  sa->workspace = nullptr;
+  sa->workspace_size = 0;
+  const aa_gpu_device dev = device_of(plan->ctx);
+  *sc = aa_gpu_choose(sp, &dev, sa);
+  const aa_gpu_plan_state *ss = static_cast<const aa_gpu_plan_state *>(sp->state);
+  return sc->dec_config < 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 64;
+}
+
 anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
@@ -371,6 +402,12 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   cudaStream_t stream = (cudaStream_t)a->stream;
   AttnParams p = params_of(plan, a);
   if (pr->dtype == ANYATTN_DTYPE_F32) return launch_f32(plan, p, stream);
+  anyattn_args sa;
+  aa_gpu_choice sc;
+  if (staged_run(plan, a, &sa, &sc)) {
+    AA_TRY(launch_stage(plan, a, dev));
+    return launch_attention(st->stage_plan, &sa);
+  }
 
   const aa_gpu_choice ch = aa_gpu_choose(plan, &dev, a);
   if (ch.dec_config >= 0) return launch_roles(plan, a, dev, ch, stream);

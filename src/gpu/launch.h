@@ -26,6 +26,13 @@ KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */
 aa_gpu_device device_of(const anyattn_context *ctx);
+/* fp8 caches, limits.stage_kv_tokens (docs/design/layout.md#staged-prefill):
+ * whether this batch runs staged (policy.h, aa_gpu_stage_fits, and the
+ * 16-bit plan's choice one unsplit tile of at least 64 rows: *sc), with *sa
+ * the arguments of that plan's launch over the workspace's copy. */
+bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *sa, aa_gpu_choice *sc);
+/* The kernel that converts the batch's pages into the copy (stage.cu). */
+anyattn_status launch_stage(const anyattn_plan *plan, const anyattn_args *a, const aa_gpu_device &dev);
 /* One call: the choice (policy.h), the parameters, the launches. */
 anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a);
 

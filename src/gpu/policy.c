@@ -477,3 +477,51 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
   if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0) return 0;
   return rows;
 }
+
+/* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */
+
+static size_t aa_align256(size_t b) { return (b + 255) / 256 * 256; }
+
+anyattn_status aa_gpu_plan_stage(anyattn_plan *plan) {
+  aa_gpu_plan_state *st = (aa_gpu_plan_state *)plan->state;
+  const anyattn_problem *pr = &plan->problem;
+  const anyattn_limits *l = &plan->limits;
+  if (pr->kv_dtype == ANYATTN_KV_AS_Q || l->stage_kv_tokens <= 0) return ANYATTN_STATUS_OK;
+  const long long bs = pr->block_size;
+  /* a page per sequence for rounding; ids are int32 and one more is the NaN page */
+  const long long pages = (l->stage_kv_tokens + bs - 1) / bs + l->max_seqs;
+  const long long stride = (l->max_context + bs - 1) / bs;
+  size_t elems, page_bytes, kv_bytes, table;
+  const size_t base = aa_align256(plan->workspace_size);
+  AA_CHECK(pages < 0x7fffffffLL && aa_mul((size_t)bs, (size_t)pr->num_kv_heads, &elems) &&
+               aa_mul(elems, (size_t)pr->head_dim, &elems) && elems / 8 < 0x7fffffffu &&
+               aa_mul(elems, anyattn_dtype_size(pr->dtype), &page_bytes) &&
+               aa_mul(page_bytes, (size_t)pages + 1, &kv_bytes) && kv_bytes <= SIZE_MAX / 4 &&
+               aa_mul((size_t)l->max_seqs, (size_t)stride, &table) && table <= SIZE_MAX / 8 &&
+               base <= SIZE_MAX / 2 - 2 * aa_align256(kv_bytes) - aa_align256(table * 4),
+           ANYATTN_STATUS_INVALID_SIZE,
+           "limits->stage_kv_tokens %d (max_seqs %d, max_context %d) x block_size %d x num_kv_heads %d x head_dim %d: "
+           "the stage area of the workspace overflows",
+           l->stage_kv_tokens, l->max_seqs, l->max_context, pr->block_size, pr->num_kv_heads, pr->head_dim);
+  st->stage_pages = pages;
+  st->stage_stride = stride;
+  st->stage_offset = base;
+  st->stage_page_bytes = page_bytes;
+  st->stage_kv_bytes = aa_align256(kv_bytes);
+  plan->workspace_size = base + 2 * st->stage_kv_bytes + aa_align256(table * 4);
+  return ANYATTN_STATUS_OK;
+}
+
+int aa_gpu_stage_fits(const anyattn_plan *plan, const anyattn_args *a) {
+  const aa_gpu_plan_state *st = aa_st(plan);
+  if (st->stage_pages <= 0 || a->num_seqs <= 0 || a->num_seqs > AA_GPU_STAGE_MAX_SEQS) return 0;
+  if ((long long)a->num_tokens < (long long)AA_GPU_STAGE_MIN_Q_LEN * a->num_seqs) return 0;
+  const long long bs = plan->problem.block_size;
+  const long long kv = a->max_kv_len > 0 ? a->max_kv_len : plan->limits.max_context;
+  long long need = (long long)a->num_seqs * ((kv + bs - 1) / bs);
+  if (a->sum_kv_len > 0) {
+    const long long by_sum = (a->sum_kv_len + bs - 1) / bs + a->num_seqs;
+    if (by_sum < need) need = by_sum;
+  }
+  return need <= st->stage_pages;
+}

@@ -63,6 +63,18 @@ typedef struct {
   int role_dec[AA_GPU_MAX_CONFIGS];
   size_t role_smem[AA_GPU_MAX_CONFIGS];
   int forced_dec; /* 1 + the decode row when problem->config named a pair "PREFILL+DECODE" (0: not) */
+  /* fp8 caches with limits.stage_kv_tokens > 0 (docs/design/layout.md#staged-prefill):
+   * the stage area at stage_offset in the workspace holds stage_pages + 1
+   * pages of 16-bit K (stage_page_bytes each; the last one all NaN, for
+   * sequences that do not fit), as many of V, then a page table of max_seqs
+   * x stage_stride int32 entries. stage_plan is the plan of the same problem
+   * over 16-bit caches that runs the staged batches (backend.cu); in it
+   * stage_descales is 1: its prefill tiles apply the fp8 plan's descales. */
+  long long stage_pages; /* 0: no staging */
+  long long stage_stride;
+  size_t stage_offset, stage_page_bytes, stage_kv_bytes;
+  struct anyattn_plan_s *stage_plan;
+  int stage_descales;
 } aa_gpu_plan_state;
 
 /* Programs along a GQA group: a program takes min(group, block_m) heads of it
@@ -136,6 +148,21 @@ AA_HIDDEN size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan);
  * to fill (a cluster's blocks share a GPC). *slots gets the programs they hold. */
 AA_HIDDEN int aa_gpu_cluster_limit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, const int *active,
                                    int *slots);
+/* Plan time, fp8 caches with limits.stage_kv_tokens > 0: the stage area
+ * (st->stage_*) after the split workspace, added to plan->workspace_size;
+ * ANYATTN_STATUS_INVALID_SIZE if a size overflows. Nothing for other plans. */
+AA_HIDDEN anyattn_status aa_gpu_plan_stage(anyattn_plan *plan);
+/* Run time: whether this batch's keys may be staged: a stage area, a mean
+ * q_len of at least AA_GPU_STAGE_MIN_Q_LEN (num_tokens / num_seqs), at most
+ * AA_GPU_STAGE_MAX_SEQS sequences, and the
+ * host's bound on its pages (num_seqs x pages of max_kv_len, else of
+ * limits.max_context; or the pages of sum_kv_len plus one per sequence)
+ * within st->stage_pages. The caller still checks that the 16-bit plan runs
+ * it on one unsplit prefill tile (launch.cu). */
+#define AA_GPU_STAGE_MIN_Q_LEN 64
+/* At most this many sequences (each block of the stage kernel sums the pages of those before its own). */
+#define AA_GPU_STAGE_MAX_SEQS 1024
+AA_HIDDEN int aa_gpu_stage_fits(const anyattn_plan *plan, const anyattn_args *a);
 /* Run time: the config, segments and merge of this batch. */
 AA_HIDDEN aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, const anyattn_args *a);
 /* Rows per TMA box for this launch, or 0 for 16-byte copies: mode 0 never,

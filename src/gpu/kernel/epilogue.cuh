@@ -30,7 +30,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
   const int NS = p.num_splits;
   const float *cO = reinterpret_cast<const float *>(smem + S::CL_OFF);
   const float2 *cML = reinterpret_cast<const float2 *>(smem + S::CL_ML_OFF);
-  const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
+  const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
   cluster_sync();
   for (int i = (int)threadIdx.x * NS + rank; i < BLOCK_M * CH; i += S::THREADS * NS) {
     const int r = i / CH, c = i % CH;
@@ -208,7 +208,7 @@ struct Epilogue {
       dst[1] = make_float4(v[4], v[5], v[6], v[7]);
       return;
     }
-    const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* FP8: once, here */
+    const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* FP8: once, here */
     uint4 o;
     o.x = pack2<T>(v[0] * vd, v[1] * vd);
     o.y = pack2<T>(v[2] * vd, v[3] * vd);

@@ -132,7 +132,7 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   }
   block_sync(); /* thread 0's acquire precedes every thread's partial loads */
   if (!*flag) return;
-  const float vd = S::KV8 ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f;
+  const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f;
   for (int r = g.warp; r < S::BM; r += WARPS) {
     if (!g.row_valid(r)) continue; /* the same for the whole warp */
     const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;

@@ -40,7 +40,7 @@ struct OnlineSoftmax {
   int pos[kFragCSlots], jlo[kFragCSlots], jhi[kFragCSlots]; /* position and visible keys of each row */
   float slope[kFragCSlots];                                 /* ALiBi slope, log2 domain */
   bool plain;                                               /* no softcap, no ALiBi: scale folded in */
-  float kd;                                                 /* FP8: k_descale of the program's keys */
+  float kd;                                                 /* k_descale of the program's keys (S::DESCALE) */
   float m_run[kFragCSlots], l_run[kFragCSlots];             /* running max (log2 domain) and sum */
   /* Row slots of this warp that hold a valid row: the first `live` (the
    * others' rows are all past the block's tokens or heads). A decode program
@@ -78,7 +78,7 @@ struct OnlineSoftmax {
     else if (p.window_right >= 0) fhi = min(fhi, (int64_t)g.pos_min + p.window_right - S::KW + 1);
     full_lo = (int)flo;
     full_hi = (int)fhi;
-    kd = S::KV8 ? descale_of(p, p.k_descale, g.w.seq, g.kvh) : 1.0f;
+    kd = S::DESCALE ? descale_of(p, p.k_descale, g.w.seq, g.kvh) : 1.0f;
   }
 
   __device__ __forceinline__ void reset() {
@@ -116,13 +116,13 @@ struct OnlineSoftmax {
     float mx[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) mx[sl] = -INFINITY;
-    /* FP8: dot products of codes -> of the dequantised keys. A positive
+    /* S::DESCALE: dot products of codes -> of the dequantised keys. A positive
      * k_descale folds into the scale of the plain scores (the maximum
      * commutes with it); otherwise (softcap, ALiBi, a descale <= 0 or NaN)
      * the scores are multiplied. */
-    const bool kd_fold = S::KV8 && plain && kd > 0.0f;
-    if constexpr (S::KV8) {
-      if (!kd_fold) {
+    const bool kd_fold = S::DESCALE && plain && kd > 0.0f;
+    if constexpr (S::DESCALE) {
+      if (!kd_fold && kd != 1.0f) {
 #pragma unroll
         for (int n = 0; n < S::NK; n++)
 #pragma unroll
