@@ -219,6 +219,8 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
     anyattn_batch db = hb;
     db.cu_seqlens_q = (const int32_t *)dcu, db.seq_lens_k = (const int32_t *)dkl, db.block_table = (const int32_t *)dbt;
     db.max_q_len = max_q, db.max_kv_len = c->stage == STAGE_SHORT ? bs : max_kv;
+    if (c->stage == STAGE_FIT) /* the stage holds the batch's pages: the bound by the sum fits, the one by the max may not */
+      for (int s = 0; s < N; s++) db.sum_kv_len += kl[s];
     anyattn_tensors dt = ht;
     dt.q = dq, dt.k_cache = dk, dt.v_cache = dv, dt.out = dout, dt.lse = (float *)dlse;
     dt.k_descale = c->descale == NO_DESCALE ? NULL : (const float *)dkd;

@@ -28,9 +28,11 @@ struct StageParams {
   int64_t page_bytes;
 };
 
-/* Block (x, s): sequence s's pages x, x + gridDim.x, ... Its first page in
- * the copy is the sum of the pages of the sequences before it; a sequence
- * whose pages pass the copy's end maps every page to the NaN page. */
+/* Blocks (., s): sequence s, its pages' 8-code chunks spread over all of
+ * them (a thread a chunk at a time, so that a short sequence still has every
+ * chunk's load in flight at once). Its first page in the copy is the sum of
+ * the pages of the sequences before it; a sequence whose pages pass the
+ * copy's end maps every page to the NaN page. */
 template <typename T>
 __global__ void stage_kernel(StageParams sp) {
   grid_dependency_wait(); /* launched with programmatic dependent launch: the caches may still be being written */
@@ -64,18 +66,20 @@ __global__ void stage_kernel(StageParams sp) {
     }
   }
   if (over) return;
-  for (int64_t lp = blockIdx.x; lp < np; lp += gridDim.x) {
-    const int64_t pg = sp.block_table[(int64_t)s * sp.bt_stride + lp];
-    const unsigned char *kp = sp.k8 + pg * sp.k_sb, *vp = sp.v8 + pg * sp.v_sb;
-    uint4 *kd = reinterpret_cast<uint4 *>(sp.k16 + (base + lp) * sp.page_bytes);
-    uint4 *vd = reinterpret_cast<uint4 *>(sp.v16 + (base + lp) * sp.page_bytes);
-    for (int q = tid; q < page_chunks; q += nt) { /* q = (row x heads + head) x rowc + chunk: the copy's order */
-      const int rh = q / rowc, c = q - rh * rowc, r = rh / sp.heads, h = rh - r * sp.heads;
-      const uint2 kc = *reinterpret_cast<const uint2 *>(kp + r * sp.k_st + h * sp.k_sh + c * 8);
-      const uint2 vc = *reinterpret_cast<const uint2 *>(vp + r * sp.v_st + h * sp.v_sh + c * 8);
-      kd[q] = fp8x8_to<T>(kc, sp.fnuz != 0);
-      vd[q] = fp8x8_to<T>(vc, sp.fnuz != 0);
-    }
+  const int32_t *bt = sp.block_table + (int64_t)s * sp.bt_stride;
+  uint4 *kd = reinterpret_cast<uint4 *>(sp.k16 + base * sp.page_bytes);
+  uint4 *vd = reinterpret_cast<uint4 *>(sp.v16 + base * sp.page_bytes);
+  const int64_t units = np * page_chunks;
+  for (int64_t u = (int64_t)blockIdx.x * nt + tid; u < units; u += (int64_t)gridDim.x * nt) {
+    /* u = page x page_chunks + (row x heads + head) x rowc + chunk: the copy's order */
+    const int64_t lp = u / page_chunks;
+    const int q = (int)(u - lp * page_chunks);
+    const int rh = q / rowc, c = q - rh * rowc, r = rh / sp.heads, h = rh - r * sp.heads;
+    const int64_t pg = bt[lp];
+    const uint2 kc = *reinterpret_cast<const uint2 *>(sp.k8 + pg * sp.k_sb + r * sp.k_st + h * sp.k_sh + c * 8);
+    const uint2 vc = *reinterpret_cast<const uint2 *>(sp.v8 + pg * sp.v_sb + r * sp.v_st + h * sp.v_sh + c * 8);
+    kd[u] = fp8x8_to<T>(kc, sp.fnuz != 0);
+    vd[u] = fp8x8_to<T>(vc, sp.fnuz != 0);
   }
 }
 
@@ -101,8 +105,10 @@ anyattn_status launch_stage(const anyattn_plan *plan, const anyattn_args *a, con
   sp.stride = st->stage_stride;
   sp.cap = st->stage_pages;
   sp.page_bytes = (int64_t)st->stage_page_bytes;
-  /* about two blocks per SM in all, whatever the lengths (graph-safe: host sizes only) */
-  const int per_seq = (2 * dev.num_sms + a->num_seqs - 1) / a->num_seqs;
+  /* eight blocks of 256 threads per SM in all (a full SM), whatever the
+   * lengths (graph-safe: host sizes only): 16 bytes of codes in flight per
+   * thread, about 4 MB on an H200 */
+  const int per_seq = (8 * dev.num_sms + a->num_seqs - 1) / a->num_seqs;
   const dim3 grid((unsigned)(per_seq > 0 ? per_seq : 1), (unsigned)a->num_seqs);
   cudaStream_t stream = (cudaStream_t)a->stream;
   const bool pdl = dev.arch >= 90;
