@@ -19,7 +19,8 @@
 # Data files, named as in bench/results/h200/ (docs/performance.md says how to
 # refresh the table from them): {decode,decode_graph,prefill,mixed,ibm,
 # e2e-llama8b,e2e-llama8b-step}.json from `anyattn bench --json` (the fp8 step:
-# {decode_graph,prefill}_kv_{as-q,fp8}.json, headdim_d<D>_kv_{as-q,fp8}.json), peers.json from peers.py,
+# {decode_graph,prefill}_kv_{as-q,fp8}.json, prefill_kv_fp8_staged.json,
+# headdim_d<D>_kv_{as-q,fp8,fp8_staged}.json), peers.json from peers.py,
 # h200_tune_<grid>.csv from `anyattn tune` with h200_tune_<grid>.meta.json
 # beside it. Each records its commit: ANYATTN_COMMIT if set (the device
 # machine has no git: pass `ANYATTN_COMMIT=<sha>` in the command), else
@@ -123,6 +124,14 @@ if has sanitize; then
     tail -3 "$OUT/.san" | tee -a "$LOG"
     note "sanitizer $tool test_split_merge: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1)"
   done
+  # fp8 prefill staged to 16-bit: the stage kernel, then the 16-bit tiles with descales.
+  for tool in memcheck racecheck synccheck; do
+    say "compute-sanitizer --tool $tool test_gpu_fp8 staged"
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build/tests/test_gpu_fp8 staged >"$OUT/.san" 2>&1
+    rc=$?
+    tail -3 "$OUT/.san" | tee -a "$LOG"
+    note "sanitizer $tool test_gpu_fp8 staged: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/.san" | tail -1), $(grep -cE '^PASS ' "$OUT/.san") PASS"
+  done
 fi
 
 if has bench; then
@@ -200,6 +209,13 @@ if has fp8; then
     cat "$OUT/.bench" >>"$LOG"
     grep -E "^prefill" "$OUT/.bench" | awk -v k=$kv '{printf "  %-5s %-22s %10s us %8s GFLOP/s\n", k, $1" "$2, $3, $6}' >>"$SUMMARY"
   done
+  # fp8 prefill staged to 16-bit in the workspace (limits.stage_kv_tokens)
+  say "bench prefill --kv-dtype fp8 --stage-kv ${FP8_STAGE:-65536}"
+  timeout 180 $CLI bench --backend cuda --cases "$pc" --kv-dtype fp8 --stage-kv ${FP8_STAGE:-65536} \
+    --json "$OUT/prefill_kv_fp8_staged.json" >"$OUT/.bench" 2>&1
+  note "bench prefill --kv-dtype fp8 --stage-kv: rc=$?"
+  cat "$OUT/.bench" >>"$LOG"
+  grep -E "^prefill" "$OUT/.bench" | awk '{printf "  %-5s %-22s %10s us %8s GFLOP/s\n", "fp8st", $1" "$2, $3, $6}' >>"$SUMMARY"
   for hd in ${FP8_HEAD_DIMS:-80 96 192 256}; do
     for kv in as-q fp8; do
       say "bench head dim $hd --kv-dtype $kv"
@@ -210,6 +226,13 @@ if has fp8; then
       grep -E "^(decode|prefill)" "$OUT/.bench" |
         awk -v k="d$hd $kv" '{printf "  %-10s %-22s %10s us %8s GB/s %8s GFLOP/s\n", k, $1" "$2, $3, $4, $6}' >>"$SUMMARY"
     done
+    say "bench head dim $hd --kv-dtype fp8 --stage-kv ${FP8_STAGE:-65536}"
+    timeout 180 $CLI bench --backend cuda --cases p1x8192 --graph --head-dim $hd --kv-dtype fp8 \
+      --stage-kv ${FP8_STAGE:-65536} --json "$OUT/headdim_d${hd}_kv_fp8_staged.json" >"$OUT/.bench" 2>&1
+    note "bench head dim $hd --kv-dtype fp8 --stage-kv: rc=$?"
+    cat "$OUT/.bench" >>"$LOG"
+    grep -E "^prefill" "$OUT/.bench" |
+      awk -v k="d$hd fp8st" '{printf "  %-10s %-22s %10s us %8s GB/s %8s GFLOP/s\n", k, $1" "$2, $3, $4, $6}' >>"$SUMMARY"
   done
   for cfg in ${FP8_CONFIGS:-}; do
     say "bench decode --graph --kv-dtype fp8 --config $cfg"

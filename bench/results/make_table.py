@@ -4,7 +4,8 @@
 Each folder bench/results/<device>/ holds the latest file of each workload as
 `anyattn bench --json` writes it (decode.json, decode_graph.json, prefill.json,
 mixed.json, ibm.json, e2e-llama8b.json, e2e-llama8b-step.json; a GPU folder also the fp8 step of
-bench/run_h200.sh: {decode_graph,prefill}_kv_{as-q,fp8}.json and headdim_d<D>_kv_{as-q,fp8}.json; a CPU
+bench/run_h200.sh: {decode_graph,prefill}_kv_{as-q,fp8}.json, prefill_kv_fp8_staged.json and
+headdim_d<D>_kv_{as-q,fp8,fp8_staged}.json; a CPU
 folder also prefill_f32.json),
 the peers of bench/peers.py or, for a CPU, bench/cpu_peers.py (peers.json) and the sweep a committed tree was fitted on (*.csv, from
 `anyattn tune`). Every file says when, at which commit, on which device and by
@@ -32,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FACTS = ("date", "commit", "device", "command")
 ORDER = ["decode", "decode_graph", "prefill", "prefill_f32", "mixed", "e2e-llama8b", "e2e-llama8b-step",
          "e2e-llama8b-step-newkeys", "ibm", "decode_graph_kv_as-q", "decode_graph_kv_fp8", "prefill_kv_as-q",
-         "prefill_kv_fp8", "default"]
+         "prefill_kv_fp8", "prefill_kv_fp8_staged", "default"]
 PEER_NAMES = {"flash": "FA2", "cudnn": "cuDNN"}
 SAME_RUN_MINUTES = 60  # peers count as the same run: same commit and device, dates this close
 
@@ -191,6 +192,9 @@ def bench_section(gpu, stem, entry, peers):
         title += ", head dim " + hd.group(1)
     if obj.get("kv_dtype"):
         title += ", " + obj["kv_dtype"] + " cache"
+    st = re.search(r"--stage-kv (\d+)", facts.get("command", ""))
+    if st:
+        title += ", staged to 16-bit (limits.stage_kv_tokens " + st.group(1) + ")"
     out = [f"### {title}", "", facts_line(gpu, stem + ".json", facts) + "  "]
     out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
                f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
