@@ -92,7 +92,10 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
   const bool clusters = aa::kHasClusters && dev->arch >= 90 && !(env && strcmp(env, "0") == 0);
   for (int i = 0; i < st->num_configs; i++) {
     if (!aa_gpu_config_fits(st, dev, i) || (forced >= 0 && i != forced)) continue;
-    const void *k = (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
+    /* a stage plan launches only the kernels that apply fp8 descales (launch.cu, staged_run) */
+    const void *k = st->stage_descales ? (const void *)aa::staged_kernel(pr->dtype, pr->head_dim, i)
+                                       : (const void *)aa::tc_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
+    if (!k) continue;
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
     /* the row's role pair, unless a single row is forced */
@@ -156,7 +159,10 @@ anyattn_status plan_stage(anyattn_plan *pl) {
   sp->scale = pl->scale;
   st->stage_plan = sp; /* plan_free releases it whatever happens below */
   AA_TRY(plan(sp));
-  state_of(sp)->stage_descales = 1;
+  aa_gpu_plan_state *ss = state_of(sp);
+  ss->stage_descales = 1;
+  const aa_gpu_device dev = aa::device_of(pl->ctx);
+  AA_TRY(prepare_kernels(sp, &dev, ss->config_forced ? ss->config : -1)); /* now the kernels with descales */
   return aa_gpu_plan_stage(pl);
 }
 

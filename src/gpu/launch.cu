@@ -291,6 +291,20 @@ KernelFn tc_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   return kernel_tables(dtype, run_head_dim(hd, cfg, fp8), fp8, k, r) ? k[cfg] : nullptr;
 }
 
+KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
+  KernelFn k[kNumConfigs];
+  const bool bf = dtype == ANYATTN_DTYPE_BF16;
+  switch (run_head_dim(hd, cfg, false)) {
+#define AA_STAGED_CASE_(d)                                                                \
+  case d:                                                                                 \
+    bf ? aa_kernel_table_bf16_staged_d##d(k) : aa_kernel_table_f16_staged_d##d(k); \
+    return k[cfg];
+    AA_GPU_HEAD_DIMS(AA_STAGED_CASE_)
+#undef AA_STAGED_CASE_
+    default: return nullptr;
+  }
+}
+
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
@@ -392,7 +406,8 @@ bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *s
   const aa_gpu_device dev = device_of(plan->ctx);
   *sc = aa_gpu_choose(sp, &dev, sa);
   const aa_gpu_plan_state *ss = static_cast<const aa_gpu_plan_state *>(sp->state);
-  return sc->dec_config < 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 64;
+  return sc->dec_config < 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 128 &&
+         staged_kernel(pr->dtype, pr->head_dim, sc->config) != nullptr;
 }
 
 anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a) {
@@ -427,8 +442,11 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
-  AA_TRY(launch(tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q), grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl,
-                p.cluster ? p.num_splits : 0, p));
+  /* a stage plan (staged_run) launches the kernels that apply fp8 descales */
+  const KernelFn k = st->stage_descales ? staged_kernel(pr->dtype, pr->head_dim, ch.config)
+                                        : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
+  AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "%s: no kernel compiled at head_dim %d", c.name, pr->head_dim);
+  AA_TRY(launch(k, grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;
 }
 

@@ -22,13 +22,16 @@ void config_info(int i, anyattn_config_info *info);
 bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st);
 /* The tensor-core kernel of config cfg at head_dim's compiled head dim (nullptr where it is not compiled). */
 KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
+/* The kernel of config cfg over 16-bit caches that applies fp8 descales (the
+ * 128-row rows: staged fp8 batches; nullptr for the others). */
+KernelFn staged_kernel(anyattn_dtype dtype, int head_dim, int cfg);
 /* The role pair kernel whose prefill row is config cfg (nullptr: none compiled there). */
 RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */
 aa_gpu_device device_of(const anyattn_context *ctx);
 /* fp8 caches, limits.stage_kv_tokens (docs/design/layout.md#staged-prefill):
  * whether this batch runs staged (policy.h, aa_gpu_stage_fits, and the
- * 16-bit plan's choice one unsplit tile of at least 64 rows: *sc), with *sa
+ * 16-bit plan's choice one unsplit tile of 128 rows: *sc), with *sa
  * the arguments of that plan's launch over the workspace's copy. */
 bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *sa, aa_gpu_choice *sc);
 /* The kernel that converts the batch's pages into the copy (stage.cu). */

@@ -1,3 +1,4 @@
 // inst_bf16_d96.cu: tensor-core kernels for bf16, head dim 96, one per config.
 #include "kernels.cuh"
 AA_DEFINE_KERNEL_TABLE(bf16, aa_bf16, 96)
+AA_DEFINE_KERNEL_TABLE_STAGED(bf16, aa_bf16, 96)

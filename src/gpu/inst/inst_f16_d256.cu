@@ -1,3 +1,4 @@
 // inst_f16_d256.cu: tensor-core kernels for f16, head dim 256, one per config.
 #include "kernels.cuh"
 AA_DEFINE_KERNEL_TABLE(f16, aa_f16, 256)
+AA_DEFINE_KERNEL_TABLE_STAGED(f16, aa_f16, 256)

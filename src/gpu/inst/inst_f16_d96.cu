@@ -1,3 +1,4 @@
 // inst_f16_d96.cu: tensor-core kernels for f16, head dim 96, one per config.
 #include "kernels.cuh"
 AA_DEFINE_KERNEL_TABLE(f16, aa_f16, 96)
+AA_DEFINE_KERNEL_TABLE_STAGED(f16, aa_f16, 96)

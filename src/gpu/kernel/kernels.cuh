@@ -27,7 +27,7 @@ constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB 
 template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr bool row_fits() {
   return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&
-         (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S));
+         (F8 == 1 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S));
 }
 /* The compiled head dim at which a row runs the problems of compiled head dim
  * HD: HD itself, or, for a tile that runs its products on warpgroup MMA
@@ -61,6 +61,13 @@ constexpr KernelFn kernel_or_null() {
     return &attn_tc_kernel<T, HD, BM, BN, W, S, F8>;
   else return nullptr;
 }
+/* The kernel over 16-bit caches with fp8 descales (FP8 2) of a 128-row row
+ * where it is built; nullptr for every other row (nothing instantiated). */
+template <typename T, int HD, int BM, int BN, int W, int S>
+constexpr KernelFn staged_or_null() {
+  if constexpr (BM == 128) return kernel_or_null<T, HD, BM, BN, W, S, 2>();
+  else return nullptr;
+}
 /* A role pair's kernel where its prefill tile is built and its decode tile
  * fits (configs.h, ANYATTN_GPU_ROLE_PAIRS): a pair runs at its prefill row's
  * head dim (row_head_dim). */
@@ -92,8 +99,22 @@ constexpr RolesFn roles_kernel_or_null() {
 #define AA_DEFINE_KERNEL_TABLE_FP8(TN, TYPE, HD_) \
   AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_fp8_d##HD_, TYPE, HD_, 1)
 
+/* Defines aa_kernel_table_<TN>_staged_d<HD_>(out): out[i] = the kernel of
+ * config i over 16-bit caches with fp8 descales (shape.cuh, FP8 2) for the
+ * 128-row rows, which run fp8 batches staged to 16-bit
+ * (docs/design/layout.md#staged-prefill); nullptr for every other row. */
+#define AA_STAGED_PTR_(name, bm, bn, w, s) aa::staged_or_null<T, HD, bm, bn, w, s>(),
+#define AA_DEFINE_KERNEL_TABLE_STAGED(TN, TYPE, HD_)                      \
+  void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out) {          \
+    using T = TYPE;                                                       \
+    constexpr int HD = HD_;                                               \
+    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_STAGED_PTR_)}; \
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];  \
+  }
+
 #define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
   void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
-  void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles);
+  void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
+  void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out);
 
 #endif

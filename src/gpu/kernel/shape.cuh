@@ -33,12 +33,13 @@ struct TileShape {
   static constexpr int CHUNKS = HEAD_DIM / 8;   /* 16-byte chunks per row */
   static constexpr int THREADS = WARPS * AA_WARP_SIZE;
   static constexpr int BN = BLOCK_N, HD = HEAD_DIM, BM = BLOCK_M;
-  static constexpr bool KV8 = FP8 != 0;
-  /* Descales read and applied (softmax.cuh, epilogue.cuh, merge.cuh): fp8
-   * caches, and the prefill tiles over 16-bit caches, which also run fp8
-   * batches staged to 16-bit (docs/design/layout.md#staged-prefill); a null
-   * descale reads as 1, so 16-bit problems see no change. */
-  static constexpr bool DESCALE = KV8 || BLOCK_M >= 64;
+  /* FP8: 0 16-bit caches, 1 fp8 codes, 2 16-bit caches with the descales of
+   * fp8 ones: the 128-row tiles' kernels that run fp8 batches staged to
+   * 16-bit (docs/design/layout.md#staged-prefill; kernels.cuh compiles them
+   * apart, so that the 16-bit kernels carry no descale). */
+  static constexpr bool KV8 = FP8 == 1;
+  /* Descales read and applied (softmax.cuh, epilogue.cuh, merge.cuh). */
+  static constexpr bool DESCALE = FP8 != 0;
   /* Warpgroup MMA (tile layers with kTileWgmma; the kernel uses it only when
    * built for sm_90a): a tile whose warps each own 16 rows against all its
    * keys (WN 1), in warpgroups of 64 rows, at head dim 64 or 128 (192 and

@@ -122,7 +122,7 @@ struct OnlineSoftmax {
      * the scores are multiplied. */
     const bool kd_fold = S::DESCALE && plain && kd > 0.0f;
     if constexpr (S::DESCALE) {
-      if (!kd_fold && kd != 1.0f) {
+      if (!kd_fold) {
 #pragma unroll
         for (int n = 0; n < S::NK; n++)
 #pragma unroll
