@@ -246,7 +246,9 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
     double worst = 0;
     long nan_rows = 0;
     for (size_t row = 0; row < rows; row++) {
-      const double xe = 4.0 * FP32_EPS * xmag[row];
+      /* fp32 rounding of the logits: staged batches run the 16-bit kernels, whose products the conformance
+       * suite bounds so (testkit/conformance.c: 8 ulps of the logits' magnitude) */
+      const double xe = (c->stage ? 8.0 : 4.0) * FP32_EPS * xmag[row];
       if (c->stage == STAGE_SHORT && (int)(row / hq) >= cu[1]) { /* past the stage: every value NaN */
         int all = 1;
         for (int e = 0; e < d; e++) all &= isnan(tl_load(c->dtype, out, row * d + e)) != 0;
@@ -265,8 +267,8 @@ static int run_case(anyattn_context *ctx, const fp8_case *c, int idx, uint64_t s
       }
       const double lb = 1e-3 + xe + 4.0 * FP32_EPS * fabs(ref_lse[row]);
       if (!(fabs(lse[row] - ref_lse[row]) <= lb) && !(isinf(ref_lse[row]) && lse[row] == ref_lse[row]) && bad++ == 0)
-        printf("  %s: lse[token %zu, head %zu] = %.9g, reference %.9g\n", name, row / hq, row % hq, lse[row],
-               ref_lse[row]);
+        printf("  %s: lse[token %zu, head %zu] = %.9g, reference %.9g, bound %.3g (logits' magnitude %.4g)\n", name,
+               row / hq, row % hq, lse[row], ref_lse[row], lb, xmag[row]);
     }
     if (c->stage == STAGE_SHORT && nan_rows != (long)(rows - (size_t)cu[1] * hq) && bad++ == 0)
       printf("  %s: %ld NaN rows, expected %ld\n", name, nan_rows, (long)(rows - (size_t)cu[1] * hq));
