@@ -234,6 +234,8 @@ static void test_plan(anyattn_context *ctx) {
               ANYATTN_STATUS_INVALID_SIZE, "block_size");
   EXPECT_PLAN(l_.max_context = (1 << 29) + 1, ANYATTN_STATUS_INVALID_SIZE, "max_context is 536870913");
   EXPECT_PLAN(l_.max_context = INT_MAX, ANYATTN_STATUS_INVALID_SIZE, "max_context");
+  EXPECT_PLAN(l_.stage_kv_tokens = -1, ANYATTN_STATUS_INVALID_SIZE, "stage_kv_tokens is -1");
+  EXPECT_PLAN(l_.stage_kv_tokens = (1 << 29) + 1, ANYATTN_STATUS_INVALID_SIZE, "stage_kv_tokens is 536870913");
   EXPECT_PLAN((l_.max_tokens = INT_MAX, p_.num_q_heads = 65536, p_.num_kv_heads = 1, p_.head_dim = 65536,
                p_.dtype = ANYATTN_DTYPE_F32),
               ANYATTN_STATUS_INVALID_SIZE, "max_tokens");
