@@ -67,7 +67,7 @@ struct ConfigRow {
   int block_m, block_n, warps, stages;
   const int *run_hd;  /* per compiled head dim (kHeadDims): the compiled head dim the row runs it at */
   const size_t *smem; /* dynamic shared memory there, same order */
-  const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 and 4 fp8 rows), same order */
+  const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 fp8 rows), same order */
   const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
   const int *run_hd8; /* the same four for fp8 caches */
   const size_t *smem8;
@@ -341,7 +341,7 @@ void set_tma(AttnParams &p, const anyattn_plan *plan, const anyattn_args *a, con
   const aa_gpu_config &c = static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg];
   const int rows = aa_gpu_tma_rows(plan, &dev, cfg, programs, tma_mode(), capped ? 1 : 0);
   if (rows <= 0) return;
-  if (c.tma >= 3 && !p.kv8_wide) return; /* code boxes land in the 16-code layout: copies */
+  if (c.tma == 3 && !p.kv8_wide) return; /* code boxes land in the 16-code layout: copies */
   const int64_t ks[3] = {a->k_stride_block, a->k_stride_token, a->k_stride_head};
   const int64_t vs[3] = {a->v_stride_block, a->v_stride_token, a->v_stride_head};
   if (tma_maps(&p.k_map, &p.v_map, TmaView{a->k_cache, ks}, TmaView{a->v_cache, vs}, pr->dtype, pr->head_dim, chd,

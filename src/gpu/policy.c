@@ -455,7 +455,7 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
   return c;
 }
 
-/* Padded tiles (kind 1) and the 16-row fp8 tiles (kind 4) take boxes only in launches of one wave: there a
+/* Padded tiles (kind 1) take boxes only in launches of one wave: there a
  * program's time is its own chain of instructions and round trips, which the
  * boxes shorten (one H200, graph replay: e2e-llama8b 5.91 -> 5.61 s, 1x8192
  * 23.3 -> 22.8 us); over several waves bandwidth decides, and the boxes were
@@ -467,8 +467,8 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
   const aa_gpu_plan_state *st = aa_st(plan);
   const int kind = st->configs[cfg].tma;
   if (dev->arch < 90 || kind == 0 || mode == 0) return 0;
-  /* padded and 16-row fp8 tiles: launches of one wave only (a capped launch is more than one) */
-  if ((kind == 1 || kind == 4) && mode != 2 && (capped || programs > aa_gpu_wave_programs(st, dev, cfg))) return 0;
+  /* padded tiles: launches of one wave only (a capped launch is more than one) */
+  if (kind == 1 && mode != 2 && (capped || programs > aa_gpu_wave_programs(st, dev, cfg))) return 0;
   const int bs = plan->problem.block_size, bn = st->configs[cfg].block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded

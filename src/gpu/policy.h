@@ -28,7 +28,7 @@ typedef struct {
   const char *name;
   int block_m, block_n, warps, stages;
   size_t smem; /* dynamic shared memory at head_dim below (TileShape::SMEM_BYTES) */
-  int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels, 3 swizzled fp8 rows (the pipelined tile), 4 the same (16-row tiles) */
+  int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels, 3 swizzled fp8 rows */
   int cluster; /* its split-KV segments may merge in a cluster (TileShape::CLUSTER) */
   int head_dim; /* the compiled head dim the row runs the plan's head dim at (src/gpu/kernel/kernels.cuh, row_head_dim) */
 } aa_gpu_config;

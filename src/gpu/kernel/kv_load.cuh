@@ -158,7 +158,7 @@ struct KvCopies {
         int r0, c0;
         chunk<CH16>(tid, 0, r0, c0);
         const bool cok = c0 < (pg.p.head_dim >> 4);
-        const int ko0 = code_offset<S::SWZ8>(r0, c0 * 16, S::K8_ROW), vo0 = code_offset<S::SWZ8>(r0, c0 * 16, S::V8_ROW);
+        const int ko0 = code_offset<S::SW8>(r0, c0 * 16, S::K8_ROW), vo0 = code_offset<S::SW8>(r0, c0 * 16, S::V8_ROW);
 #pragma unroll
         for (int k = 0; k < LOADS16; k++) {
           int r, c;
@@ -166,8 +166,8 @@ struct KvCopies {
           if ((S::BN * CH16) % S::THREADS == 0 || r < S::BN) {
             const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
             const bool ok = (FIXED ? cok : c < (pg.p.head_dim >> 4)) && has_row(ak); /* V has a row with K */
-            const int ko = FIXED ? ko0 + k * RS * S::K8_ROW : code_offset<S::SWZ8>(r, c * 16, S::K8_ROW);
-            const int vo = FIXED ? vo0 + k * RS * S::V8_ROW : code_offset<S::SWZ8>(r, c * 16, S::V8_ROW);
+            const int ko = FIXED ? ko0 + k * RS * S::K8_ROW : code_offset<S::SW8>(r, c * 16, S::K8_ROW);
+            const int vo = FIXED ? vo0 + k * RS * S::V8_ROW : code_offset<S::SW8>(r, c * 16, S::V8_ROW);
             async_copy16<LINE>(dk + ko, row_ptr(ak) + c * 16, ok);
             async_copy16<LINE>(dv + vo, row_ptr(av) + c * 16, ok);
           }
@@ -181,8 +181,8 @@ struct KvCopies {
         if ((S::BN * CH) % S::THREADS == 0 || r < S::BN) {
           const int64_t ak = sm.off[(slot * S::BN + r) * 2], av = sm.off[(slot * S::BN + r) * 2 + 1];
           const bool ok = c < nch && has_row(ak); /* V has a row with K */
-          async_copy8<LINE>(dk + code_offset<S::SWZ8>(r, c * 8, S::K8_ROW), row_ptr(ak) + c * 8, ok);
-          async_copy8<LINE>(dv + code_offset<S::SWZ8>(r, c * 8, S::V8_ROW), row_ptr(av) + c * 8, ok);
+          async_copy8<LINE>(dk + code_offset<S::SW8>(r, c * 8, S::K8_ROW), row_ptr(ak) + c * 8, ok);
+          async_copy8<LINE>(dv + code_offset<S::SW8>(r, c * 8, S::V8_ROW), row_ptr(av) + c * 8, ok);
         }
       }
       return;
@@ -297,20 +297,11 @@ struct KvBoxes {
   }
   __device__ __forceinline__ void issue(int stage, int page, int row) const {
     if (pg.g.warp == 0) {
-      if constexpr (S::TMA8) { /* code rows (K8_ROW = V8_ROW = 128 bytes), swizzled by the box */
-        if (lane == 0) mbar_arrive_expect_tx(sm.bar + stage, (uint32_t)(S::K8_TILE_BYTES + S::V8_TILE_BYTES));
-        if (owner) {
-          const int r0 = lane * pg.p.tma_rows * S::K8_ROW;
-          tma_load_4d(sm.k8 + stage * S::K8_TILE_BYTES + r0, &pg.p.k_map, 0, pg.g.kvh, row, page, sm.bar + stage);
-          tma_load_4d(sm.v8 + stage * S::V8_TILE_BYTES + r0, &pg.p.v_map, 0, pg.g.kvh, row, page, sm.bar + stage);
-        }
-      } else {
-        if (lane == 0) mbar_arrive_expect_tx(sm.bar + stage, (uint32_t)(2 * S::BN * S::ROW * sizeof(T)));
-        if (owner) {
-          const int r0 = (stage * S::BN + lane * pg.p.tma_rows) * S::ROW;
-          tma_load_4d(sm.k + r0, &pg.p.k_map, 0, pg.g.kvh, row, page, sm.bar + stage);
-          tma_load_4d(sm.v + r0, &pg.p.v_map, 0, pg.g.kvh, row, page, sm.bar + stage);
-        }
+      if (lane == 0) mbar_arrive_expect_tx(sm.bar + stage, (uint32_t)(2 * S::BN * S::ROW * sizeof(T)));
+      if (owner) {
+        const int r0 = (stage * S::BN + lane * pg.p.tma_rows) * S::ROW;
+        tma_load_4d(sm.k + r0, &pg.p.k_map, 0, pg.g.kvh, row, page, sm.bar + stage);
+        tma_load_4d(sm.v + r0, &pg.p.v_map, 0, pg.g.kvh, row, page, sm.bar + stage);
       }
     }
   }
@@ -354,21 +345,10 @@ struct KvBoxes {
        * them itself; else the block zeroes the tile together. */
       constexpr bool OWN = S::WM == 1;
       const int r0 = OWN ? pg.g.wn * S::KW : 0;
-      if constexpr (S::TMA8) { /* 16-byte chunks of code rows (zero codes are zeros) */
-        constexpr int CH8 = S::V8_ROW / 16;
-        unsigned char *tv0 = sm.v8 + (it % ST) * S::V8_TILE_BYTES + r0 * S::V8_ROW;
-        for (int i = OWN ? lane : pg.g.tid; i < (OWN ? S::KW : S::BN) * CH8; i += OWN ? AA_WARP_SIZE : S::THREADS) {
-          const int r = i / CH8, j = n0 + r0 + r;
-          if (j < pg.g.lo || j >= pg.g.hi)
-            *reinterpret_cast<uint4 *>(tv0 + r * S::V8_ROW + (i % CH8) * 16) = make_uint4(0u, 0u, 0u, 0u);
-        }
-      } else {
-        T *tv0 = sm.v + ((it % ST) * S::BN + r0) * S::ROW;
-        for (int i = OWN ? lane : pg.g.tid; i < (OWN ? S::KW : S::BN) * CH; i += OWN ? AA_WARP_SIZE : S::THREADS) {
-          const int r = i / CH, j = n0 + r0 + r;
-          if (j < pg.g.lo || j >= pg.g.hi)
-            *reinterpret_cast<uint4 *>(tv0 + r * S::ROW + (i % CH) * 8) = make_uint4(0u, 0u, 0u, 0u);
-        }
+      T *tv0 = sm.v + ((it % ST) * S::BN + r0) * S::ROW;
+      for (int i = OWN ? lane : pg.g.tid; i < (OWN ? S::KW : S::BN) * CH; i += OWN ? AA_WARP_SIZE : S::THREADS) {
+        const int r = i / CH, j = n0 + r0 + r;
+        if (j < pg.g.lo || j >= pg.g.hi) *reinterpret_cast<uint4 *>(tv0 + r * S::ROW + (i % CH) * 8) = make_uint4(0u, 0u, 0u, 0u);
       }
       fence_proxy_async_smem(); /* before the stage's next box lands over these */
       if constexpr (OWN) warp_sync();

@@ -214,7 +214,7 @@ __device__ __forceinline__ void scores_codes_block(FragC (&s)[S::NK], const Frag
   for (int n = 0; n < S::NK; n++) {
     FragB b[R];
     CodeFrags<FNUZ>::template load_b_nk<R>(
-        b, [&](int r, int c) { return tk + code_offset<S::SWZ8>(r0 + n * 16 + key_row<S::KPERM>(r), kb * 64 + c, S::K8_ROW); });
+        b, [&](int r, int c) { return tk + code_offset<S::SW8>(r0 + n * 16 + r, kb * 64 + c, S::K8_ROW); });
 #pragma unroll
     for (int st = 0; st < R; st++) mma<aa_f16>(s[n], qa[st], b[st]);
   }
@@ -234,7 +234,7 @@ __device__ __forceinline__ void tile_scores_codes(FragC (&s)[S::NK], const FragA
 }
 
 /* O += P V for this warp's rows, P in f16 (pa), V's codes in rows r0.. of
- * the staged tile at tv; acc in CodeFrags' column order (CodeFrags::code_col). */
+ * the staged tile at tv; acc in CodeFrags' column order until c_to_natural. */
 template <class S, bool FNUZ>
 __device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const unsigned char *tv,
                                               int r0) {
@@ -244,14 +244,14 @@ __device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S
     for (int d = 0; d + 1 < S::DK; d += 2) {
       FragB b[2];
       CodeFrags<FNUZ>::template load_b_kn<2>(
-          b, [&](int r, int c) { return tv + code_offset<S::SWZ8>(r0 + n * 16 + key_row<S::KPERM>(r), d * 16 + c, S::V8_ROW); });
+          b, [&](int r, int c) { return tv + code_offset<S::SW8>(r0 + n * 16 + r, d * 16 + c, S::V8_ROW); });
       mma<aa_f16>(acc[d], pa[n], b[0]);
       mma<aa_f16>(acc[d + 1], pa[n], b[1]);
     }
     if constexpr (S::DK % 2 == 1) {
       FragB b[1];
       CodeFrags<FNUZ>::template load_b_kn<1>(
-          b, [&](int r, int c) { return tv + code_offset<S::SWZ8>(r0 + n * 16 + key_row<S::KPERM>(r), (S::DK - 1) * 16 + c, S::V8_ROW); });
+          b, [&](int r, int c) { return tv + code_offset<S::SW8>(r0 + n * 16 + r, (S::DK - 1) * 16 + c, S::V8_ROW); });
       mma<aa_f16>(acc[S::DK - 1], pa[n], b[0]);
     }
   }

@@ -96,17 +96,7 @@ struct TileShape {
    * slack are reserved on every build of the shape, so host and device agree
    * on the size. */
   static constexpr bool TMA = kTileTma && !WG && ROW <= 256 && !KV8;
-  /* The 16-row FRAG8 tiles at d128 (fp8 decode) take their code tiles as
-   * TMA boxes of whole 128-byte rows, 128-byte swizzled, under the same
-   * rules as the padded tiles (AttnParams::tma_rows: launches of one wave):
-   * their stage ring then starts 1024-byte aligned, one mbarrier per stage
-   * after the scratch. The box swizzle puts chunk c of row r at c ^ (r % 8),
-   * and the fragment loads take each 16-key group's rows in the order
-   * kperm16 (below), which meets the same bank groups as the copies' swz8
-   * layout did (docs/design/decode.md#tma-boxes). Copies, where a launch
-   * takes no boxes, write the same layout. */
-  static constexpr bool TMA8 = kTileTma && KV8 && kTileFp8Frags && !WG && BLOCK_M == 16 && HEAD_DIM == 128;
-  static constexpr size_t WG_ALIGN = WG || TMA8 ? 1024 : TMA ? 128 : 0;
+  static constexpr size_t WG_ALIGN = WG ? 1024 : TMA ? 128 : 0;
   /* d256 would need 64 more registers for Q: it is read from shared memory instead. */
   static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
@@ -121,10 +111,6 @@ struct TileShape {
    * dim is a multiple of 64; V: rows an odd multiple of 16 bytes apart). Not
    * FRAG8: rows of HEAD_DIM bytes. */
   static constexpr bool SW8 = FRAG8 && HEAD_DIM % 128 == 0;
-  /* code_offset's swizzle: 0 none, 1 swz8, 2 the TMA pattern (TMA8) */
-  static constexpr int SWZ8 = !SW8 ? 0 : TMA8 ? 2 : 1;
-  /* fragment row r of a 16-key group reads key row kperm16(r) (TMA8) */
-  static constexpr bool KPERM = TMA8;
   static constexpr int K8_ROW = !FRAG8 || SW8           ? HEAD_DIM
                                 : HEAD_DIM % 64 == 0    ? HEAD_DIM
                                                         : HEAD_DIM + 16;
@@ -133,10 +119,8 @@ struct TileShape {
   static constexpr size_t V8_TILE_BYTES = KV8 ? (size_t)BLOCK_N * V8_ROW : 0;
   /* per-row cache offsets (K, V) of the next two tiles, int64 each */
   static constexpr size_t OFF_BYTES = (size_t)2 * BLOCK_N * 16;
-  /* the code tiles' offset in the pipeline: 1024-byte aligned for TMA8 boxes */
-  static constexpr size_t K8_OFF = TMA8 ? (Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + 1023) / 1024 * 1024
-                                        : Q_BYTES + 2 * TILES16 * KV_TILE_BYTES;
-  static constexpr size_t PIPE_BYTES = WG_ALIGN + K8_OFF + CODE_STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
+  static constexpr size_t PIPE_BYTES =
+      WG_ALIGN + Q_BYTES + 2 * TILES16 * KV_TILE_BYTES + CODE_STAGES * (K8_TILE_BYTES + V8_TILE_BYTES) + OFF_BYTES;
   static constexpr size_t MERGE_BYTES = (size_t)WN * BLOCK_M * (2 * 4 + OROW * 4);
   /* Cluster merge (AttnParams::cluster): the program's merged rows, fp32
    * [BLOCK_M][OROW], then its (max, sum) per row, read by the other segments;
@@ -160,13 +144,12 @@ struct TileShape {
    * slower than the copies on the H200 (docs/design/layout.md, FP8 caches). */
   static constexpr bool TMA_PP8 = kTileTma && PP && KV8 && HEAD_DIM == 128;
   /* Tensor-map kind run encodes for this shape: 1 padded rows, 2 swizzled
-   * panels, 3 128-byte swizzled rows of fp8 codes (the pipelined tile), 4 the
-   * same rows for the 16-row FRAG8 tiles (one-wave launches, like 1). */
-  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : TMA_PP8 ? 3 : TMA8 ? 4 : 0;
+   * panels, 3 128-byte swizzled rows of fp8 codes. */
+  static constexpr int TMA_KIND = TMA ? 1 : TMA_PP ? 2 : TMA_PP8 ? 3 : 0;
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? (TMA_PP8 ? 48 : 32) : TMA || TMA8 ? 8 * STAGES : 0);
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? (TMA_PP8 ? 48 : 32) : TMA ? 8 * STAGES : 0);
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * so that kDecodeWarps (vendor layer; kDecodeWarpsD64 at head dims up to
    * 64) share a multiprocessor; prefill tiles keep all. */
@@ -177,8 +160,6 @@ struct TileShape {
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
   static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
   static_assert(TMA_KIND == 0 || (BLOCK_N & (BLOCK_N - 1)) == 0, "TMA boxes start at keys masked with a power of two");
-  static_assert(!TMA8 || (K8_TILE_BYTES % 1024 == 0 && V8_TILE_BYTES % 1024 == 0 && K8_ROW == 128 && V8_ROW == 128),
-                "TMA8 stages of whole 1024-byte swizzle periods");
 };
 
 /* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
@@ -199,21 +180,11 @@ __device__ __forceinline__ uint32_t kv_smem_offset(int r, int c) {
  * rows 2i and 2i + 1 differ in bit 2, so a K load's two rows of four chunks
  * (chunks 4b..4b+3) fall in opposite halves of the 128 banks' bytes. */
 __device__ __forceinline__ int swz8(int r) { return ((r & 1) << 2) | ((r >> 1) & 3); }
-/* Byte offset of byte b of row r in a staged code tile of `row` bytes per row
- * (TileShape::SWZ8: 0 unswizzled, 1 swz8, 2 the TMA boxes' 128-byte pattern). */
-template <int SW>
+/* Byte offset of byte b of row r in a staged code tile of `row` bytes per row. */
+template <bool SW>
 __device__ __forceinline__ int code_offset(int r, int b, int row) {
-  const int sw = SW == 1 ? swz8(r) : r & 7;
-  return r * row + (SW ? ((((b >> 4) ^ sw) << 4) | (b & 15)) : b);
+  return r * row + (SW ? ((((b >> 4) ^ swz8(r)) << 4) | (b & 15)) : b);
 }
-/* TMA8 tiles (TileShape::KPERM): the key row that fragment row r (0..15) of
- * a 16-key group reads. swz8(r) is r's slot in the TMA pattern, so rows read
- * so meet the bank groups the swz8 layout gave: the two rows of a K load's
- * 8 lanes fall in opposite halves, an ldmatrix's 8 rows in 8 groups. Scores'
- * column c then belongs to key kperm16(c) (softmax.cuh). */
-__device__ __forceinline__ int kperm16(int r) { return (r & 8) | swz8(r); }
-template <bool KP>
-__device__ __forceinline__ int key_row(int r) { return KP ? kperm16(r) : r; }
 
 /* The type of a cache element: T, or an fp8 code. */
 template <typename T, class S>
@@ -241,7 +212,7 @@ struct ProductElem<T, true> {
 template <class S>
 struct PassCaps {
   static constexpr bool WG = S::WG && kArchWgmma;      /* Q K^T and P V on wgmma */
-  static constexpr bool TMA = (S::TMA || S::TMA8) && kArchTma; /* padded or TMA8 tiles may take TMA boxes */
+  static constexpr bool TMA = S::TMA && kArchTma;      /* padded tiles may take TMA boxes */
   static constexpr bool PP = S::PP && kArchWgmma;      /* the two-warpgroup pipelined tile */
   static constexpr bool TMA_PP = S::TMA_PP && kArchWgmma; /* its halves may be TMA boxes */
   static constexpr bool TMA_PP8 = S::TMA_PP8 && kArchWgmma; /* its FP8 halves' codes may be TMA boxes */
@@ -252,7 +223,7 @@ struct PassCaps {
    * is smaller than the PP one the host reserves (checked below). */
   static constexpr int TILES16 = S::FRAG8 ? 0 : (S::KV8 && !PP) ? 1 : S::PIPE_STAGES;
   static constexpr int CODE_STAGES = PP ? 1 : S::PIPE_STAGES;
-  static_assert(S::WG_ALIGN + (S::TMA8 ? S::K8_OFF : S::Q_BYTES + 2 * TILES16 * S::KV_TILE_BYTES) +
+  static_assert(S::WG_ALIGN + S::Q_BYTES + 2 * TILES16 * S::KV_TILE_BYTES +
                         CODE_STAGES * (S::K8_TILE_BYTES + S::V8_TILE_BYTES) + S::OFF_BYTES <=
                     S::PIPE_BYTES,
                 "the pass's pipeline fits the shared memory the host reserves");
@@ -276,7 +247,7 @@ struct SmemTiles {
     q = reinterpret_cast<T *>(pipe);
     k = q + S::WM * 16 * S::ROW;
     v = k + PassCaps<S>::TILES16 * S::BN * S::ROW;
-    k8 = S::TMA8 ? pipe + S::K8_OFF : reinterpret_cast<unsigned char *>(v + PassCaps<S>::TILES16 * S::BN * S::ROW);
+    k8 = reinterpret_cast<unsigned char *>(v + PassCaps<S>::TILES16 * S::BN * S::ROW);
     v8 = k8 + PassCaps<S>::CODE_STAGES * S::K8_TILE_BYTES;
     off = reinterpret_cast<int64_t *>(v8 + PassCaps<S>::CODE_STAGES * S::V8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);

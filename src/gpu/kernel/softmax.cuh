@@ -7,7 +7,6 @@
 #define ANYATTN_GPU_KERNEL_SOFTMAX_CUH
 
 #include "scheduler.cuh"
-#include "shape.cuh"
 
 namespace aa {
 
@@ -15,7 +14,7 @@ namespace aa {
  * uniform choices (plain scaling or softcap/ALiBi; masked or not) are
  * template arguments so each loop is straight-line code; the kernel branches
  * once per tile between them. jlo/jhi: each row slot's visible key range. */
-template <bool PLAIN, bool MASK, int LIVE, int NK, bool KP>
+template <bool PLAIN, bool MASK, int LIVE, int NK>
 __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], int nw0, const int *jlo,
                                            const int *jhi, const float *slope, const int *pos, float *mx) {
 #pragma unroll
@@ -24,7 +23,7 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
     for (int e = 0; e < kFragCElems; e++) {
       const int sl = frag_c_slot(e);
       if (sl >= LIVE) continue; /* no valid row in this slot (OnlineSoftmax::live) */
-      const int j = nw0 + n * 16 + key_row<KP>(frag_c_col(e)); /* KP: column c holds key kperm16(c) */
+      const int j = nw0 + n * 16 + frag_c_col(e);
       float x; /* PLAIN: left unscaled, the scale is folded into the exponent */
       if constexpr (PLAIN) x = s[n].x[e];
       else x = score_log2(p, s[n].x[e], slope[sl], j, pos[sl]);
@@ -133,10 +132,10 @@ struct OnlineSoftmax {
     }
     const float sc = plain ? p.scale_log2 * (kd_fold ? kd : 1.0f) : 1.0f; /* raw dot products -> log2 domain */
     if (plain) {
-      if (full) score_tile<true, false, LIVE, S::NK, S::KPERM>(p, s, nw0, jlo, jhi, slope, pos, mx);
-      else score_tile<true, true, LIVE, S::NK, S::KPERM>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      if (full) score_tile<true, false, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      else score_tile<true, true, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
     } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
-      score_tile<false, true, LIVE, S::NK, S::KPERM>(p, s, nw0, jlo, jhi, slope, pos, mx);
+      score_tile<false, true, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
     }
     float alpha[kFragCSlots], m_use[kFragCSlots];
 #pragma unroll
@@ -182,18 +181,12 @@ struct OnlineSoftmax {
           if (frag_c_slot(e) < LIVE) acc[d].x[e] *= alpha[frag_c_slot(e)];
     }
   }
-  /* After tiles run with PSHIFT: l_run back to its value (exact: a power of two). */
-  template <int PSHIFT>
-  __device__ __forceinline__ void unshift_sums() {
-    constexpr float f = 1.0f / (float)(1 << PSHIFT);
-#pragma unroll
-    for (int sl = 0; sl < kFragCSlots; sl++) l_run[sl] *= f;
-  }
-  /* ... and acc too. */
+  /* After tiles run with PSHIFT: l_run and acc back to their values (exact: powers of two). */
   template <int PSHIFT>
   __device__ __forceinline__ void unshift(FragC (&acc)[S::DK]) {
     constexpr float f = 1.0f / (float)(1 << PSHIFT);
-    unshift_sums<PSHIFT>();
+#pragma unroll
+    for (int sl = 0; sl < kFragCSlots; sl++) l_run[sl] *= f;
 #pragma unroll
     for (int d = 0; d < S::DK; d++)
 #pragma unroll

@@ -137,16 +137,16 @@ struct TmaView {
 
 /* kind 1: boxes compiled_dim + 8 wide, unswizzled (the padded rows); kind 2:
  * 64 wide (128 bytes), 128-byte swizzled (the wgmma tiles' panels, compiled_dim
- * / 64 of them, those past head_dim partly or wholly zeros); kinds 3 and 4:
- * fp8 codes (one byte each), 128 wide, 128-byte swizzled (the code tiles of
- * the pipelined tile and of the 16-row decode tiles at d128). The tensor is
- * head_dim wide: every column past it reads as zero. */
+ * / 64 of them, those past head_dim partly or wholly zeros); kind 3: fp8 codes
+ * (one byte each), 128 wide, 128-byte swizzled (the pipelined tile's code
+ * tiles at d128). The tensor is head_dim wide: every column past it reads as
+ * zero. */
 inline bool tma_encode(TmaMap *out, TmaView c, anyattn_dtype dt, int head_dim, int compiled_dim, int kv_heads,
                        int block_size, int box_rows, int kind) {
   static_assert(sizeof(CUtensorMap) == sizeof(TmaMap), "a tensor map is 128 bytes");
   const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
   if (!enc) return false;
-  const bool codes = kind == 3 || kind == 4;
+  const bool codes = kind == 3;
   if (codes && compiled_dim != 128) return false;
   const cuuint64_t es = codes ? 1 : 2;
   const cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)block_size, (cuuint64_t)1 << 31};
@@ -193,7 +193,7 @@ inline bool tma_maps(TmaMap *k_map, TmaMap *v_map, TmaView k, TmaView v, anyattn
     last_key = key, have = true;
     if (strcmp(tma_env(), "log") == 0)
       fprintf(stderr, "anyattn: cuda: TMA boxes of %d rows, %s (block size %d, d%d): %s\n", rows,
-              kind >= 3 ? "swizzled fp8 rows" : kind == 2 ? "swizzled panels" : "padded rows", block_size, head_dim,
+              kind == 3 ? "swizzled fp8 rows" : kind == 2 ? "swizzled panels" : "padded rows", block_size, head_dim,
               last_ok ? "on" : "the driver rejected the cache view; 16-byte copies");
   }
   if (!last_ok) return false;
