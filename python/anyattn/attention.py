@@ -35,6 +35,7 @@ _KV_CACHE_DTYPES = {"auto": None, "fp8": KVDType.FP8_E4M3, "fp8_e4m3": KVDType.F
 _VLLM_SCRATCH = ("seq_threshold_3D", "num_par_softmax_segments", "softmax_segm_output",
                  "softmax_segm_max", "softmax_segm_expsum")
 _INT_MAX = 2**31 - 1
+_MAX_STAGE_KV_TOKENS = 2**29  # the library's bound on limits.stage_kv_tokens (AA_MAX_CONTEXT)
 
 
 # ---- contexts and plans ------------------------------------------------------
@@ -152,7 +153,7 @@ def _get_plan(backend, device, problem_fields, limits_fields, config, names):
                     "block_size %d with up to %d sequences, %d tokens and max_seqlen_k %d (this "
                     "call's sizes rounded up to powers of two); make one call of this shape before "
                     "capture, so the plan exists"
-                    % (problem_fields[:3] + (problem_fields[4],) + limits_fields))
+                    % (problem_fields[:3] + (problem_fields[4],) + limits_fields[:3]))
         L = _lib.lib()
         (hq, hkv, d, dtype, bs, causal, wl, wr, scale, softcap, kv_dtype) = problem_fields
         problem = new_struct(Problem, num_q_heads=hq, num_kv_heads=hkv, head_dim=d, dtype=dtype,
@@ -161,7 +162,7 @@ def _get_plan(backend, device, problem_fields, limits_fields, config, names):
                              config=config.encode() if config is not None else None,
                              kv_dtype=kv_dtype)
         limits = new_struct(Limits, max_seqs=limits_fields[0], max_tokens=limits_fields[1],
-                            max_context=limits_fields[2])
+                            max_context=limits_fields[2], stage_kv_tokens=limits_fields[3])
         ctx = _context(backend, device)
         handle = ctypes.c_void_p()
         _check(L.anyattn_plan_create(ctx, ctypes.byref(problem), ctypes.byref(limits),
@@ -210,6 +211,8 @@ _PY_NAMES = [
      r"num_tokens (\1 once rounded up for the plan)"),
     (r"(?:the plan's )?limits(?:\.|->)max_seqs[ =]?(\d+)",
      r"num_seqs (\1 once rounded up for the plan)"),
+    (r"limits(?:\.|->)stage_kv_tokens(?: is)?[ =]?(\d+)",
+     r"stage_kv_tokens (\1 once rounded up for the plan)"),
     (r"batch->num_seqs", "num_seqs (len(cu_seqlens_q) - 1)"),
     (r"batch->num_tokens", "num_tokens (q.shape[0])"),
     (r"batch->max_q_len", "max_seqlen_q"),
@@ -407,7 +410,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                       q_descale=None, k_descale=None, v_descale=None, alibi_slopes=None,
                       output_scale=None, qq_bias=None, sinks=None, lse=None, *,
                       validate=None, config=None, kv_cache_dtype=None, sum_seqlen_k=None,
-                      **kwargs):
+                      stage_kv_tokens=None, **kwargs):
     """Paged attention over a ragged batch, vLLM's argument names and shapes.
 
     q            [num_tokens, num_q_heads, head_dim], contiguous
@@ -432,6 +435,19 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                  that tells equal-length batches from mixed ones and steers the
                  kernel choice on GPUs (checked by validation); vLLM does not
                  pass it, engines that keep lengths on the host can
+    stage_kv_tokens  None or 0 (off), else 1..2^29: with fp8 caches on a GPU,
+                 the plan's limits.stage_kv_tokens (docs/semantics.md, "Staged
+                 prefill"): the workspace also holds a 16-bit copy of that
+                 many keys of K and V (rounded up to a power of two, plus a
+                 page per sequence), and prefill batches that fit are
+                 converted into it once and run on the 16-bit prefill kernel
+                 (on the H200 0.92-0.97x of a bf16 cache's prefill speed at
+                 8k tokens, against 0.43-0.80x converting in the kernel).
+                 Memory: 2 x bytes of the q dtype x num_kv_heads x head_dim
+                 per key. Size it to the prompt tokens of one step (for a
+                 sequence, its whole kv_len); a batch that does not fit
+                 converts in the kernel. Ignored with 16-bit caches and on
+                 the CPU, which converts in place
 
     torch CUDA tensors run on torch.cuda.current_stream(); NumPy arrays and
     torch CPU tensors run on the CPU backend and return when done. dtypes:
@@ -577,6 +593,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     max_seqlen_q = _as_int("max_seqlen_q", max_seqlen_q)
     max_seqlen_k = _as_int("max_seqlen_k", max_seqlen_k)
     sum_seqlen_k = 0 if sum_seqlen_k is None else _as_int("sum_seqlen_k", sum_seqlen_k, 0, 2**63 - 1)
+    stage_kv_tokens = 0 if stage_kv_tokens is None else _as_int("stage_kv_tokens", stage_kv_tokens, 0,
+                                                                _MAX_STAGE_KV_TOKENS)
     scale = _as_float("softmax_scale", softmax_scale, 0.0)
     _need(softmax_scale is None or (math.isfinite(scale) and scale > 0), ValueError,
           "softmax_scale is %r, must be finite and > 0 (or None for 1/sqrt(head_dim))",
@@ -607,7 +625,10 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     f32 = lambda x: ctypes.c_float(x).value  # noqa: E731
     problem_fields = (num_q_heads, num_kv_heads, head_dim, int(_DTYPES[qa.dtype]), block_size,
                       int(causal), wl, wr, f32(scale), f32(cap), int(kv))
-    limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k))
+    # the stage only serves fp8 caches on GPUs: elsewhere 0, so that the plan is shared
+    stage = round_limit(stage_kv_tokens) if stage_kv_tokens > 0 and kv != KVDType.AS_Q and \
+        backend != Backend.CPU else 0
+    limits_fields = (round_limit(num_seqs), round_limit(num_tokens), round_limit(max_seqlen_k), stage)
     names = {"max_seqlen_k": max_seqlen_k, "max_seqlen_q": max_seqlen_q,
              "sum_seqlen_k": sum_seqlen_k}
     plan = _get_plan(backend, device[1], problem_fields, limits_fields, config, names)

@@ -253,7 +253,7 @@ def test_plan_cache_reused_across_similar_calls(rng):
     info = anyattn.plan_cache_info()
     assert (info["misses"], info["hits"], len(info["plans"])) == (1, 0, 1)
     key = info["plans"][0][0]
-    assert key[3] == (2, 8, 16)  # limits rounded to powers of two
+    assert key[3] == (2, 8, 16, 0)  # limits rounded to powers of two; no stage (CPU)
     run_and_check(make_case(rng, q_lens=(4, 3), kv_lens=(14, 9)))           # 7 tokens, ctx 14
     info = anyattn.plan_cache_info()
     assert (info["misses"], info["hits"], len(info["plans"])) == (1, 1, 1)

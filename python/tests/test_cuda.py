@@ -325,6 +325,40 @@ def test_cuda_fp8_caches(gen, dtype, per_seq_head):
 
 
 @needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_fp8_staged_prefill(gen, dtype):
+    """stage_kv_tokens: a plan whose workspace holds a 16-bit copy of the
+    keys; a prefill batch that fits is converted into it and read by the
+    16-bit prefill kernel, with the numbers of a 16-bit cache of the codes."""
+    anyattn.clear_plan_cache()
+    case, kq, vq = _fp8_case(gen, dtype, True, q_lens=(200, 90, 70), kv_lens=(300, 90, 140), hq=8,
+                             hkv=2, d=128, bs=16)
+    _fp8_run_or_skip(dict(case))
+    plain = anyattn.plan_cache_info()["plans"]
+    assert len(plain) == 1 and "staged" not in plain[0][1]
+    case["out"].fill_(float("nan"))
+    unified_attention(**case, stage_kv_tokens=1000)
+    torch.cuda.synchronize()
+    check_against_reference(dict(case, k=kq, v=vq))
+    plans = anyattn.plan_cache_info()["plans"]
+    assert len(plans) == 2
+    staged = [p for p in plans if p[0][3][3] == 1024]  # rounded up to a power of two
+    assert len(staged) == 1 and "staged to" in staged[0][1], plans
+    assert staged[0][2] >= plain[0][2] + 2 * 1024 * 2 * 128 * 2  # K and V, 16-bit, 2 kv heads
+    # a graph of the staged plan replays with new inputs
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        unified_attention(**case, stage_kv_tokens=1000)
+    case["k"].view(torch.uint8).zero_()  # every key 0: each row averages its visible values
+    case["out"].fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    check_against_reference(dict(case, k=torch.zeros_like(kq), v=vq))
+    with pytest.raises(ValueError, match=r"stage_kv_tokens is -1"):
+        unified_attention(**case, stage_kv_tokens=-1)
+
+
+@needs_cuda
 def test_cuda_fp8_graph_replays_read_new_descales(gen):
     case, kq, vq = _fp8_case(gen, torch.bfloat16, True, q_lens=(1, 9, 1), kv_lens=(200, 9, 40))
     _fp8_run_or_skip(case)

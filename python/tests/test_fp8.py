@@ -211,3 +211,24 @@ def test_library_checks_cache_bounds_in_bytes(rng):
     case["block_table"][0, 1] = case["k"].shape[0]  # past the cache
     with pytest.raises(AnyattnError, match="block_table"):
         unified_attention(**case)
+
+
+def test_stage_kv_tokens_on_the_cpu(rng):
+    """stage_kv_tokens sizes a GPU plan's 16-bit copy of fp8 keys: the CPU
+    converts in place, so it shares the plan of the call without it and
+    computes the same; the value is still checked."""
+    import anyattn
+    case, kq, vq = fp8_case(rng, "fp8", q_lens=(70, 1), kv_lens=(90, 30), bs=16)
+    check(case, kq, vq)
+    want = case["out"].copy()
+    misses = anyattn.plan_cache_info()["misses"]
+    case["out"][:] = np.nan
+    unified_attention(**case, stage_kv_tokens=4096)
+    np.testing.assert_array_equal(case["out"], want)
+    assert anyattn.plan_cache_info()["misses"] == misses
+    with pytest.raises(ValueError, match=r"stage_kv_tokens is -1, must be in \[0, 536870912\]"):
+        unified_attention(**case, stage_kv_tokens=-1)
+    with pytest.raises(ValueError, match=r"stage_kv_tokens is 536870913"):
+        unified_attention(**case, stage_kv_tokens=2**29 + 1)
+    with pytest.raises(TypeError, match="stage_kv_tokens: expected an int, got float"):
+        unified_attention(**case, stage_kv_tokens=1.5)
