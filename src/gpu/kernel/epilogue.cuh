@@ -7,6 +7,7 @@
 #ifndef ANYATTN_GPU_KERNEL_EPILOGUE_CUH
 #define ANYATTN_GPU_KERNEL_EPILOGUE_CUH
 
+#include "products.cuh"
 #include "softmax.cuh"
 
 namespace aa {
@@ -99,6 +100,10 @@ template <typename T, class S>
 struct Epilogue {
   static constexpr int WN = S::WN, BLOCK_M = S::BM, CH = S::CHUNKS;
   static constexpr bool LATE = WN >= kLateMergeWarps;
+  /* FRAG8 accumulators leave the mainloop 2^kCodePShift times their value
+   * (products.cuh; the sums are back to theirs): taken out with the
+   * normalisation, exactly (a power of two) */
+  static constexpr float kAccScale = S::FRAG8 ? 1.0f / (float)(1 << kCodePShift) : 1.0f;
   const AttnParams &p;
   const Program<S> &g;
   unsigned char *smem;
@@ -175,7 +180,7 @@ struct Epilogue {
       v[0] = fmaf(wt, a.x, v[0]), v[1] = fmaf(wt, a.y, v[1]), v[2] = fmaf(wt, a.z, v[2]), v[3] = fmaf(wt, a.w, v[3]);
       v[4] = fmaf(wt, b.x, v[4]), v[5] = fmaf(wt, b.y, v[5]), v[6] = fmaf(wt, b.z, v[6]), v[7] = fmaf(wt, b.w, v[7]);
     }
-    const float fr = any ? fast_rcp(L) : 0.0f; /* L >= 1 when any */
+    const float fr = any ? fast_rcp(L) * kAccScale : 0.0f; /* L >= 1 when any */
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] *= fr;
     if (c == 0) store_row_ml(r, any, M, L); /* r is valid here */
@@ -222,15 +227,34 @@ struct Epilogue {
     float f[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) f[sl] = 1.0f;
-    if constexpr (!LATE) early_factors(sx, f);
+    if constexpr (!LATE) {
+      early_factors(sx, f);
+#pragma unroll
+      for (int sl = 0; sl < kFragCSlots; sl++) f[sl] *= kAccScale;
+    }
     float *sOw = sO + (size_t)g.wn * BLOCK_M * S::OROW;
+    if constexpr (S::FRAG8) {
+      /* acc in the code column order: four columns of a row slot at once
+       * (CodeFrags<false>, spelled dependent on S: the AMD layer only declares it) */
+      using CF = CodeFrags<!S::FRAG8>;
+      const int c4 = CF::code_col4();
 #pragma unroll
-    for (int d = 0; d < S::DK; d++)
+      for (int d = 0; d < S::DK; d++)
 #pragma unroll
-      for (int e = 0; e < kFragCElems; e++) {
-        const int sl = frag_c_slot(e);
-        sOw[(g.wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = LATE ? acc[d].x[e] : acc[d].x[e] * f[sl];
-      }
+        for (int sl = 0; sl < kFragCSlots; sl++) {
+          float4 v = CF::code_row4(acc[d], sl);
+          if constexpr (!LATE) v.x *= f[sl], v.y *= f[sl], v.z *= f[sl], v.w *= f[sl];
+          *reinterpret_cast<float4 *>(sOw + (g.wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + c4) = v;
+        }
+    } else {
+#pragma unroll
+      for (int d = 0; d < S::DK; d++)
+#pragma unroll
+        for (int e = 0; e < kFragCElems; e++) {
+          const int sl = frag_c_slot(e);
+          sOw[(g.wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = LATE ? acc[d].x[e] : acc[d].x[e] * f[sl];
+        }
+    }
     block_sync();
     constexpr int OL = (BLOCK_M * CH + S::THREADS - 1) / S::THREADS;
 #pragma unroll

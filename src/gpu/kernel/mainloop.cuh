@@ -88,12 +88,10 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
     if (!boxes.on) copies.store_rows((nx + 1) & 1, g.n_begin + (nx + 1) * S::BN, pg_next);
     block_sync(); /* the stage is refilled next iteration */
   }
-  if constexpr (S::FRAG8) {
-    sx.template unshift<kCodePShift>(acc);
-    /* CodeFrags<false>, spelled dependent on S: the AMD layer only declares it */
-#pragma unroll
-    for (int d = 0; d < S::DK; d++) CodeFrags<!S::FRAG8>::c_to_natural(acc[d]);
-  }
+  /* FRAG8: the sums back to their values; acc stays 2^kCodePShift times its
+   * value and in the code column order, which the epilogue's store undoes
+   * (epilogue.cuh, FRAG8) */
+  if constexpr (S::FRAG8) sx.template unshift_sums<kCodePShift>();
 }
 
 }  // namespace aa

@@ -234,7 +234,7 @@ __device__ __forceinline__ void tile_scores_codes(FragC (&s)[S::NK], const FragA
 }
 
 /* O += P V for this warp's rows, P in f16 (pa), V's codes in rows r0.. of
- * the staged tile at tv; acc in CodeFrags' column order until c_to_natural. */
+ * the staged tile at tv; acc in CodeFrags' column order (CodeFrags::code_row4). */
 template <class S, bool FNUZ>
 __device__ __forceinline__ void tile_pv_codes(FragC (&acc)[S::DK], FragA (&pa)[S::NK], const unsigned char *tv,
                                               int r0) {

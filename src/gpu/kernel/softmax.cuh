@@ -181,12 +181,18 @@ struct OnlineSoftmax {
           if (frag_c_slot(e) < LIVE) acc[d].x[e] *= alpha[frag_c_slot(e)];
     }
   }
-  /* After tiles run with PSHIFT: l_run and acc back to their values (exact: powers of two). */
+  /* After tiles run with PSHIFT: l_run back to its value (exact: a power of two). */
   template <int PSHIFT>
-  __device__ __forceinline__ void unshift(FragC (&acc)[S::DK]) {
+  __device__ __forceinline__ void unshift_sums() {
     constexpr float f = 1.0f / (float)(1 << PSHIFT);
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) l_run[sl] *= f;
+  }
+  /* ... and acc too. */
+  template <int PSHIFT>
+  __device__ __forceinline__ void unshift(FragC (&acc)[S::DK]) {
+    constexpr float f = 1.0f / (float)(1 << PSHIFT);
+    unshift_sums<PSHIFT>();
 #pragma unroll
     for (int d = 0; d < S::DK; d++)
 #pragma unroll

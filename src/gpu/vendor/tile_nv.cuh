@@ -287,8 +287,8 @@ __device__ __forceinline__ uint4 fp8x8_to(uint2 v, bool fnuz) {
  * 2t+9. Q's A fragments are loaded in the same order (load_a). P V takes V
  * through ldmatrix.trans of code pairs: the n slot g of a B fragment's first
  * half is head-dim column 2g of its 16, of the second half column 2g + 1, so
- * the accumulator comes out in that order; c_to_natural restores the FragC
- * layout once, after the KV loop. */
+ * the accumulator comes out in that order, which the epilogue's store into
+ * the warps' merge undoes (code_row4). */
 constexpr bool kTileFp8Frags = true;
 /* Warps per multiprocessor the 16-row decode tiles are register-capped for
  * (kernel/shape.cuh, MIN_BLOCKS): 12 (about 170 registers) in general, 16
@@ -380,23 +380,13 @@ struct CodeFrags {
       cvt4(__byte_perm(d[2 * i + 1], 0u, 0x3120), b[i].x[1], b[i].x[3]);
     }
   }
-  /* An accumulator of P V in the order load_b_kn leaves (element e: column
-   * 4t + {0, 2, _, _, 1, 3}[e & 5]) -> the FragC layout, within the lane's quad. */
-  __device__ __forceinline__ static void c_to_natural(FragC &c) {
-    const int l = lane_id(), t = l & 3, q0 = (l & ~3) | (t >> 1), q1 = q0 + 2;
-    const bool odd = (t & 1) != 0;
-#pragma unroll
-    for (int r = 0; r < 2; r++) { /* rows g (x0, x1, x4, x5) and g + 8 (x2, x3, x6, x7) */
-      const float a0 = c.x[2 * r], a1 = c.x[2 * r + 1], b0 = c.x[4 + 2 * r], b1 = c.x[4 + 2 * r + 1];
-      const float u0 = __shfl_sync(0xffffffffu, a0, q0), u1 = __shfl_sync(0xffffffffu, a1, q0);
-      const float v0 = __shfl_sync(0xffffffffu, b0, q0), v1 = __shfl_sync(0xffffffffu, b1, q0);
-      const float w0 = __shfl_sync(0xffffffffu, a0, q1), w1 = __shfl_sync(0xffffffffu, a1, q1);
-      const float z0 = __shfl_sync(0xffffffffu, b0, q1), z1 = __shfl_sync(0xffffffffu, b1, q1);
-      c.x[2 * r] = odd ? u1 : u0;         /* column 2t: position 2(t & 1) of lane t/2 */
-      c.x[2 * r + 1] = odd ? v1 : v0;     /* 2t + 1 */
-      c.x[4 + 2 * r] = odd ? w1 : w0;     /* 8 + 2t: lane 2 + t/2 */
-      c.x[4 + 2 * r + 1] = odd ? z1 : z0; /* 9 + 2t */
-    }
+  /* A P V accumulator in the order load_b_kn leaves holds element e at
+   * column 4t + {0, 2, _, _, 1, 3}[e & 5] of its 16 (e & 2 is the row
+   * slot): the four of row slot sl are columns code_col4() .. + 3, returned
+   * in column order by code_row4 (the epilogue stores them so). */
+  __device__ __forceinline__ static int code_col4() { return 4 * (lane_id() & 3); }
+  __device__ __forceinline__ static float4 code_row4(const FragC &c, int sl) {
+    return make_float4(c.x[2 * sl], c.x[2 * sl + 4], c.x[2 * sl + 1], c.x[2 * sl + 5]);
   }
 };
 
