@@ -211,6 +211,8 @@ _PY_NAMES = [
      r"num_tokens (\1 once rounded up for the plan)"),
     (r"(?:the plan's )?limits(?:\.|->)max_seqs[ =]?(\d+)",
      r"num_seqs (\1 once rounded up for the plan)"),
+    (r"limits(?:\.|->)stage_kv_tokens(?: is)?[ =]?(\d+) \(max_seqs (\d+), max_context (\d+)\)",
+     r"stage_kv_tokens (\1 once rounded up for the plan, with num_seqs \2 and max_seqlen_k \3 so rounded)"),
     (r"limits(?:\.|->)stage_kv_tokens(?: is)?[ =]?(\d+)",
      r"stage_kv_tokens (\1 once rounded up for the plan)"),
     (r"batch->num_seqs", "num_seqs (len(cu_seqlens_q) - 1)"),

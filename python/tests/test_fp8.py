@@ -232,3 +232,11 @@ def test_stage_kv_tokens_on_the_cpu(rng):
         unified_attention(**case, stage_kv_tokens=2**29 + 1)
     with pytest.raises(TypeError, match="stage_kv_tokens: expected an int, got float"):
         unified_attention(**case, stage_kv_tokens=1.5)
+    # the library's message when a GPU plan's stage area overflows, in the call's terms
+    from anyattn.attention import python_names
+    msg = python_names("limits->stage_kv_tokens 536870912 (max_seqs 1024, max_context 1048576) x "
+                       "block_size 16 x num_kv_heads 64 x head_dim 512: the stage area of the "
+                       "workspace overflows", max_seqlen_k=1000000, max_seqlen_q=0, sum_seqlen_k=0)
+    assert msg.startswith("stage_kv_tokens (536870912 once rounded up for the plan, with num_seqs "
+                          "1024 and max_seqlen_k 1048576 so rounded) x block_size 16"), msg
+    assert "->" not in msg and "limits" not in msg and "max_context" not in msg
