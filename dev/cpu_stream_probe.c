@@ -5,11 +5,14 @@
  * software prefetch (hint T0, T1 or NTA) goes D lines ahead in the same order.
  * The lines of a page are taken in address order, or with `head` head by head
  * as the decode's math reads them (a head's 4 lines of each key, keys 2 KiB
- * apart). Prints GB/s, the best of 7 passes.
+ * apart); the pages are shuffled, or with `ordered` taken in address order;
+ * with K > 1 only every K-th line is prefetched. Prints GB/s, the best of 7
+ * passes.
  *
  *   cc -O2 -march=native -fopenmp -o /tmp/cpu_stream_probe dev/cpu_stream_probe.c
- *   /tmp/cpu_stream_probe MiB W D [t0|t1|nta] [addr|head]
+ *   /tmp/cpu_stream_probe MiB W D [t0|t1|nta] [addr|head] [shuffled|ordered] [K]
  *   /tmp/cpu_stream_probe 512 16 0 t1 head; /tmp/cpu_stream_probe 512 16 1024 t1 head
+ *   /tmp/cpu_stream_probe 512 0 0 t1 addr ordered; /tmp/cpu_stream_probe 512 16 256 t1 addr shuffled 4
  */
 #include <immintrin.h>
 #include <omp.h>
@@ -37,15 +40,17 @@ static size_t line_offset(size_t l, int head) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s MiB W D [t0|t1|nta] [addr|head]\n", argv[0]);
+    fprintf(stderr, "usage: %s MiB W D [t0|t1|nta] [addr|head] [shuffled|ordered] [K]\n", argv[0]);
     return 2;
   }
   const size_t bytes = (size_t)atoi(argv[1]) << 20, np = bytes / PAGE;
   const int W = atoi(argv[2]), D = atoi(argv[3]);
   const char *hint = argc > 4 ? argv[4] : "t1";
   const int head = argc > 5 && !strcmp(argv[5], "head");
-  if (np < 2 || (W != 0 && W != 4 && W != 8 && W != 12 && W != 16) || D < 0) {
-    fprintf(stderr, "cpu_stream_probe: MiB >= 1, W in {0, 4, 8, 12, 16}, D >= 0\n");
+  const int ordered = argc > 6 && !strcmp(argv[6], "ordered");
+  const int K = argc > 7 ? atoi(argv[7]) : 1;
+  if (np < 2 || (W != 0 && W != 4 && W != 8 && W != 12 && W != 16) || D < 0 || K < 1) {
+    fprintf(stderr, "cpu_stream_probe: MiB >= 1, W in {0, 4, 8, 12, 16}, D >= 0, K >= 1\n");
     return 2;
   }
   char *buf = aligned_alloc(4096, np * PAGE);
@@ -54,7 +59,7 @@ int main(int argc, char **argv) {
   memset(buf, 1, np * PAGE);
   for (size_t i = 0; i < np; i++) perm[i] = (int)i;
   srand(1);
-  for (size_t i = np - 1; i > 0; i--) {
+  for (size_t i = np - 1; i > 0 && !ordered; i--) {
     const size_t j = (size_t)rand() % (i + 1);
     const int t = perm[i];
     perm[i] = perm[j];
@@ -72,7 +77,7 @@ int main(int argc, char **argv) {
       for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
       const __m256 x = _mm256_set1_ps(1.0001f);
       for (size_t l = 0; l < nl; l++) {
-        if (D && l + D < nl) {
+        if (D && l + D < nl && l % (size_t)K == 0) {
           const size_t l2 = l + D;
           const char *p = buf + (size_t)perm[lo + l2 / LINES] * PAGE + line_offset(l2 % LINES, head);
           if (hint[1] == '0') _mm_prefetch(p, _MM_HINT_T0);
@@ -100,8 +105,9 @@ int main(int argc, char **argv) {
     const double t = now() - t0;
     if (t < best) best = t;
   }
-  printf("%zu MiB, %d FMAs a line, prefetch %d lines ahead (%s), %s order: %.1f GB/s (%.2f ms)%s\n", bytes >> 20, W, D,
-         hint, head ? "head" : "address", np * PAGE / best * 1e-9, best * 1e3, sink == 12345.0f ? " " : "");
+  printf("%zu MiB, %d FMAs a line, prefetch %d lines ahead (%s, every %d), %s order, %s pages: %.1f GB/s (%.2f ms)%s\n",
+         bytes >> 20, W, D, hint, K, head ? "head" : "address", ordered ? "ordered" : "shuffled",
+         np * PAGE / best * 1e-9, best * 1e3, sink == 12345.0f ? " " : "");
   free(perm);
   free(buf);
   return 0;
