@@ -19,10 +19,11 @@ namespace aa {
 template <typename T, class S>
 __device__ __forceinline__ void wg_issue_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
   constexpr int QPANEL = S::WM * 16 * 128; /* BLOCK_M rows of 128 bytes */
+  const uint64_t qd = wg_desc(q_tile + q_rows * 128, 16, 1024), kd = wg_desc(k_tile, 16, 1024);
 #pragma unroll
   for (int kk = 0; kk < S::DK; kk++) /* 64 head-dim elements per panel, 32 bytes per k16 step */
-    wg_mma_ss<T, S::BN>(&s[0].x[0], wg_desc(q_tile + (kk >> 2) * QPANEL + q_rows * 128 + (kk & 3) * 32, 16, 1024),
-                        wg_desc(k_tile + (kk >> 2) * (S::BN * 128) + (kk & 3) * 32, 16, 1024), kk > 0);
+    wg_mma_ss<T, S::BN>(&s[0].x[0], wg_desc_add(qd, (kk >> 2) * QPANEL + (kk & 3) * 32),
+                        wg_desc_add(kd, (kk >> 2) * (S::BN * 128) + (kk & 3) * 32), kk > 0);
 }
 template <typename T, class S>
 __device__ __forceinline__ void wg_scores(FragC *s, uint32_t q_tile, int q_rows, uint32_t k_tile) {
@@ -42,11 +43,12 @@ template <typename T, class S>
 __device__ __forceinline__ void wg_issue_pv(FragC *acc, FragA *pa, uint32_t v_tile) {
   constexpr int N0 = S::HD < 128 ? S::HD : 128, N1 = S::HD - N0;
   static_assert(N1 == 0 || N1 == 64 || N1 == 128, "head dim 64, 80, 96, 128, 192 or 256");
+  const uint64_t vd = wg_desc(v_tile, S::BN * 128, 1024);
 #pragma unroll
   for (int n = 0; n < S::NK; n++) {
-    wg_mma<T, N0, 1>(&acc[0].x[0], pa[n], wg_desc(v_tile + n * 2048, S::BN * 128, 1024), 1);
+    wg_mma<T, N0, 1>(&acc[0].x[0], pa[n], wg_desc_add(vd, n * 2048), 1);
     if constexpr (N1 > 0)
-      wg_mma<T, N1, 1>(&acc[N0 / 16].x[0], pa[n], wg_desc(v_tile + 2 * (S::BN * 128) + n * 2048, S::BN * 128, 1024), 1);
+      wg_mma<T, N1, 1>(&acc[N0 / 16].x[0], pa[n], wg_desc_add(vd, 2 * (S::BN * 128) + n * 2048), 1);
   }
 }
 template <typename T, class S>

@@ -268,6 +268,7 @@ constexpr bool kArchTma = false;
  * are its LDS offset (the aperture base is 4 GB aligned). */
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)reinterpret_cast<uintptr_t>(p); }
 __device__ __forceinline__ uint64_t wg_desc(uint32_t, uint32_t, uint32_t) { return 0; }
+__device__ __forceinline__ uint64_t wg_desc_add(uint64_t, uint32_t) { return 0; }
 __device__ __forceinline__ void wg_fence() { __builtin_trap(); }
 __device__ __forceinline__ void wg_commit() { __builtin_trap(); }
 __device__ __forceinline__ void wg_wait_all() { __builtin_trap(); }

@@ -90,6 +90,14 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32
   return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
          ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
 }
+/* The descriptor of the tile `bytes` (a multiple of 16) past d's: its start
+ * address field (bits 0-13, the address / 16) moves, the rest stays. Exact
+ * while the new address stays inside shared memory (below 2^18 bytes, so the
+ * field does not carry), and one integer add on the low word where a fresh
+ * wg_desc costs a mask, a shift and an or per product. */
+__device__ __forceinline__ uint64_t wg_desc_add(uint64_t d, uint32_t bytes) {
+  return ((d >> 32) << 32) | (uint32_t)((uint32_t)d + (bytes >> 4));
+}
 /* Orders earlier register accesses before the next wgmma reads or writes them. */
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
