@@ -20,9 +20,10 @@ namespace aa {
 
 /* Named barriers of the pipelined tile (0 is the block barrier): whose turn it
  * is to issue products (one per warpgroup), K and V stages free for
- * refilling, one per warpgroup for its copy offsets, and (FP8) the second
+ * refilling (phase_overlap: kBarVFree for V stage 0, kBarVFree1 for stage
+ * 1), one per warpgroup for its copy offsets, and (FP8) the second
  * warpgroup done with the V tile before last. */
-constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7;
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7, kBarVFree1 = 8;
 
 template <typename T, class S>
 struct PipelinedTile {
@@ -356,6 +357,17 @@ struct PipelinedTile {
    * kBarVFree and kBarVOld; kBarKFree is not used). */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    if constexpr (!S::KV8 && kOverlapPV) phase_overlap<PV, QK>(it, sx, acc, pa);
+    else phase_joint<PV, QK>(it, sx, acc, pa);
+  }
+  /* Softmax weights while P V runs (phase_overlap) at head dim 128, where it
+   * measured faster; at 80, 96 and 192 the ALU work beside the
+   * register-sourced P V products stalled more than the wait it saved
+   * (docs/design/prefill.md#intra-warpgroup-overlap). */
+  static constexpr bool kOverlapPV = S::HD == 128;
+  /* Both products in one group, the softmax after both. */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void phase_joint(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
     if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
     fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
@@ -405,6 +417,78 @@ struct PipelinedTile {
           fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
           pg_next = lookup(g.n_begin + (it + 3) * S::BN);
         }
+      }
+    }
+  }
+  /* 16-bit stages, FlashAttention-3's intra-warpgroup overlap: Q K(it)^T
+   * is committed before P(it-1) V(it-1), the warpgroup waits for the scores
+   * alone and computes the softmax weights while its P V products still run;
+   * P and the output's rescale wait for those. The first warpgroup so
+   * releases V(it-1)'s stage only after its weights, and the second takes
+   * that release right before it refills the stage, not before handing the
+   * turn over (which would make its turn wait for the first's softmax): one
+   * named barrier per V stage, each passed once every two phases, so
+   * neither side passes one twice before the other took it (the first's
+   * next arrival on a stage's barrier comes two turns later). */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void phase_overlap(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK],
+                                                FragA (&pa)[S::NK]) {
+    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    FragC s[S::NK];
+    named_sync(kBarSched0 + grp, 256);
+#pragma unroll
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+    wg_fence();
+    if constexpr (QK) {
+      wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
+      wg_commit();
+    }
+    if constexpr (PV) {
+      wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
+      wg_commit();
+    }
+    named_arrive(kBarSched0 + (grp ^ 1), 256);
+    const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
+    const bool kfree = it + 2 < g.ntiles;                       /* K(it+2) refills K(it)'s stage */
+    const int vbar = (it - 1) & 1 ? kBarVFree1 : kBarVFree;
+    float alpha[kFragCSlots];
+    if constexpr (QK) {
+      if constexpr (PV) wg_wait_but_newest();
+      else wg_wait_all();
+#pragma unroll
+      for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
+      if (grp == 1 && kfree) {
+        fence_proxy_async_smem();
+        named_arrive(kBarKFree, 256);
+      }
+      sx.template weights<PSHIFT>(p, g, g.n_begin + it * S::BN, s, alpha);
+    }
+    if constexpr (PV) {
+      wg_wait_all();
+#pragma unroll
+      for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+      for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+      if (grp == 0 && vfree) {
+        fence_proxy_async_smem();
+        named_arrive(vbar, 256);
+      }
+    }
+    if (grp == 1 && vissue) {
+      if (vfree) named_sync(vbar, 256);
+      fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
+      pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+    }
+    if constexpr (QK) {
+      sx.template finish<MT>(s, pa, acc, alpha);
+      if (grp == 0 && kfree) {
+        named_sync(kBarKFree, 256);
+        fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+        pg_next = lookup(g.n_begin + (it + 3) * S::BN);
       }
     }
   }

@@ -111,6 +111,18 @@ struct OnlineSoftmax {
   template <typename T, int PSHIFT, int LIVE>
   __device__ __forceinline__ void tile_live(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
                                             FragA (&pa)[S::NK], FragC (&acc)[S::DK]) {
+    float alpha[kFragCSlots];
+    weights<PSHIFT, LIVE>(p, g, n0, s, alpha);
+    finish<T, LIVE>(s, pa, acc, alpha);
+  }
+  /* The first half of tile(): scores of tile n0 in s -> the weights
+   * 2^(x - max) in s (fp32), running maxima and sums updated, and each row's
+   * rescale factor of the output in alpha. Reads no acc and no pa, so the
+   * 128-row wgmma tile runs it while its P V products are still in flight
+   * (mainloop_sm90.cuh, docs/design/prefill.md#intra-warpgroup-overlap). */
+  template <int PSHIFT, int LIVE = kFragCSlots>
+  __device__ __forceinline__ void weights(const AttnParams &p, const Program<S> &g, int n0, FragC (&s)[S::NK],
+                                          float (&alpha)[kFragCSlots]) {
     const int nw0 = n0 + g.wn * S::KW;
     const bool full = nw0 >= full_lo && nw0 <= full_hi;
     float mx[kFragCSlots];
@@ -137,7 +149,7 @@ struct OnlineSoftmax {
     } else { /* softcap / ALiBi: rare, one masked variant keeps the code small */
       score_tile<false, true, LIVE>(p, s, nw0, jlo, jhi, slope, pos, mx);
     }
-    float alpha[kFragCSlots], m_use[kFragCSlots];
+    float m_use[kFragCSlots];
 #pragma unroll
     for (int sl = 0; sl < LIVE; sl++) {
       const float m_new = fmax_nan(m_run[sl], row_allreduce_max(mx[sl]) * sc); /* sc > 0 keeps the max */
@@ -159,8 +171,15 @@ struct OnlineSoftmax {
         s[n].x[e] = pe;
         l_run[sl] += pe;
       }
-      acc_to_a<T>(pa[n], s[n]);
     }
+  }
+  /* The second half: the weights in s -> P in pa, and the output acc
+   * rescaled by alpha. */
+  template <typename T, int LIVE = kFragCSlots>
+  __device__ __forceinline__ void finish(FragC (&s)[S::NK], FragA (&pa)[S::NK], FragC (&acc)[S::DK],
+                                         const float (&alpha)[kFragCSlots]) {
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) acc_to_a<T>(pa[n], s[n]);
     /* Decode tiles (16 rows): once the maxima settle every alpha is exactly 1
      * and the rescale is skipped (bit for bit the same), warp-uniformly. On
      * one H200 that took 1-2.5% off fp8 decode and nothing off 16-bit decode;

@@ -272,6 +272,7 @@ __device__ __forceinline__ uint64_t wg_desc_add(uint64_t, uint32_t) { return 0; 
 __device__ __forceinline__ void wg_fence() { __builtin_trap(); }
 __device__ __forceinline__ void wg_commit() { __builtin_trap(); }
 __device__ __forceinline__ void wg_wait_all() { __builtin_trap(); }
+__device__ __forceinline__ void wg_wait_but_newest() { __builtin_trap(); }
 __device__ __forceinline__ void wg_keep(float &) {}
 __device__ __forceinline__ void wg_keep(uint32_t &) {}
 __device__ __forceinline__ void wg_keep(FragC &) {}

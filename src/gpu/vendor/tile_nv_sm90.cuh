@@ -103,6 +103,8 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 /* Waits for every wgmma this warpgroup committed: results readable, shared memory free. */
 __device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Waits for all but the newest committed group (the one issued last may still run). */
+__device__ __forceinline__ void wg_wait_but_newest() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 /* Pins a register operand of an in-flight wgmma at this point of the
  * program: the compiler sees it read and written here, so it neither
  * schedules other reads or writes of it across a wg_fence / wg_wait_all
