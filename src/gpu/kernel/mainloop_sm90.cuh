@@ -355,6 +355,38 @@ struct PipelinedTile {
    * no refills here; each warpgroup converts a tile half while its products
    * run (convert_ahead: the second K(it+1), the first V(it), ordered by
    * kBarVFree and kBarVOld; kBarKFree is not used). */
+  /* The products' registers (output and P), pinned here. */
+  __device__ __forceinline__ static void keep_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+#pragma unroll
+    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
+#pragma unroll
+    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+  }
+  /* A phase's start: its K (QK) and V (PV) stages landed and seen by the
+   * async proxy, this warpgroup's turn, the registers of its products pinned. */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void enter(int it, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    named_sync(kBarSched0 + grp, 256);
+    keep_pv(acc, pa);
+    wg_fence();
+  }
+  /* 16-bit refills: K(it+2) into K(it)'s stage by the first warpgroup once
+   * the second is done with it (kfree: there is such a tile), V(it+1) by
+   * the second, each with the page id of the next. */
+  __device__ __forceinline__ void refill_k(int it, bool kfree) {
+    if (grp == 0 && kfree) {
+      named_sync(kBarKFree, 256);
+      fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
+      pg_next = lookup(g.n_begin + (it + 3) * S::BN);
+    }
+  }
+  __device__ __forceinline__ void refill_v(int it) {
+    fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
+    pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+  }
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     if constexpr (!S::KV8 && kOverlapPV) phase_overlap<PV, QK>(it, sx, acc, pa);
@@ -368,16 +400,8 @@ struct PipelinedTile {
   /* Both products in one group, the softmax after both. */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase_joint(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
-    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
-    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
-    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
-    named_sync(kBarSched0 + grp, 256);
-#pragma unroll
-    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
-#pragma unroll
-    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
-    wg_fence();
     if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
     if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
     wg_commit();
@@ -405,19 +429,12 @@ struct PipelinedTile {
     if (grp == 1 && vfree && S::KV8) named_arrive(kBarVOld, 256); /* V(it-1)'s stage, for V(it+1) */
     if constexpr (!S::KV8) {
       if (grp == 1 && vissue) {
-        fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
-        pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+        refill_v(it);
       }
     }
     if constexpr (QK) {
       sx.template tile<MT, PSHIFT>(p, g, g.n_begin + it * S::BN, s, pa, acc);
-      if constexpr (!S::KV8) {
-        if (grp == 0 && kfree) {
-          named_sync(kBarKFree, 256);
-          fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
-          pg_next = lookup(g.n_begin + (it + 3) * S::BN);
-        }
-      }
+      if constexpr (!S::KV8) refill_k(it, kfree);
     }
   }
   /* 16-bit stages, FlashAttention-3's intra-warpgroup overlap: Q K(it)^T
@@ -433,16 +450,8 @@ struct PipelinedTile {
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase_overlap(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK],
                                                 FragA (&pa)[S::NK]) {
-    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
-    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
-    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
-    named_sync(kBarSched0 + grp, 256);
-#pragma unroll
-    for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
-#pragma unroll
-    for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
-    wg_fence();
     if constexpr (QK) {
       wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
       wg_commit();
@@ -469,10 +478,7 @@ struct PipelinedTile {
     }
     if constexpr (PV) {
       wg_wait_all();
-#pragma unroll
-      for (int d = 0; d < S::DK; d++) wg_keep(acc[d]);
-#pragma unroll
-      for (int n = 0; n < S::NK; n++) wg_keep(pa[n]);
+      keep_pv(acc, pa);
       if (grp == 0 && vfree) {
         fence_proxy_async_smem();
         named_arrive(vbar, 256);
@@ -480,16 +486,11 @@ struct PipelinedTile {
     }
     if (grp == 1 && vissue) {
       if (vfree) named_sync(vbar, 256);
-      fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
-      pg_next = lookup(g.n_begin + (it + 2) * S::BN);
+      refill_v(it);
     }
     if constexpr (QK) {
       sx.template finish<MT>(s, pa, acc, alpha);
-      if (grp == 0 && kfree) {
-        named_sync(kBarKFree, 256);
-        fill(it & 1, it & 1, g.n_begin + (it + 2) * S::BN, pg_next);
-        pg_next = lookup(g.n_begin + (it + 3) * S::BN);
-      }
+      refill_k(it, kfree);
     }
   }
 };
