@@ -393,9 +393,8 @@ struct PipelinedTile {
     else phase_joint<PV, QK>(it, sx, acc, pa);
   }
   /* Softmax weights while P V runs (phase_overlap) at head dim 128, where it
-   * measured faster; at 80, 96 and 192 the ALU work beside the
-   * register-sourced P V products stalled more than the wait it saved
-   * (docs/design/prefill.md#intra-warpgroup-overlap). */
+   * measured faster; at the other head dims it has been measured only with
+   * a slower V release (docs/design/prefill.md#intra-warpgroup-overlap). */
   static constexpr bool kOverlapPV = S::HD == 128;
   /* Both products in one group, the softmax after both. */
   template <bool PV, bool QK>
