@@ -340,21 +340,6 @@ struct PipelinedTile {
     }
   }
 
-  /* One product phase: O += P(it-1) V(it-1) (PV) and S = Q K(it)^T (QK)
-   * issued together, then the softmax of S. Fixed per instantiation: ptxas
-   * serialises every wgmma of a kernel that issues one on a path it cannot
-   * prove uniform. A warpgroup issues its products only in its turn
-   * (kBarSched0 + grp, handed over right after issuing). Stages: K(it) and
-   * V(it) land in stage it % 2, each half tracked by its own mbarrier (phase
-   * it / 2). Refills: the first warpgroup copies K(it+2) once the second is
-   * done with K(it) (kBarKFree), after its own softmax; the second copies
-   * V(it+1) once the first is done with V(it-1) (kBarVFree), right after its
-   * products. The second takes kBarVFree before handing the turn back, and
-   * the first takes kBarKFree before its next turn, so neither named barrier
-   * is passed twice by the same side before the other side took it. FP8:
-   * no refills here; each warpgroup converts a tile half while its products
-   * run (convert_ahead: the second K(it+1), the first V(it), ordered by
-   * kBarVFree and kBarVOld; kBarKFree is not used). */
   /* The products' registers (output and P), pinned here. */
   __device__ __forceinline__ static void keep_pv(FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
 #pragma unroll
@@ -387,15 +372,31 @@ struct PipelinedTile {
     fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
     pg_next = lookup(g.n_begin + (it + 2) * S::BN);
   }
+  /* Softmax weights while P V runs (phase_overlap) at head dim 128, where it
+   * measured faster; at the other head dims it has been measured only with
+   * a slower V release (docs/design/prefill.md#intra-warpgroup-overlap). */
+  static constexpr bool kOverlapPV = S::HD == 128;
+  /* One product phase: O += P(it-1) V(it-1) (PV) and S = Q K(it)^T (QK)
+   * issued together, then the softmax of S (phase_joint; phase_overlap
+   * starts the softmax while P V runs). Fixed per instantiation: ptxas
+   * serialises every wgmma of a kernel that issues one on a path it cannot
+   * prove uniform. A warpgroup issues its products only in its turn
+   * (kBarSched0 + grp, handed over right after issuing). Stages: K(it) and
+   * V(it) land in stage it % 2, each half tracked by its own mbarrier (phase
+   * it / 2). Refills: the first warpgroup copies K(it+2) once the second is
+   * done with K(it) (kBarKFree), after its own softmax; the second copies
+   * V(it+1) once the first is done with V(it-1) (kBarVFree), right after its
+   * products. The second takes kBarVFree before handing the turn back, and
+   * the first takes kBarKFree before its next turn, so neither named barrier
+   * is passed twice by the same side before the other side took it. FP8:
+   * no refills here; each warpgroup converts a tile half while its products
+   * run (convert_ahead: the second K(it+1), the first V(it), ordered by
+   * kBarVFree and kBarVOld; kBarKFree is not used). */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     if constexpr (!S::KV8 && kOverlapPV) phase_overlap<PV, QK>(it, sx, acc, pa);
     else phase_joint<PV, QK>(it, sx, acc, pa);
   }
-  /* Softmax weights while P V runs (phase_overlap) at head dim 128, where it
-   * measured faster; at the other head dims it has been measured only with
-   * a slower V release (docs/design/prefill.md#intra-warpgroup-overlap). */
-  static constexpr bool kOverlapPV = S::HD == 128;
   /* Both products in one group, the softmax after both. */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase_joint(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
