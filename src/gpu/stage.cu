@@ -28,64 +28,12 @@ struct StageParams {
   int64_t page_bytes;
 };
 
-/* Page lp of the copy from cache page pg: chunk q of the page (CW codes, the
- * copy's order: q = (row x heads + head) x rowc + chunk) to element q x CW of
- * the copy's page. Each thread takes chunks tid, tid + nt, ... of the page,
- * kU of them loaded before any is converted and stored, so that every thread
- * has 2 kU loads in flight. */
-constexpr int kStageU = 4;
-template <int CW> struct StageChunk;
-template <> struct StageChunk<8> {
-  typedef uint2 codes;
-  template <typename T> __device__ __forceinline__ static void put(uint4 *d, codes c, bool fnuz) {
-    d[0] = fp8x8_to<T>(c, fnuz);
-  }
-};
-template <> struct StageChunk<16> {
-  typedef uint4 codes;
-  template <typename T> __device__ __forceinline__ static void put(uint4 *d, codes c, bool fnuz) {
-    d[0] = fp8x8_to<T>(make_uint2(c.x, c.y), fnuz);
-    d[1] = fp8x8_to<T>(make_uint2(c.z, c.w), fnuz);
-  }
-};
-
-template <typename T, int CW>
-__device__ __forceinline__ void stage_page(const StageParams &sp, int64_t pg, unsigned char *kd, unsigned char *vd) {
-  typedef typename StageChunk<CW>::codes C;
-  const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-  const int rowc = sp.hd / CW, page_chunks = sp.bs * sp.heads * rowc; /* < 2^31 (plan checks) */
-  const bool fnuz = sp.fnuz != 0;
-  const unsigned char *ks = sp.k8 + pg * sp.k_sb, *vs = sp.v8 + pg * sp.v_sb;
-  for (int q0 = tid; q0 < page_chunks; q0 += kStageU * nt) {
-    C kc[kStageU], vc[kStageU];
-#pragma unroll
-    for (int j = 0; j < kStageU; j++) {
-      const int q = q0 + j * nt;
-      if (q < page_chunks) {
-        const int rh = q / rowc, c = q - rh * rowc, r = rh / sp.heads, h = rh - r * sp.heads;
-        kc[j] = *reinterpret_cast<const C *>(ks + r * sp.k_st + h * sp.k_sh + c * CW);
-        vc[j] = *reinterpret_cast<const C *>(vs + r * sp.v_st + h * sp.v_sh + c * CW);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kStageU; j++) {
-      const int q = q0 + j * nt;
-      if (q < page_chunks) {
-        const size_t o = (size_t)q * CW * sizeof(T);
-        StageChunk<CW>::template put<T>(reinterpret_cast<uint4 *>(kd + o), kc[j], fnuz);
-        StageChunk<CW>::template put<T>(reinterpret_cast<uint4 *>(vd + o), vc[j], fnuz);
-      }
-    }
-  }
-}
-
-/* Blocks (., s): sequence s, a page of it per block at a time (all the
- * block's threads on one page: its id is one load, and a short sequence
- * still has every chunk's load in flight at once). Its first page in the
- * copy is the sum of the pages of the sequences before it; a sequence whose
- * pages pass the copy's end maps every page to the NaN page. CW: codes per
- * copy, 16 where the caches' rows and strides are 16-byte aligned, else 8. */
-template <typename T, int CW>
+/* Blocks (., s): sequence s, its pages' 8-code chunks spread over all of
+ * them (a thread a chunk at a time, so that a short sequence still has every
+ * chunk's load in flight at once). Its first page in the copy is the sum of
+ * the pages of the sequences before it; a sequence whose pages pass the
+ * copy's end maps every page to the NaN page. */
+template <typename T>
 __global__ void stage_kernel(StageParams sp) {
   grid_dependency_wait(); /* launched with programmatic dependent launch: the caches may still be being written */
   __shared__ unsigned long long before;
@@ -108,18 +56,31 @@ __global__ void stage_kernel(StageParams sp) {
   for (int64_t lp = (int64_t)blockIdx.x * nt + tid; lp < nrow; lp += (int64_t)gridDim.x * nt)
     sp.table[(int64_t)s * sp.stride + lp] = (int32_t)(over ? sp.cap : base + lp);
 
+  const int rowc = sp.hd / 8;                        /* 8-code chunks per row */
+  const int page_chunks = sp.bs * sp.heads * rowc;   /* < 2^31 (plan checks) */
   if (s == 0 && blockIdx.x == 0) { /* the NaN page: all ones is NaN in f16 and bf16 */
     const uint4 nan = make_uint4(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
-    const int64_t n16 = sp.page_bytes / 16;
-    for (int64_t q = tid; q < n16; q += nt) {
+    for (int q = tid; q < page_chunks; q += nt) {
       reinterpret_cast<uint4 *>(sp.k16 + sp.cap * sp.page_bytes)[q] = nan;
       reinterpret_cast<uint4 *>(sp.v16 + sp.cap * sp.page_bytes)[q] = nan;
     }
   }
   if (over) return;
   const int32_t *bt = sp.block_table + (int64_t)s * sp.bt_stride;
-  for (int64_t lp = blockIdx.x; lp < np; lp += gridDim.x)
-    stage_page<T, CW>(sp, bt[lp], sp.k16 + (base + lp) * sp.page_bytes, sp.v16 + (base + lp) * sp.page_bytes);
+  uint4 *kd = reinterpret_cast<uint4 *>(sp.k16 + base * sp.page_bytes);
+  uint4 *vd = reinterpret_cast<uint4 *>(sp.v16 + base * sp.page_bytes);
+  const int64_t units = np * page_chunks;
+  for (int64_t u = (int64_t)blockIdx.x * nt + tid; u < units; u += (int64_t)gridDim.x * nt) {
+    /* u = page x page_chunks + (row x heads + head) x rowc + chunk: the copy's order */
+    const int64_t lp = u / page_chunks;
+    const int q = (int)(u - lp * page_chunks);
+    const int rh = q / rowc, c = q - rh * rowc, r = rh / sp.heads, h = rh - r * sp.heads;
+    const int64_t pg = bt[lp];
+    const uint2 kc = *reinterpret_cast<const uint2 *>(sp.k8 + pg * sp.k_sb + r * sp.k_st + h * sp.k_sh + c * 8);
+    const uint2 vc = *reinterpret_cast<const uint2 *>(sp.v8 + pg * sp.v_sb + r * sp.v_st + h * sp.v_sh + c * 8);
+    kd[u] = fp8x8_to<T>(kc, sp.fnuz != 0);
+    vd[u] = fp8x8_to<T>(vc, sp.fnuz != 0);
+  }
 }
 
 }  // namespace
@@ -144,21 +105,15 @@ anyattn_status launch_stage(const anyattn_plan *plan, const anyattn_args *a, con
   sp.stride = st->stage_stride;
   sp.cap = st->stage_pages;
   sp.page_bytes = (int64_t)st->stage_page_bytes;
-  /* eight blocks of 256 threads per SM in all, whatever the lengths
-   * (graph-safe: host sizes only), a page per block at a time: up to 2
-   * kStageU chunks of codes in flight per thread */
+  /* eight blocks of 256 threads per SM in all (a full SM), whatever the
+   * lengths (graph-safe: host sizes only): 16 bytes of codes in flight per
+   * thread, about 4 MB on an H200 */
   const int per_seq = (8 * dev.num_sms + a->num_seqs - 1) / a->num_seqs;
   const dim3 grid((unsigned)(per_seq > 0 ? per_seq : 1), (unsigned)a->num_seqs);
   cudaStream_t stream = (cudaStream_t)a->stream;
   const bool pdl = dev.arch >= 90;
-  /* 16-code copies where every code row starts 16-byte aligned */
-  const bool w16 = pr->head_dim % 16 == 0 && (sp.k_sb | sp.k_st | sp.k_sh | sp.v_sb | sp.v_st | sp.v_sh) % 16 == 0 &&
-                   ((uintptr_t)sp.k8 | (uintptr_t)sp.v8) % 16 == 0;
-  if (pr->dtype == ANYATTN_DTYPE_F16)
-    return w16 ? launch(stage_kernel<aa_f16, 16>, grid, dim3(256), 0, stream, pdl, 0, sp)
-               : launch(stage_kernel<aa_f16, 8>, grid, dim3(256), 0, stream, pdl, 0, sp);
-  return w16 ? launch(stage_kernel<aa_bf16, 16>, grid, dim3(256), 0, stream, pdl, 0, sp)
-             : launch(stage_kernel<aa_bf16, 8>, grid, dim3(256), 0, stream, pdl, 0, sp);
+  if (pr->dtype == ANYATTN_DTYPE_F16) return launch(stage_kernel<aa_f16>, grid, dim3(256), 0, stream, pdl, 0, sp);
+  return launch(stage_kernel<aa_bf16>, grid, dim3(256), 0, stream, pdl, 0, sp);
 }
 
 }  // namespace aa
