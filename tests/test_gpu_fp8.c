@@ -81,7 +81,7 @@ static const fp8_case kCases[] = {
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 192, 1, 8, 16, 1, PREFILL, PER_SEQ_HEAD, 1, 2, 500, NULL, 0, 0, STAGE_FIT},
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3, 256, 2, 4, 64, 1, PREFILL, PER_TENSOR, 0, 2, 400, NULL, 0, 0, STAGE_FIT},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 64, 2, 4, 16, 1, PREFILL, NO_DESCALE, 0, 2, 600, "m128n128w8s2", 0, 0, STAGE_FIT},
-    /* head dims that are no multiple of 16: the stage copies 8 codes at a time */
+    /* head dims that are no multiple of 16: code rows of 56 and 72 bytes, run on the d64 and d128 kernels */
     {ANYATTN_DTYPE_F16, ANYATTN_KV_FP8_E4M3FNUZ, 56, 2, 4, 16, 1, PREFILL, PER_TENSOR, 1, 2, 400, "m128n128w8s2", 0, 0, STAGE_FIT},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 72, 2, 4, 32, 1, PREFILL, PER_SEQ_HEAD, 0, 3, 500, "m128n128w8s2", 0, 0, STAGE_FIT},
     {ANYATTN_DTYPE_BF16, ANYATTN_KV_FP8_E4M3, 128, 2, 4, 16, 1, PREFILL, PER_SEQ_HEAD, 0, 2, 600, NULL, 0, 0, STAGE_SHORT},
