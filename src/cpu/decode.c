@@ -86,6 +86,16 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #ifndef AA_DEC_CURSOR
 #define AA_DEC_CURSOR (AA_VR == 8)
 #endif
+/* AVX-512 builds with vector scores over 16-bit caches split the block
+ * ahead's prefetch: its K lines from the scores of the same head (a line
+ * per key and 32 dims, beside the loads of the current K rows), its V lines
+ * from P.V, so the reads are spread over the whole math instead of coming in
+ * bursts inside P.V. On the 2-core Zen 5 EPYC 1.08-1.29x faster from memory,
+ * 0.94-0.97x with the cache in L2 or L3 (docs/design/cpu.md, Fused decode).
+ * -DAA_DEC_PF_KSCORES=0 keeps both in P.V, for measurements. */
+#ifndef AA_DEC_PF_KSCORES
+#define AA_DEC_PF_KSCORES 1
+#endif
 #if defined(__AVX512BF16__)
 #define AA_DEC_QBF16 1
 #else
@@ -199,6 +209,7 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
 typedef struct {
   const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
   int n, on;
+  int ks; /* AA_DEC_PF_KSCORES: the vector scores prefetch the K lines, P.V the V lines only */
   int64_t hk, hv;
   int64_t sk, sv;
   int j, hb, o, ob, nh, isv;
@@ -307,8 +318,14 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
 
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
-                             const int d, aa_dec_pf *pf) {
+                             const int d, aa_dec_pf *pf, int jb) {
   aa_vf acc[16];
+  /* the K rows of keys jb .. jb + 3 of the block ahead (pf->ks): rows past
+   * its end repeat its last one */
+  const int kpf = pf->ks && jb < pf->n;
+  const char *pq[4] = {0};
+  if (kpf)
+    for (int j = 0; j < 4; j++) pq[j] = pf->pk[jb + j < pf->n ? jb + j : pf->n - 1] + pf->hk;
 #if AA_DEC_QBF16
   if (AA_DEC_QRAW(dt, kv)) {
     __m512 t[16];
@@ -334,6 +351,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
+      if (kpf)
+        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + 2 * c, 0, AA_DEC_PF_HINT);
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
         const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
@@ -352,9 +371,10 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   const float *qf = (const float *)q;
 #if AA_VR == 8
   (void)acc;
+  (void)kpf;
+  (void)pq;
   return aa_dec_qk4x4r(dt, kv, qf, k, d, pf);
 #else
-  (void)pf;
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
   int c = 0;
 #if AA_FP8_VBMI
@@ -373,6 +393,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       qe[r] = aa_ld(qf + (size_t)r * d + c);
       qo[r] = aa_ld(qf + (size_t)r * d + c + 16);
     }
+    if (kpf)
+      for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + 2 * c, 0, AA_DEC_PF_HINT);
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
       aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
@@ -430,7 +452,7 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   for (int j = 0; j < nk; j++) {
     if (pf->on && j < pf->n)
       for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
-        __builtin_prefetch(pf->pk[j] + pf->hk + o, 0, AA_DEC_PF_HINT);
+        if (!pf->ks) __builtin_prefetch(pf->pk[j] + pf->hk + o, 0, AA_DEC_PF_HINT);
         __builtin_prefetch(pf->pv[j] + pf->hv + o, 0, AA_DEC_PF_HINT);
       }
     aa_vf vv[4];
@@ -563,7 +585,7 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
   if (St) {
     aa_dec_scores_st(St, sc);
   } else {
-    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d, pf);
+    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d, pf, 4 * b);
     aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
   }
   float alpha[4];
@@ -816,6 +838,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
                                                : (const void *)((const float *)Q + row * d);
         const float *st = ast ? St + row * AA_DEC_KB : NULL;
         pf.on = rc == 0; /* one row group per head prefetches */
+        pf.ks = AA_DEC_PF_KSCORES && pf.on && !kv && !st && !AA_DEC_CURSOR;
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
           aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
                        nk, k, vr, hb * vh, &pf, st);
