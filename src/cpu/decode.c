@@ -86,13 +86,15 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #ifndef AA_DEC_CURSOR
 #define AA_DEC_CURSOR (AA_VR == 8)
 #endif
-/* AVX-512 builds with vector scores over 16-bit caches split the block
+/* AVX-512 builds with vector scores (no AMX tile scores) split the block
  * ahead's prefetch: its K lines from the scores of the same head (a line
- * per key and 32 dims, beside the loads of the current K rows), its V lines
- * from P.V, so the reads are spread over the whole math instead of coming in
- * bursts inside P.V. On the 2-core Zen 5 EPYC 1.08-1.29x faster from memory,
- * 0.94-0.97x with the cache in L2 or L3 (docs/design/cpu.md, Fused decode).
- * -DAA_DEC_PF_KSCORES=0 keeps both in P.V, for measurements. */
+ * per key at each 64 bytes of the rows, beside the loads of the current K
+ * rows), its V lines from P.V, so the reads are spread over the whole math
+ * instead of coming in bursts inside P.V. On the 2-core Zen 5 EPYC, from
+ * memory, 1.08-1.30x faster over bf16 and fp16 caches and 1.12-1.22x over
+ * fp8; with a bf16 cache in L2 or L3 0.94-0.97x, an fp8 one 1.11x
+ * (docs/design/cpu.md, Fused decode). -DAA_DEC_PF_KSCORES=0 keeps both in
+ * P.V, for measurements. */
 #ifndef AA_DEC_PF_KSCORES
 #define AA_DEC_PF_KSCORES 1
 #endif
@@ -338,6 +340,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
         __m512bh qv[4][2];
         for (int r = 0; r < 4; r++)
           for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c + 32 * h);
+        if (kpf)
+          for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c, 0, AA_DEC_PF_HINT);
         for (int j = 0; j < 4; j++) {
           __m512i w[2];
           aa_load_fp8x64_vbmi((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, &w[0], &w[1]);
@@ -351,8 +355,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
-      if (kpf)
-        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + 2 * c, 0, AA_DEC_PF_HINT);
+      if (kpf && !((c * AA_DEC_ES(kv)) & 63)) /* a line per key at each line of the rows */
+        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c * AA_DEC_ES(kv), 0, AA_DEC_PF_HINT);
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
         const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
@@ -379,13 +383,16 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   int c = 0;
 #if AA_FP8_VBMI
   if (kv)
-    for (; c + 64 <= d; c += 64)
+    for (; c + 64 <= d; c += 64) {
+      if (kpf)
+        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c, 0, AA_DEC_PF_HINT);
       for (int j = 0; j < 4; j++) {
         aa_vf kk[4];
         aa_dec_load64w(kv, k[j], c, kk);
         for (int r = 0; r < 4; r++)
           for (int i = 0; i < 4; i++) acc[r * 4 + j] += aa_ld(qf + (size_t)r * d + c + i * AA_VL) * kk[i];
       }
+    }
 #endif
   for (; c < d; c += 32) {
     aa_vf qe[4], qo[4];
@@ -393,8 +400,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       qe[r] = aa_ld(qf + (size_t)r * d + c);
       qo[r] = aa_ld(qf + (size_t)r * d + c + 16);
     }
-    if (kpf)
-      for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + 2 * c, 0, AA_DEC_PF_HINT);
+    if (kpf && !((c * AA_DEC_ES(kv)) & 63))
+      for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c * AA_DEC_ES(kv), 0, AA_DEC_PF_HINT);
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
       aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
@@ -838,7 +845,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
                                                : (const void *)((const float *)Q + row * d);
         const float *st = ast ? St + row * AA_DEC_KB : NULL;
         pf.on = rc == 0; /* one row group per head prefetches */
-        pf.ks = AA_DEC_PF_KSCORES && pf.on && !kv && !st && !AA_DEC_CURSOR;
+        pf.ks = AA_DEC_PF_KSCORES && pf.on && !st && !AA_DEC_CURSOR;
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
           aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
                        nk, k, vr, hb * vh, &pf, st);
