@@ -318,6 +318,11 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
 }
 #endif
 
+/* Byte off of the four K rows pq of the block ahead, into L2 (AA_DEC_PF_KSCORES). */
+AA_INLINE void aa_dec_pf4(const char *const *pq, int off) {
+  for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + off, 0, AA_DEC_PF_HINT);
+}
+
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
                              const int d, aa_dec_pf *pf, int jb) {
@@ -340,8 +345,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
         __m512bh qv[4][2];
         for (int r = 0; r < 4; r++)
           for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c + 32 * h);
-        if (kpf)
-          for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c, 0, AA_DEC_PF_HINT);
+        if (kpf) aa_dec_pf4(pq, c);
         for (int j = 0; j < 4; j++) {
           __m512i w[2];
           aa_load_fp8x64_vbmi((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, &w[0], &w[1]);
@@ -355,8 +359,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
-      if (kpf && !((c * AA_DEC_ES(kv)) & 63)) /* a line per key at each line of the rows */
-        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c * AA_DEC_ES(kv), 0, AA_DEC_PF_HINT);
+      if (kpf && !((c * AA_DEC_ES(kv)) & 63)) aa_dec_pf4(pq, c * AA_DEC_ES(kv)); /* at each line of the rows */
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
         const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
@@ -384,8 +387,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #if AA_FP8_VBMI
   if (kv)
     for (; c + 64 <= d; c += 64) {
-      if (kpf)
-        for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c, 0, AA_DEC_PF_HINT);
+      if (kpf) aa_dec_pf4(pq, c);
       for (int j = 0; j < 4; j++) {
         aa_vf kk[4];
         aa_dec_load64w(kv, k[j], c, kk);
@@ -400,8 +402,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       qe[r] = aa_ld(qf + (size_t)r * d + c);
       qo[r] = aa_ld(qf + (size_t)r * d + c + 16);
     }
-    if (kpf && !((c * AA_DEC_ES(kv)) & 63))
-      for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + c * AA_DEC_ES(kv), 0, AA_DEC_PF_HINT);
+    if (kpf && !((c * AA_DEC_ES(kv)) & 63)) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
       aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
