@@ -20,10 +20,10 @@
  *   aa_dec_load32), folded into one vector per row whose lanes are the
  *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
- *   order until the output is written. The P.V loop also prefetches the
- *   block ahead into L2 (aa_dec_pf), so the reads go on under the math;
- *   builds with 16 registers (AVX2) spread the prefetches over the score
- *   and P.V loops in address order (aa_dec_pf_step, AA_DEC_CURSOR).
+ *   order until the output is written. The scores and P.V also prefetch
+ *   the block ahead into L2 (aa_dec_pf), each head a share of its rows in
+ *   address order, so the reads go on under the math; builds with 16
+ *   registers (AVX2) walk it with a cursor (aa_dec_pf_step, AA_DEC_CURSOR).
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
  * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
  * step).
@@ -97,6 +97,17 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * P.V, for measurements. */
 #ifndef AA_DEC_PF_KSCORES
 #define AA_DEC_PF_KSCORES 1
+#endif
+/* The rows of the block ahead a head's math prefetches (aa_dec_pf_head):
+ * with AA_DEC_PF_ADDR, the head's share of all the item's rows in address
+ * order (where a token's heads lie closer together than its tokens, as in
+ * vLLM's [block, token, head, dim] layout: head hb takes rows hb * 16 ..
+ * hb * 16 + 15 of the key-major list, two keys' rows of all 8 heads), so
+ * the reads go out line after line; otherwise the head's own rows, 16 rows
+ * a token stride apart. (docs/design/cpu.md, Fused decode.)
+ * -DAA_DEC_PF_ADDR=0 keeps the head's own rows, for measurements. */
+#ifndef AA_DEC_PF_ADDR
+#define AA_DEC_PF_ADDR 1
 #endif
 #if defined(__AVX512BF16__)
 #define AA_DEC_QBF16 1
@@ -198,11 +209,13 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
 
 /* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead: the K
  * and V rows of those keys (pk, pv: kv head g0's; n of them).
- * AVX-512 builds spread it over the P.V loop, head by head (hk, hv: the
- * head's byte offsets), the lines of the dims a P.V call covers at each of
- * its keys. Issued in one burst per block, the same prefetches left the
- * memory idle while the math ran (decode time about the sum of the two);
- * spread, the reads go on under the math.
+ * AVX-512 builds spread it over the math of each head (hk, hv: the head's
+ * byte offsets): 16 rows per head (rk, rv: aa_dec_pf_head), their K lines
+ * from the scores (ks) or from P.V, their V lines from P.V, the lines of
+ * the dims a P.V call covers at each of its keys. Issued in one burst per
+ * block, the same prefetches left the memory idle while the math ran
+ * (decode time about the sum of the two); spread, the reads go on under
+ * the math.
  * AVX2 builds (AA_DEC_CURSOR) walk the block ahead in address order: key j,
  * head hb (sk, sv: the head strides in bytes), byte o of the row (ob bytes),
  * the K line, then the V line; one line per aa_dec_pf_step, a step at every
@@ -213,6 +226,10 @@ typedef struct {
   int n, on;
   int ks; /* AA_DEC_PF_KSCORES: the vector scores prefetch the K lines, P.V the V lines only */
   int64_t hk, hv;
+  /* the K and V rows (head offset included) the head the math is on
+   * prefetches, nr of them (aa_dec_pf_head) */
+  const char *rk[AA_DEC_KB], *rv[AA_DEC_KB];
+  int nr;
   int64_t sk, sv;
   int j, hb, o, ob, nh, isv;
 } aa_dec_pf;
@@ -225,6 +242,35 @@ AA_INLINE void aa_dec_pf_rewind(aa_dec_pf *pf, int nh, int row_bytes, int64_t sk
   pf->sk = sk;
   pf->sv = sv;
 }
+/* The rows of the block ahead that kv head hb's math prefetches (of the
+ * item's nh heads; kh, vh the head strides in bytes): in key-major order
+ * (addr) head hb takes slots hb * AA_DEC_KB .. + AA_DEC_KB - 1 of the list
+ * (key 0 head 0, key 0 head 1, ...), else key j of its own head. */
+AA_INLINE void aa_dec_pf_head(aa_dec_pf *pf, int hb, int nh, int64_t kh, int64_t vh, int addr) {
+  pf->hk = hb * kh;
+  pf->hv = hb * vh;
+  if (AA_DEC_CURSOR) return; /* aa_dec_pf_step walks pk, pv itself */
+  if (!addr) {
+    pf->nr = pf->n;
+    for (int j = 0; j < pf->n; j++) {
+      pf->rk[j] = pf->pk[j] + pf->hk;
+      pf->rv[j] = pf->pv[j] + pf->hv;
+    }
+    return;
+  }
+  const int r0 = hb * AA_DEC_KB, left = pf->n * nh - r0;
+  pf->nr = left < 0 ? 0 : left < AA_DEC_KB ? left : AA_DEC_KB;
+  int key = r0 / nh, h = r0 % nh;
+  for (int j = 0; j < pf->nr; j++) {
+    pf->rk[j] = pf->pk[key] + h * kh;
+    pf->rv[j] = pf->pv[key] + h * vh;
+    if (++h == nh) {
+      h = 0;
+      key++;
+    }
+  }
+}
+
 /* One line of the block ahead, then the cursor moves on (AA_DEC_CURSOR). */
 AA_INLINE void aa_dec_pf_step(aa_dec_pf *pf) {
   if (!pf->on || pf->j >= pf->n) return;
@@ -327,12 +373,12 @@ AA_INLINE void aa_dec_pf4(const char *const *pq, int off) {
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
                              const int d, aa_dec_pf *pf, int jb) {
   aa_vf acc[16];
-  /* the K rows of keys jb .. jb + 3 of the block ahead (pf->ks): rows past
-   * its end repeat its last one */
-  const int kpf = pf->ks && jb < pf->n;
+  /* K rows jb .. jb + 3 of those the head prefetches (pf->ks, aa_dec_pf_head):
+   * rows past the last repeat it */
+  const int kpf = pf->ks && jb < pf->nr;
   const char *pq[4] = {0};
   if (kpf)
-    for (int j = 0; j < 4; j++) pq[j] = pf->pk[jb + j < pf->n ? jb + j : pf->n - 1] + pf->hk;
+    for (int j = 0; j < 4; j++) pq[j] = pf->rk[jb + j < pf->nr ? jb + j : pf->nr - 1];
 #if AA_DEC_QBF16
   if (AA_DEC_QRAW(dt, kv)) {
     __m512 t[16];
@@ -458,10 +504,10 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
     for (int k = 0; k < 2 * NC; k++) a[r][k] = aa_ld(acc + (size_t)r * d + c0 + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
-    if (pf->on && j < pf->n)
+    if (pf->on && j < pf->nr)
       for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
-        if (!pf->ks) __builtin_prefetch(pf->pk[j] + pf->hk + o, 0, AA_DEC_PF_HINT);
-        __builtin_prefetch(pf->pv[j] + pf->hv + o, 0, AA_DEC_PF_HINT);
+        if (!pf->ks) __builtin_prefetch(pf->rk[j] + o, 0, AA_DEC_PF_HINT);
+        __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT);
       }
     aa_vf vv[4];
     const char *vj = v[j] + hv;
@@ -819,6 +865,9 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     aa_dec_pf_first(job, nh, d, rd, pf_next - ilo);
   }
   aa_dec_pf pf = {.n = 0};
+  /* key-major is address order where a token's heads lie within its stride */
+  const int pf_addr = AA_DEC_PF_ADDR && !AA_DEC_CURSOR && nh > 1 && kh > 0 && vh > 0 && kh * nh <= kst &&
+                      vh * nh <= a->v_stride_token * (int64_t)job->kes;
   /* NaN codes need their fix in the conversions, except e4m3fn read 64 at a
    * time, whose lookup table holds the NaN */
   const int scan = kv && !(AA_FP8_VBMI && AA_DEC_FMT(kv) == 1 && d % 64 == 0);
@@ -838,8 +887,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
       const char *k[AA_DEC_KB]; /* the head's K rows for the vector scores */
       if (!ast)
         for (int j = 0; j < AA_DEC_KB; j++) k[j] = kr[j < nk ? j : 0] + hb * kh; /* rows past nk repeat row 0: masked */
-      pf.hk = hb * kh;
-      pf.hv = hb * vh;
+      aa_dec_pf_head(&pf, hb, nh, kh, vh, pf_addr);
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
         const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
