@@ -74,7 +74,18 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #ifndef AA_DEC_PF_BLOCKS
 #define AA_DEC_PF_BLOCKS 1
 #endif
+#ifndef AA_DEC_PF_HINT
 #define AA_DEC_PF_HINT 2
+#endif
+/* The hint of the split prefetch (AA_DEC_PF_KSCORES, below): T0 (3). On the
+ * 2-core Zen 5 EPYC, with the rows in address order (AA_DEC_PF_ADDR),
+ * decode from memory ran 1.03-1.29x faster with T0 than with T1 (with the
+ * cache in L2 or L3 0.97-0.99x); with each head's own rows T0 had been
+ * 0.83-0.89x of T1 (docs/design/cpu.md, Fused decode). The AMX scores'
+ * prefetch from P.V keeps T1, as measured on the Xeon. */
+#ifndef AA_DEC_PF_HINT_SPLIT
+#define AA_DEC_PF_HINT_SPLIT 3
+#endif
 /* Builds with 16 registers (AVX2) prefetch the block ahead in address order
  * instead (aa_dec_pf_step): a cursor walks its lines key by key, head by
  * head, K and V in turn, one line per step of the score and P.V loops. On
@@ -87,9 +98,9 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #define AA_DEC_CURSOR (AA_VR == 8)
 #endif
 /* AVX-512 builds with vector scores (no AMX tile scores) split the block
- * ahead's prefetch: its K lines from the scores of the same head (a line
- * per key at each 64 bytes of the rows, beside the loads of the current K
- * rows), its V lines from P.V, so the reads are spread over the whole math
+ * ahead's prefetch: its K lines from the scores (a line of 4 of the head's
+ * rows, aa_dec_pf_head, at each 64 bytes of the current K rows, beside
+ * their loads), its V lines from P.V, so the reads are spread over the whole math
  * instead of coming in bursts inside P.V. On the 2-core Zen 5 EPYC, from
  * memory, 1.08-1.30x faster over bf16 and fp16 caches and 1.12-1.22x over
  * fp8; with a bf16 cache in L2 or L3 0.94-0.97x, an fp8 one 1.11x
@@ -364,9 +375,9 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
 }
 #endif
 
-/* Byte off of the four K rows pq of the block ahead, into L2 (AA_DEC_PF_KSCORES). */
+/* Byte off of the four K rows pq of the block ahead (AA_DEC_PF_KSCORES). */
 AA_INLINE void aa_dec_pf4(const char *const *pq, int off) {
-  for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + off, 0, AA_DEC_PF_HINT);
+  for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + off, 0, AA_DEC_PF_HINT_SPLIT);
 }
 
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
@@ -506,8 +517,11 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   for (int j = 0; j < nk; j++) {
     if (pf->on && j < pf->nr)
       for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
-        if (!pf->ks) __builtin_prefetch(pf->rk[j] + o, 0, AA_DEC_PF_HINT);
-        __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT);
+        if (pf->ks) __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
+        else {
+          __builtin_prefetch(pf->rk[j] + o, 0, AA_DEC_PF_HINT);
+          __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT);
+        }
       }
     aa_vf vv[4];
     const char *vj = v[j] + hv;
@@ -755,18 +769,23 @@ AA_INLINE void aa_dec_pf_next(aa_dec_pf *pf, aa_kv_walks *w, int *next, int ihi)
 }
 
 /* The first AA_DEC_PF_BLOCKS blocks, which no P.V loop prefetches: all
- * their lines at once, in address order, at the start of the item. */
-AA_INLINE void aa_dec_pf_first(const aa_cpu_job *job, int nh, const int d, aa_kv_walks w, int n) {
+ * their lines at once, in address order, at the start of the item, with
+ * the hint of the split prefetch where the item takes it (split). */
+AA_INLINE void aa_dec_pf_first(const aa_cpu_job *job, int nh, const int d, aa_kv_walks w, int n, int split) {
   const anyattn_args *a = job->a;
   const size_t row_bytes = (size_t)d * job->kes;
   const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes;
   for (int j = 0; j < n; j++) {
     const char *kp = aa_walk_next(&w.k), *vp = aa_walk_next(&w.v);
     for (int hb = 0; hb < nh; hb++)
-      for (size_t o = 0; o < row_bytes; o += 64) {
-        __builtin_prefetch(kp + hb * kh + o, 0, AA_DEC_PF_HINT);
-        __builtin_prefetch(vp + hb * vh + o, 0, AA_DEC_PF_HINT);
-      }
+      for (size_t o = 0; o < row_bytes; o += 64)
+        if (split) {
+          __builtin_prefetch(kp + hb * kh + o, 0, AA_DEC_PF_HINT_SPLIT);
+          __builtin_prefetch(vp + hb * vh + o, 0, AA_DEC_PF_HINT_SPLIT);
+        } else {
+          __builtin_prefetch(kp + hb * kh + o, 0, AA_DEC_PF_HINT);
+          __builtin_prefetch(vp + hb * vh + o, 0, AA_DEC_PF_HINT);
+        }
   }
 }
 
@@ -862,7 +881,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g0, ilo);
     aa_walks_init(&pw, job, s, g0, pf_next);
-    aa_dec_pf_first(job, nh, d, rd, pf_next - ilo);
+    aa_dec_pf_first(job, nh, d, rd, pf_next - ilo, AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
   }
   aa_dec_pf pf = {.n = 0};
   /* key-major is address order where a token's heads lie within its stride */
