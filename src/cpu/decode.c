@@ -569,49 +569,68 @@ AA_INLINE aa_vf aa_dec_bcast4(aa_vf v, int r) {
   return (aa_vf)__builtin_shuffle(v, idx);
 }
 
+/* e^x on 16 lanes for the softmax, whose arguments are <= 0 (or -inf, or
+ * NaN): on AVX-512 2^(x log2 e) by aa_exp2_512 (12 operations against
+ * aa_exp's 19), else aa_exp. */
+AA_INLINE aa_vf aa_dec_exp(aa_vf x) {
+#if defined(__AVX512F__)
+  return (aa_vf)aa_exp2_512((__m512)(x * aa_splat(1.44269504088896341f)));
+#else
+  return aa_exp(x);
+#endif
+}
+
 /* Online softmax of rows [rc, rc + 4) of kv head g over the key block
  * [j0, j0 + nk): sc[r] holds row rc + r's scores (lane j: key j0 + j), P[r]
  * receives its probabilities, alpha[r] the factor that rescales its
  * accumulator; m and l (the rows' running max and sum) are updated. The
  * four rows go through the maximum, the rescale factors and the sums
- * together (aa_dec_max4, one exp for the four factors). */
+ * together (aa_dec_max4, one exp for the four factors). A block that all
+ * four rows see whole (the middle of every context) skips the per-row key
+ * ranges and masks. */
 AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
                                const aa_vf sc[4], const float qs, float *restrict m, float *restrict l,
                                float *restrict P, float alpha[4], int rc, int g, int j0, int nk) {
   const anyattn_problem *pr = &job->plan->problem;
   const anyattn_args *a = job->a;
   const int group = job->group;
+  int full = nk == AA_DEC_KB && rc + 4 <= rw->R;
+  for (int r = 0; r < 4 && full; r++) full = rw->lo[rc + r] <= j0 && rw->hi[rc + r] >= j0 + AA_DEC_KB;
   aa_vf x[4];
   aa_vi vis[4];
   for (int r = 0; r < 4; r++) {
-    const int rr = rc + r;
-    int jlo, jhi;
-    aa_key_range(rw->lo, rw->hi, rw->R, rr, j0, nk, &jlo, &jhi);
     x[r] = sc[r];
     if (AA_DEC_QRAW(dt, kv)) x[r] *= aa_splat(qs); /* q was kept unscaled in bf16 */
-    if (pr->softcap > 0.0f) {
-      const float cap = pr->softcap, inv = 1.0f / cap;
-      for (int j = jlo; j < jhi; j++) x[r][j] = cap * tanhf(x[r][j] * inv);
-    }
-    if (a->alibi_slopes) {
-      const float slope = a->alibi_slopes[g * group + rr % group];
-      const int rel = j0 - (rw->qpos0 + rr / group); /* key j0 minus the query position */
-      for (int j = jlo; j < jhi; j++) x[r][j] += slope * (float)(rel + j);
-    }
-    const aa_vi idx = aa_iota();
-    vis[r] = aa_in_range(idx, aa_splati(jlo), aa_splati(jhi));
-    x[r] = aa_sel(vis[r], x[r], aa_splat(-INFINITY)); /* a row with no visible key: all -inf */
   }
+  if (!full || pr->softcap > 0.0f || a->alibi_slopes)
+    for (int r = 0; r < 4; r++) {
+      const int rr = rc + r;
+      int jlo, jhi;
+      aa_key_range(rw->lo, rw->hi, rw->R, rr, j0, nk, &jlo, &jhi);
+      if (pr->softcap > 0.0f) {
+        const float cap = pr->softcap, inv = 1.0f / cap;
+        for (int j = jlo; j < jhi; j++) x[r][j] = cap * tanhf(x[r][j] * inv);
+      }
+      if (a->alibi_slopes) {
+        const float slope = a->alibi_slopes[g * group + rr % group];
+        const int rel = j0 - (rw->qpos0 + rr / group); /* key j0 minus the query position */
+        for (int j = jlo; j < jhi; j++) x[r][j] += slope * (float)(rel + j);
+      }
+      const aa_vi idx = aa_iota();
+      vis[r] = aa_in_range(idx, aa_splati(jlo), aa_splati(jhi));
+      x[r] = aa_sel(vis[r], x[r], aa_splat(-INFINITY)); /* a row with no visible key: all -inf */
+    }
   /* lane group r: row r's old max, new max, rescale factor */
   const aa_vf mold = {m[0], m[0], m[0], m[0], m[1], m[1], m[1], m[1], m[2], m[2], m[2], m[2], m[3], m[3], m[3], m[3]};
   const aa_vf mnew = aa_max(aa_dec_max4(x), mold);
   /* 0 while m is still -inf; 1 for a row that sees no key here (mnew == mold) */
-  const aa_vf al = aa_sel(aa_eq(mold, aa_splat(-INFINITY)), aa_splat(0.0f), aa_exp(mold - mnew));
+  const aa_vf al = aa_sel(aa_eq(mold, aa_splat(-INFINITY)), aa_splat(0.0f), aa_dec_exp(mold - mnew));
   aa_vf p[4];
   for (int r = 0; r < 4; r++) {
     const aa_vf mr = aa_dec_bcast4(mnew, r);
+    p[r] = aa_dec_exp(x[r] - mr);
     /* a row with no key seen yet keeps its -inf max and zero probabilities */
-    p[r] = aa_sel(vis[r], aa_exp(x[r] - mr), aa_splat(0.0f));
+    if (!full) p[r] = aa_sel(vis[r], p[r], aa_splat(0.0f));
     aa_st(P + r * AA_DEC_KB, p[r]);
   }
   const aa_vf sum = aa_dec_sum4(p);

@@ -134,7 +134,16 @@ AA_INLINE aa_vi aa_ieq(aa_vi a, aa_vi b) { return a == b; }
 AA_INLINE aa_vf aa_sel(aa_vi mask, aa_vf a, aa_vf b) {
   return (aa_vf)(((aa_vi)a & mask) | ((aa_vi)b & ~mask));
 }
-AA_INLINE aa_vf aa_max(aa_vf a, aa_vf b) { return aa_sel(a > b, a, b); }
+/* vmaxps on AVX-512 is this rule exactly (its first operand where greater,
+ * else its second: NaN and signed zeros alike), in one instruction where
+ * GCC makes a compare and a masked move of the vector expression. */
+AA_INLINE aa_vf aa_max(aa_vf a, aa_vf b) {
+#if defined(__AVX512F__)
+  return (aa_vf)_mm512_max_ps((__m512)a, (__m512)b);
+#else
+  return aa_sel(a > b, a, b);
+#endif
+}
 #endif
 /* lo <= x < hi lane-wise */
 AA_INLINE aa_vi aa_in_range(aa_vi x, aa_vi lo, aa_vi hi) { return ~aa_igt(lo, x) & aa_igt(hi, x); }
