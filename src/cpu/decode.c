@@ -517,8 +517,9 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
   for (int j = 0; j < nk; j++) {
     if (pf->on && j < pf->nr)
       for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
-        if (pf->ks) __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
-        else {
+        if (pf->ks) {
+          __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
+        } else {
           __builtin_prefetch(pf->rk[j] + o, 0, AA_DEC_PF_HINT);
           __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT);
         }
@@ -570,7 +571,7 @@ AA_INLINE aa_vf aa_dec_bcast4(aa_vf v, int r) {
 }
 
 /* e^x on 16 lanes for the softmax, whose arguments are <= 0 (or -inf, or
- * NaN): on AVX-512 2^(x log2 e) by aa_exp2_512 (12 operations against
+ * NaN): on AVX-512 2^(x log2 e) by aa_exp2_512 (11 operations with the multiply, against
  * aa_exp's 19), else aa_exp. */
 AA_INLINE aa_vf aa_dec_exp(aa_vf x) {
 #if defined(__AVX512F__)
