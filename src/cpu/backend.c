@@ -38,6 +38,7 @@ typedef struct {
   int block_q;         /* query tokens per work item */
   int block_n;         /* keys per KV tile */
   size_t thread_bytes; /* scratch bytes per thread in the workspace */
+  size_t llc_bytes;    /* the last-level cache (aa_cpu_llc_bytes) */
 } aa_cpu_state;
 
 static const aa_cpu_state *aa_cpu_state_of(const anyattn_plan *plan) { return (const aa_cpu_state *)plan->state; }
@@ -200,6 +201,7 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   st->isa = isa;
   st->block_q = bq;
   st->block_n = bn;
+  st->llc_bytes = aa_cpu_llc_bytes();
   st->threads = omp_get_max_threads();
   if (st->threads < 1) st->threads = 1;
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
@@ -225,6 +227,7 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.kvh = plan->problem.num_kv_heads;
   job.bq = aa_cpu_state_of(plan)->block_q;
   job.hpi = 1;
+  job.dec_pf2 = 0;
   job.mm16 = NULL;
 #if defined(ANYATTN_CPU_MM16)
   const aa_cpu_isa isa = aa_cpu_state_of(plan)->isa;
@@ -248,6 +251,22 @@ static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
   while (hpi > 1 && (job->kvh % hpi != 0 || (int64_t)n_dec * (job->kvh / hpi) < AA_CPU_ITEMS_PER_THREAD * nt))
     hpi--;
   return hpi;
+}
+
+/* Whether the decode items' second prefetch pays (decode.c,
+ * AA_DEC_PF_TWICE): where their K and V rows together are more than the
+ * last-level cache, the rows of a run come from memory. Below that they may
+ * stay in cache from call to call, where the second prefetch costs
+ * (docs/design/cpu.md, Fused decode). */
+static int aa_cpu_decode_from_memory(const aa_cpu_job *job, size_t llc_bytes) {
+  const anyattn_args *a = job->a;
+  const double row = (double)job->kvh * job->d * (double)job->kes * 2.0; /* K and V bytes per key */
+  double bytes = 0.0;
+  for (int s = 0; s < a->num_seqs; s++) {
+    const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+    if (q_len > 0 && q_len <= job->L.dec_q) bytes += (double)a->seq_lens_k[s] * row;
+  }
+  return bytes > (double)llc_bytes;
 }
 
 /* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
@@ -308,6 +327,7 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   int nt = omp_get_max_threads();
   if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
   job.hpi = aa_cpu_heads_per_item(&job, nt);
+  job.dec_pf2 = aa_cpu_decode_from_memory(&job, st->llc_bytes);
 
   /* Work items per sequence, as prefix sums, so that one flat dynamic loop
    * covers a ragged batch without empty iterations. */

@@ -86,6 +86,20 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #ifndef AA_DEC_PF_HINT_SPLIT
 #define AA_DEC_PF_HINT_SPLIT 3
 #endif
+/* The split prefetch issues every line a second time, a little before its
+ * math reads it: the V rows of the head at hand from its scores, the K rows
+ * of the next head (of the next block's first head, at the last) from
+ * P.V. With the memory busy the CPU drops software prefetches (on the Zen 5
+ * EPYC a build that prefetched only every other line ran 0.52-0.56x; the
+ * hardware prefetchers do not fill in), and a dropped line is a demand miss
+ * under the math; the second prefetch asks again while there is time. From
+ * memory 1.10-1.26x faster; with the rows in L3 0.84-0.89x, so it is on for
+ * runs whose decode rows are more than the last-level cache (job->dec_pf2,
+ * backend.c; docs/design/cpu.md, Fused decode). -DAA_DEC_PF_TWICE=0 or 1
+ * turns it off or on for every run, for measurements. */
+#ifndef AA_DEC_PF_TWICE
+#define AA_DEC_PF_TWICE 2
+#endif
 /* Builds with 16 registers (AVX2) prefetch the block ahead in address order
  * instead (aa_dec_pf_step): a cursor walks its lines key by key, head by
  * head, K and V in turn, one line per step of the score and P.V loops. On
@@ -241,6 +255,12 @@ typedef struct {
    * prefetches, nr of them (aa_dec_pf_head) */
   const char *rk[AA_DEC_KB], *rv[AA_DEC_KB];
   int nr;
+  /* the second prefetch (two, AA_DEC_PF_TWICE): the V rows of the head at
+   * hand (cv, ncv of them; from its scores) and the K rows of the next
+   * head (ck, nck; from P.V) */
+  int two;
+  const char *cv[AA_DEC_KB], *ck[AA_DEC_KB];
+  int ncv, nck;
   int64_t sk, sv;
   int j, hb, o, ob, nh, isv;
 } aa_dec_pf;
@@ -390,6 +410,11 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   const char *pq[4] = {0};
   if (kpf)
     for (int j = 0; j < 4; j++) pq[j] = pf->rk[jb + j < pf->nr ? jb + j : pf->nr - 1];
+  /* and V rows jb .. jb + 3 of this head's block (pf->two) */
+  const int vpf = pf->ks && pf->two && jb < pf->ncv;
+  const char *pc[4] = {0};
+  if (vpf)
+    for (int j = 0; j < 4; j++) pc[j] = pf->cv[jb + j < pf->ncv ? jb + j : pf->ncv - 1];
 #if AA_DEC_QBF16
   if (AA_DEC_QRAW(dt, kv)) {
     __m512 t[16];
@@ -403,6 +428,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
         for (int r = 0; r < 4; r++)
           for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c + 32 * h);
         if (kpf) aa_dec_pf4(pq, c);
+        if (vpf) aa_dec_pf4(pc, c);
         for (int j = 0; j < 4; j++) {
           __m512i w[2];
           aa_load_fp8x64_vbmi((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0, &w[0], &w[1]);
@@ -416,7 +442,10 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
-      if (kpf && !((c * AA_DEC_ES(kv)) & 63)) aa_dec_pf4(pq, c * AA_DEC_ES(kv)); /* at each line of the rows */
+      if (!((c * AA_DEC_ES(kv)) & 63)) { /* at each line of the rows */
+        if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
+        if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(kv));
+      }
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
         const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
@@ -437,6 +466,8 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   (void)acc;
   (void)kpf;
   (void)pq;
+  (void)vpf;
+  (void)pc;
   return aa_dec_qk4x4r(dt, kv, qf, k, d, pf);
 #else
   for (int i = 0; i < 16; i++) acc[i] = aa_splat(0.0f);
@@ -445,6 +476,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   if (kv)
     for (; c + 64 <= d; c += 64) {
       if (kpf) aa_dec_pf4(pq, c);
+      if (vpf) aa_dec_pf4(pc, c);
       for (int j = 0; j < 4; j++) {
         aa_vf kk[4];
         aa_dec_load64w(kv, k[j], c, kk);
@@ -459,7 +491,10 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       qe[r] = aa_ld(qf + (size_t)r * d + c);
       qo[r] = aa_ld(qf + (size_t)r * d + c + 16);
     }
-    if (kpf && !((c * AA_DEC_ES(kv)) & 63)) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
+    if (!((c * AA_DEC_ES(kv)) & 63)) {
+      if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
+      if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(kv));
+    }
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
       aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
@@ -515,6 +550,9 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
     for (int k = 0; k < 2 * NC; k++) a[r][k] = aa_ld(acc + (size_t)r * d + c0 + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
+    if (pf->on && pf->ks && pf->two && j < pf->nck)
+      for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64)
+        __builtin_prefetch(pf->ck[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
     if (pf->on && j < pf->nr)
       for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
         if (pf->ks) {
@@ -904,6 +942,11 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     aa_dec_pf_first(job, nh, d, rd, pf_next - ilo, AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
   }
   aa_dec_pf pf = {.n = 0};
+#if AA_DEC_PF_TWICE == 2
+  pf.two = !AA_DEC_CURSOR && job->dec_pf2;
+#else
+  pf.two = !AA_DEC_CURSOR && AA_DEC_PF_TWICE;
+#endif
   /* key-major is address order where a token's heads lie within its stride */
   const int pf_addr = AA_DEC_PF_ADDR && !AA_DEC_CURSOR && nh > 1 && kh > 0 && vh > 0 && kh * nh <= kst &&
                       vh * nh <= a->v_stride_token * (int64_t)job->kes;
@@ -927,6 +970,12 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
       if (!ast)
         for (int j = 0; j < AA_DEC_KB; j++) k[j] = kr[j < nk ? j : 0] + hb * kh; /* rows past nk repeat row 0: masked */
       aa_dec_pf_head(&pf, hb, nh, kh, vh, pf_addr);
+      if (pf.two && !ast) { /* the second prefetch's rows */
+        pf.ncv = nk;
+        for (int j = 0; j < nk; j++) pf.cv[j] = vr[j] + hb * vh;
+        pf.nck = hb + 1 < nh ? nk : pf.n;
+        for (int j = 0; j < pf.nck; j++) pf.ck[j] = hb + 1 < nh ? kr[j] + (hb + 1) * kh : pf.pk[j];
+      }
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
         const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)

@@ -8,6 +8,11 @@
 
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
+#endif
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
 
@@ -80,4 +85,46 @@ anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *
   if (aa_cpu_isa_supported(AA_CPU_ISA_AMX)) *isa = AA_CPU_ISA_AMX;
   else if (aa_cpu_isa_supported(AA_CPU_ISA_AVX512BF16)) *isa = AA_CPU_ISA_AVX512BF16;
   return ANYATTN_STATUS_OK;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+/* The largest data or unified cache level of the cpuid cache descriptors
+ * (AMD's leaf 0x8000001D where the CPU has it, else leaf 4): the size of one
+ * instance, the part of the cache a core reaches (an EPYC's L3 is one per
+ * core complex, 32 MiB on Zen 5, where glibc's sysconf reports the whole
+ * socket's); 0 if the CPU describes none. */
+static size_t aa_cpuid_llc(void) {
+  unsigned a, b, c, d, leaf = 4;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x8000001Du && __get_cpuid(0x80000001u, &a, &b, &c, &d) &&
+      (c >> 22 & 1)) /* TOPOEXT */
+    leaf = 0x8000001Du;
+  else if (!__get_cpuid(0, &a, &b, &c, &d) || a < 4)
+    return 0;
+  size_t bytes = 0;
+  unsigned top = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    __cpuid_count(leaf, i, a, b, c, d);
+    const unsigned type = a & 31, level = a >> 5 & 7;
+    if (type == 0) break;
+    if (type == 2 || level < top) continue; /* instruction caches */
+    top = level;
+    const double n = (double)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) * ((b & 4095) + 1) * ((double)c + 1);
+    bytes = n < 0x1p40 ? (size_t)n : 0; /* ways x partitions x line x sets; a nonsense size counts as none */
+  }
+  return bytes;
+}
+#endif
+
+size_t aa_cpu_llc_bytes(void) {
+  size_t n = 0;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  n = aa_cpuid_llc();
+#endif
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  if (n == 0) {
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) n = (size_t)v;
+  }
+#endif
+  return n ? n : (size_t)32 << 20;
 }

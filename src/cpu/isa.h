@@ -26,6 +26,10 @@ AA_HIDDEN int aa_cpu_isa_supported(aa_cpu_isa isa);
  * UNSUPPORTED_CONFIG), else the fastest the machine has. fp32 inputs, and
  * head dims that are not a multiple of 32, always take AA_CPU_ISA_FP32. */
 AA_HIDDEN anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *isa);
+/* Bytes of one instance of the CPU's last-level cache (the cpuid cache
+ * descriptors on x86, else glibc's sysconf of the L3), or 32 MiB where
+ * neither tells. */
+AA_HIDDEN size_t aa_cpu_llc_bytes(void);
 
 /* The 16-bit products over the layouts of tiled16.c (all row-major, strides in
  * elements; "pairs" are two bf16 in one 32-bit word, the first in the low half):
