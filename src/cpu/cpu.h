@@ -59,7 +59,7 @@ typedef struct {
   anyattn_kv_dtype kv; /* the caches' storage (AS_Q: the problem's dtype) */
   int d, group, nqh, kvh, bq;
   int hpi; /* kv heads per decode item in this run */
-  int dec_pf2; /* decode items prefetch each line twice (decode.c, AA_DEC_PF_TWICE) */
+  int dec_pf2;             /* decode items prefetch each line twice (decode.c, AA_DEC_PF_TWICE) */
   const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
 } aa_cpu_job;
 

@@ -21,9 +21,11 @@
  *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
  *   order until the output is written. The scores and P.V also prefetch
- *   the block ahead into L2 (aa_dec_pf), each head a share of its rows in
- *   address order, so the reads go on under the math; builds with 16
- *   registers (AVX2) walk it with a cursor (aa_dec_pf_step, AA_DEC_CURSOR).
+ *   the block ahead (aa_dec_pf), each head a share of its rows in address
+ *   order, so the reads go on under the math, and where the rows come from
+ *   memory every line once more shortly before its math (AA_DEC_PF_TWICE);
+ *   builds with 16 registers (AVX2) walk the block ahead with a cursor
+ *   (aa_dec_pf_step, AA_DEC_CURSOR).
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
  * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
  * step).
@@ -114,8 +116,8 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 /* AVX-512 builds with vector scores (no AMX tile scores) split the block
  * ahead's prefetch: its K lines from the scores (a line of 4 of the head's
  * rows, aa_dec_pf_head, at each 64 bytes of the current K rows, beside
- * their loads), its V lines from P.V, so the reads are spread over the whole math
- * instead of coming in bursts inside P.V. On the 2-core Zen 5 EPYC, from
+ * their loads), its V lines from P.V, so the reads are spread over the
+ * whole math instead of coming in bursts inside P.V. On the 2-core Zen 5 EPYC, from
  * memory, 1.08-1.30x faster over bf16 and fp16 caches and 1.12-1.22x over
  * fp8; with a bf16 cache in L2 or L3 0.94-0.97x, an fp8 one 1.11x
  * (docs/design/cpu.md, Fused decode). -DAA_DEC_PF_KSCORES=0 keeps both in
@@ -395,7 +397,8 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
 }
 #endif
 
-/* Byte off of the four K rows pq of the block ahead (AA_DEC_PF_KSCORES). */
+/* Byte off of four rows: K rows of the block ahead (AA_DEC_PF_KSCORES) or
+ * the second prefetch's V rows (AA_DEC_PF_TWICE). */
 AA_INLINE void aa_dec_pf4(const char *const *pq, int off) {
   for (int j = 0; j < 4; j++) __builtin_prefetch(pq[j] + off, 0, AA_DEC_PF_HINT_SPLIT);
 }
@@ -609,8 +612,8 @@ AA_INLINE aa_vf aa_dec_bcast4(aa_vf v, int r) {
 }
 
 /* e^x on 16 lanes for the softmax, whose arguments are <= 0 (or -inf, or
- * NaN): on AVX-512 2^(x log2 e) by aa_exp2_512 (11 operations with the multiply, against
- * aa_exp's 19), else aa_exp. */
+ * NaN): on AVX-512 2^(x log2 e) by aa_exp2_512 (11 operations with the
+ * multiply, against aa_exp's 19), else aa_exp. */
 AA_INLINE aa_vf aa_dec_exp(aa_vf x) {
 #if defined(__AVX512F__)
   return (aa_vf)aa_exp2_512((__m512)(x * aa_splat(1.44269504088896341f)));
