@@ -236,13 +236,12 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
 
 /* The software prefetch of the keys AA_DEC_PF_BLOCKS blocks ahead: the K
  * and V rows of those keys (pk, pv: kv head g0's; n of them).
- * AVX-512 builds spread it over the math of each head (hk, hv: the head's
- * byte offsets): 16 rows per head (rk, rv: aa_dec_pf_head), their K lines
- * from the scores (ks) or from P.V, their V lines from P.V, the lines of
- * the dims a P.V call covers at each of its keys. Issued in one burst per
- * block, the same prefetches left the memory idle while the math ran
- * (decode time about the sum of the two); spread, the reads go on under
- * the math.
+ * AVX-512 builds spread it over the math of each head: 16 rows per head
+ * (rk, rv: aa_dec_pf_head), their K lines from the scores (ks) or from
+ * P.V, their V lines from P.V, the lines of the dims a P.V call covers at
+ * each of its keys. Issued in one burst per block, the same prefetches left
+ * the memory idle while the math ran (decode time about the sum of the
+ * two); spread, the reads go on under the math.
  * AVX2 builds (AA_DEC_CURSOR) walk the block ahead in address order: key j,
  * head hb (sk, sv: the head strides in bytes), byte o of the row (ob bytes),
  * the K line, then the V line; one line per aa_dec_pf_step, a step at every
@@ -252,7 +251,6 @@ typedef struct {
   const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
   int n, on;
   int ks; /* AA_DEC_PF_KSCORES: the vector scores prefetch the K lines, P.V the V lines only */
-  int64_t hk, hv;
   /* the K and V rows (head offset included) the head the math is on
    * prefetches, nr of them (aa_dec_pf_head) */
   const char *rk[AA_DEC_KB], *rv[AA_DEC_KB];
@@ -280,14 +278,12 @@ AA_INLINE void aa_dec_pf_rewind(aa_dec_pf *pf, int nh, int row_bytes, int64_t sk
  * (addr) head hb takes slots hb * AA_DEC_KB .. + AA_DEC_KB - 1 of the list
  * (key 0 head 0, key 0 head 1, ...), else key j of its own head. */
 AA_INLINE void aa_dec_pf_head(aa_dec_pf *pf, int hb, int nh, int64_t kh, int64_t vh, int addr) {
-  pf->hk = hb * kh;
-  pf->hv = hb * vh;
   if (AA_DEC_CURSOR) return; /* aa_dec_pf_step walks pk, pv itself */
   if (!addr) {
     pf->nr = pf->n;
     for (int j = 0; j < pf->n; j++) {
-      pf->rk[j] = pf->pk[j] + pf->hk;
-      pf->rv[j] = pf->pv[j] + pf->hv;
+      pf->rk[j] = pf->pk[j] + hb * kh;
+      pf->rv[j] = pf->pv[j] + hb * vh;
     }
     return;
   }
