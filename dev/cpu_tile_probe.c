@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   for (int pass = 0; pass < 5; pass++) {
     const double t0 = now();
     for (int i = 0; i < reps; i++) {
-      aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK);
+      aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK, lo, hi, R16, 0, NK);
       for (int r = 0; r < R16; r++) m[r] = 4.0f, l[r] = 1.0f;
       aa_tile_softmax_t(&job, R16, R16, LS, St, m, l, alpha, lo, hi, 0, NK, 0, 0);
       for (int r = 0; r < R16; r += r < n6 ? 6 : 4) {
@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
   double part[3] = {1e9, 1e9, 1e9};
   for (int pass = 0; pass < 5; pass++) {
     double t0 = now();
-    for (int i = 0; i < reps; i++) aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK);
+    for (int i = 0; i < reps; i++) aa_tile_scores_t(R16, LS, D, kp, Qt, St, NK, lo, hi, R16, 0, NK);
     double t = (now() - t0) / reps;
     part[0] = t < part[0] ? t : part[0];
     t0 = now();

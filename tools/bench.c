@@ -292,6 +292,37 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
   return ok;
 }
 
+/* The median of n values, sorting them in place. */
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* r's ceilings (the samples' medians) and percentages (the medians over the
+ * calls of each call's figure over the samples taken just before it), from
+ * the n calls' times (ms) in call order; r->kv_bytes and r->flops set. */
+static void bench_ceiling_figures(bench_result *r, const double *ms, const aa_cpu_ceiling_sample *ceil, int n) {
+  double *v = (double *)malloc((size_t)6 * n * sizeof *v);
+  if (!v) return; /* the figures then fall back to the run's ceilings */
+  for (int i = 0; i < n; i++) {
+    const double gbs = r->kv_bytes / (ms[i] * 1e-3) / 1e9, gflops = r->flops / (ms[i] * 1e-3) / 1e9;
+    v[i] = ceil[i].read_gbs;
+    v[n + i] = ceil[i].paged_gbs;
+    v[2 * n + i] = ceil[i].fma_gflops;
+    v[3 * n + i] = ceil[i].read_gbs > 0 ? 100.0 * gbs / ceil[i].read_gbs : 0.0;
+    v[4 * n + i] = ceil[i].paged_gbs > 0 ? 100.0 * gbs / ceil[i].paged_gbs : 0.0;
+    v[5 * n + i] = ceil[i].fma_gflops > 0 ? 100.0 * gflops / ceil[i].fma_gflops : 0.0;
+  }
+  r->ceil_calls = n;
+  r->ceil_read_gbs = median_of(v, n);
+  r->ceil_paged_gbs = median_of(v + n, n);
+  r->ceil_gflops = median_of(v + 2 * n, n);
+  r->pct_bw = median_of(v + 3 * n, n);
+  r->pct_paged = median_of(v + 4 * n, n);
+  r->pct_peak = median_of(v + 5 * n, n);
+  free(v);
+}
+
 int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
                     size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r) {
   const anyattn_backend be = opt->backend;
@@ -353,6 +384,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   dm_timer *timer = NULL;
   dm_graph *graph = NULL;
   double *times = NULL;
+  aa_cpu_ceiling_sample *ceil = NULL; /* CPU: the ceilings sampled before each timed call */
   const size_t cache_bytes = (size_t)total_pages * BENCH_BS * BENCH_HKV * BENCH_D * kes;
   size_t kv_elems;
   const void *kvc = kv_chunk(opt, chunk, chunk_bytes, &kv_elems);
@@ -442,6 +474,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
 
   int iters = opt->iters > 0 ? opt->iters : (gpu ? 30 : 5);
   times = (double *)malloc((size_t)iters * sizeof(double));
+  if (opt->ceilings && !gpu && !(ceil = (aa_cpu_ceiling_sample *)malloc((size_t)iters * sizeof *ceil))) goto done;
   timer = dm_timer_create(be);
   if (!timer || !times) goto done;
   void *stream = NULL;
@@ -456,6 +489,14 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
   }
   for (int i = -2; i < iters; i++) { /* two warm-up calls */
     if (flush_buf && !opt->no_flush && dm_fill_bytes(be, flush_buf, i & 0xff, flush_bytes)) goto done;
+    if (ceil && i >= 0) {
+      /* the ceilings' passes evict the caches: one untimed call warms them again */
+      aa_cpu_ceilings_sample(opt->ceilings, &ceil[i]);
+      if ((st = anyattn_run(plan, &b, &t, ws, ws_bytes, NULL)) != ANYATTN_STATUS_OK) {
+        fprintf(stderr, "bench: %s: run failed: %s\n", c->name, anyattn_last_error());
+        goto done;
+      }
+    }
     if (dm_timer_start(timer)) goto done;
     if (graph) {
       if (dm_graph_launch(graph)) goto done;
@@ -483,10 +524,12 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     fprintf(stderr, "bench: %s: sampled output rows differ from the recomputation\n", c->name);
     goto done;
   }
+  if (ceil && !r->pruned) bench_ceiling_figures(r, times, ceil, iters);
   qsort(times, (size_t)iters, sizeof times[0], cmp_double);
   r->us = 1e3 * (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]));
   rc = 0;
 done:
+  free(ceil);
   dm_graph_free(graph);
   dm_timer_free(timer);
   free(times);
@@ -985,7 +1028,7 @@ static void bench_command(const bench_options *o, char *buf, size_t n) {
 /* The object's fields up to its e2e figures and cases. The commit comes from
  * ANYATTN_COMMIT (bench/run_h200.sh sets it from git); null when unset. */
 static void json_header(json_out *j, const bench_options *req, const bench_options *o, const char *dev,
-                        const char *date, double bw_gbs, double peak_gflops) {
+                        const char *date, double bw_gbs, double paged_gbs, double peak_gflops) {
   char cmd[1024];
   bench_command(req, cmd, sizeof cmd);
   const char *commit = getenv("ANYATTN_COMMIT");
@@ -1010,7 +1053,9 @@ static void json_header(json_out *j, const bench_options *req, const bench_optio
   json_string(j, tl_dtype_name(o->dtype));
   json_printf(j, ", \"kv_dtype\": ");
   json_string(j, o->kv_dtype == ANYATTN_KV_AS_Q ? tl_dtype_name(o->dtype) : anyattn_kv_dtype_name(o->kv_dtype));
-  json_printf(j, ", \"bandwidth_gbs\": %.3f, \"peak_gflops\": %.3f, ", bw_gbs, peak_gflops);
+  json_printf(j, ", \"bandwidth_gbs\": %.3f, ", bw_gbs);
+  if (paged_gbs > 0) json_printf(j, "\"paged_bandwidth_gbs\": %.3f, ", paged_gbs);
+  json_printf(j, "\"peak_gflops\": %.3f, ", peak_gflops);
 }
 
 static void json_e2e(json_out *j, const e2e_result *e) {
@@ -1024,12 +1069,17 @@ static void json_e2e(json_out *j, const e2e_result *e) {
   json_printf(j, "}, ");
 }
 
-static void json_case(json_out *j, int first, const char *name, const bench_result *r, double gbs, double gflops,
-                      double pct_bw, double pct_peak) {
+static void json_case(json_out *j, int first, const char *name, const bench_result *r, double gbs, double gflops) {
   json_printf(j, "%s  {\"case\": ", first ? "" : ",\n");
   json_string(j, name);
-  json_printf(j, ", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, \"pct_peak\": %.2f, \"plan\": ",
-              r->us, gbs, gflops, pct_bw, pct_peak);
+  json_printf(j, ", \"us\": %.3f, \"kv_gbs\": %.3f, \"gflops\": %.3f, \"pct_bw\": %.2f, ", r->us, gbs, gflops,
+              r->pct_bw);
+  if (r->ceil_calls)
+    json_printf(j,
+                "\"pct_paged\": %.2f, \"ceilings\": {\"calls\": %d, \"bandwidth_gbs\": %.3f, "
+                "\"paged_bandwidth_gbs\": %.3f, \"peak_gflops\": %.3f}, ",
+                r->pct_paged, r->ceil_calls, r->ceil_read_gbs, r->ceil_paged_gbs, r->ceil_gflops);
+  json_printf(j, "\"pct_peak\": %.2f, \"plan\": ", r->pct_peak);
   json_string(j, r->config);
   json_printf(j, ", \"choice\": ");
   json_string(j, r->choice);
@@ -1139,16 +1189,29 @@ int bench_main(const bench_options *opt) {
   }
 
   /* Ceilings first, in this run. */
-  double bw_gbs, peak_gflops;
+  double bw_gbs, peak_gflops, paged_gbs = 0.0;
   const char *bw_what, *peak_what;
+  /* a block's K (or V) rows: the page the CPU's paged read ceiling reads */
+  const size_t page_bytes = (size_t)BENCH_BS * BENCH_HKV * BENCH_D * anyattn_kv_dtype_size(o.kv_dtype, o.dtype);
   if (gpu) {
     bw_gbs = aa_gpu_copy_bandwidth_gbs(o.device);
     peak_gflops = 1e3 * aa_gpu_bf16_matmul_tflops(o.device);
     bw_what = "device-to-device copy, read+write";
     peak_what = "cuBLAS bf16 matmul 8192^3";
   } else {
-    bw_gbs = aa_cpu_read_bandwidth_gbs();
-    peak_gflops = aa_cpu_fma_peak_gflops();
+    /* held for the run: each case samples them again beside its calls */
+    o.ceilings = aa_cpu_ceilings_create(page_bytes);
+    if (!o.ceilings) {
+      fprintf(stderr, "anyattn: bench: no memory for the CPU ceilings' buffers (1.5 GiB)\n");
+      bench_free_cases(&cases);
+      anyattn_context_free(ctx);
+      return 1;
+    }
+    aa_cpu_ceiling_sample cs;
+    aa_cpu_ceilings_measure(o.ceilings, &cs);
+    bw_gbs = cs.read_gbs;
+    paged_gbs = cs.paged_gbs;
+    peak_gflops = cs.fma_gflops;
     bw_what = "streaming read";
     peak_what = "fp32 FMA";
   }
@@ -1164,7 +1227,14 @@ int bench_main(const bench_options *opt) {
          o.kv_dtype != ANYATTN_KV_AS_Q ? anyattn_kv_dtype_name(o.kv_dtype) : "", BENCH_BS);
   printf("ceilings (this run): bandwidth %.1f GB/s (%s), compute %.1f GFLOP/s (%s)\n", bw_gbs, bw_what,
          peak_gflops, peak_what);
-  printf("%-26s %12s %10s %6s %10s %6s  %s\n", "case", "us", "KV GB/s", "%bw", "GFLOP/s", "%peak", "plan");
+  if (!gpu)
+    printf(
+        "paged read (this run): %.1f GB/s (%zu KiB pages in a shuffled order, no math); each case's %%bw, %%pg\n"
+        "(of the paged read) and %%peak are medians over its calls of the call's figure over the ceilings\n"
+        "sampled just before it\n",
+        paged_gbs, page_bytes >> 10);
+  printf("%-26s %12s %10s %6s %10s %6s %s %s\n", "case", "us", "KV GB/s", "%bw", "GFLOP/s", "%peak",
+         gpu ? "" : "   %pg", "plan");
 
   /* A 16 MiB chunk of random values to tile the inputs with. */
   const size_t es = anyattn_dtype_size(o.dtype);
@@ -1183,11 +1253,12 @@ int bench_main(const bench_options *opt) {
       fprintf(stderr, "anyattn: cannot write --json file '%s': %s\n", o.json_path, strerror(errno));
       free(chunk);
       dm_free(o.backend, flush_buf);
+      aa_cpu_ceilings_free(o.ceilings);
       bench_free_cases(&cases);
       anyattn_context_free(ctx);
       return 1;
     }
-    json_header(&json, opt, &o, dev, date, bw_gbs, peak_gflops);
+    json_header(&json, opt, &o, dev, date, bw_gbs, paged_gbs, peak_gflops);
   }
   int failures = 0, first = 1;
   if (is_e2e(o.workload)) {
@@ -1215,18 +1286,24 @@ int bench_main(const bench_options *opt) {
     double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
     double gflops = r.flops / (r.us * 1e-6) / 1e9;
     const int same = !strcmp(r.config, r.choice); /* the CPU: one tiling, the plan's */
-    printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f  %s%s%s\n", c->name, r.us, gbs,
-           bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0, gflops, peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0,
+    /* GPU: percentages of the run's ceilings (the CPU's are of the samples beside its calls) */
+    if (!r.ceil_calls) {
+      r.pct_bw = bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0;
+      r.pct_peak = peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0;
+    }
+    char pg[16] = "";
+    if (r.ceil_calls) snprintf(pg, sizeof pg, "%6.1f", r.pct_paged);
+    printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f %s %s%s%s\n", c->name, r.us, gbs, r.pct_bw, gflops, r.pct_peak, pg,
            r.config, same ? "" : " | run: ", same ? "" : r.choice);
     fflush(stdout);
-    json_case(&json, first, c->name, &r, gbs, gflops, bw_gbs > 0 ? 100.0 * gbs / bw_gbs : 0.0,
-              peak_gflops > 0 ? 100.0 * gflops / peak_gflops : 0.0);
+    json_case(&json, first, c->name, &r, gbs, gflops);
     first = 0;
   }
   json_printf(&json, "\n]}\n");
   if (json_close(&json)) failures++;
   free(chunk);
   dm_free(o.backend, flush_buf);
+  aa_cpu_ceilings_free(o.ceilings);
   bench_free_cases(&cases);
   anyattn_context_free(ctx);
   return failures ? 1 : 0;

@@ -25,6 +25,7 @@ typedef struct {
   double cutoff_us;      /* > 0: a warm-up call slower than this ends the timing (tune's pruning) */
   int ranks_per_node;    /* cp-* workloads: ranks of one node (0: the ranks sharing a host) */
   int head_dim;          /* 0: BENCH_DEFAULT_D; else the shape's head dim (not the cp-* workloads) */
+  struct aa_cpu_ceilings *ceilings; /* CPU: sampled beside every timed call (ceilings.h); NULL: not */
 } bench_options;
 
 /* bench --hints: all (max_q_len, max_kv_len, sum_kv_len), max (the two
@@ -64,12 +65,20 @@ typedef struct {
   int pruned;       /* 1: the second warm-up call passed opt->cutoff_us; us is its time */
   char config[192]; /* the plan's line (anyattn_plan_describe) */
   char choice[128]; /* what run launches for this batch (anyattn_run_describe) */
+  /* With opt->ceilings: the ceilings sampled before each timed call (their
+   * medians) and the medians over the calls of each call's figure as a
+   * percentage of the ceilings sampled before it. */
+  int ceil_calls; /* calls with ceilings beside them; 0: none */
+  double ceil_read_gbs, ceil_paged_gbs, ceil_gflops;
+  double pct_bw, pct_paged, pct_peak;
 } bench_result;
 
 /* Times one case (plan from exact limits, random data, shuffled pages),
  * median of opt->iters calls, and checks sampled rows. `chunk` holds random
  * values the inputs are tiled with; `flush_buf` (GPU) is written between calls
- * to flush L2. 0 on success. */
+ * to flush L2. With opt->ceilings (CPU) each timed call comes after one
+ * sample of the ceilings and an untimed call that warms the caches again, as
+ * the call before it left them. 0 on success. */
 int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_case *c, const void *chunk,
                    size_t chunk_bytes, void *flush_buf, size_t flush_bytes, bench_result *r);
 

@@ -3,22 +3,45 @@
 #ifndef ANYATTN_TOOLS_CEILINGS_H
 #define ANYATTN_TOOLS_CEILINGS_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Streaming read bandwidth in GB/s (1e9 bytes/s): every OpenMP thread sums its
- * share of a 1 GiB buffer, far larger than any last-level cache, with two
- * loops in turn (a plain sum; four vector accumulators and a software
- * prefetch into L2, as the decode path reads); the faster loop's median of a
- * few repetitions. Takes about a second (most of it first-touching the
- * buffer). Returns 0 if the buffer cannot be allocated. */
-double aa_cpu_read_bandwidth_gbs(void);
+/* The ceilings of the CPU roofline figures, over all OpenMP threads:
+ * - read_gbs: streaming read bandwidth in GB/s (1e9 bytes/s): every thread
+ *   sums its share of a 1 GiB buffer, far larger than any last-level cache,
+ *   the faster of two loops (a plain sum; four vector accumulators and a
+ *   software prefetch into L2, as the decode path reads);
+ * - paged_gbs: the read bandwidth of the bench's paged layout, 512 MiB in
+ *   pages of page_bytes (a block's K or V rows) in a fixed shuffled order,
+ *   each thread its share of the order, a page's lines in address order; the
+ *   fastest of three loops (no software prefetch, a prefetch into L1 or L2
+ *   256 lines ahead in the same order). What paged K/V reads at with no math;
+ * - fma_gflops: fp32 FMA throughput, independent chains of the native vector
+ *   width, 2 flops per lane per FMA. */
+typedef struct {
+  double read_gbs, paged_gbs, fma_gflops;
+} aa_cpu_ceiling_sample;
 
-/* Peak fp32 FMA throughput in GFLOP/s over all OpenMP threads: independent
- * FMA chains of the native vector width, 2 flops per lane per FMA; median of
- * a few repetitions. Takes well under a second. */
-double aa_cpu_fma_peak_gflops(void);
+typedef struct aa_cpu_ceilings aa_cpu_ceilings;
+
+/* The buffers of the two reads, allocated and first-touched (about a
+ * second), held until aa_cpu_ceilings_free. NULL when page_bytes is not a
+ * multiple of 64 from 64 to 8 MiB or memory runs out. */
+aa_cpu_ceilings *aa_cpu_ceilings_create(size_t page_bytes);
+void aa_cpu_ceilings_free(aa_cpu_ceilings *c);
+
+/* The ceilings at the start of a run: each loop's median of five passes, the
+ * loops alternating. */
+void aa_cpu_ceilings_measure(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s);
+
+/* One pass of each loop (about 0.1 s), for a figure measured between the
+ * timed calls of a case: on a shared VM the memory's speed can change by
+ * more than 1.5x within seconds, so a percentage is only meaningful against
+ * a ceiling taken beside the same calls. */
+void aa_cpu_ceilings_sample(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s);
 
 #ifdef __cplusplus
 }

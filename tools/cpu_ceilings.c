@@ -1,8 +1,10 @@
-/* cpu_ceilings.c: the host's streaming read bandwidth and fp32 FMA peak,
- * measured with OpenMP over all threads, for the CPU roofline figures. */
+/* cpu_ceilings.c: the host's streaming read bandwidth, the read bandwidth of
+ * a shuffled paged layout and the fp32 FMA peak, measured with OpenMP over
+ * all threads, for the CPU roofline figures (ceilings.h). */
 #include "ceilings.h"
 
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,61 +61,169 @@ static double ceil_read_pass(const float *buf, size_t n, int kind) {
   return (double)(n * sizeof(float)) / t * 1e-9;
 }
 
-double aa_cpu_read_bandwidth_gbs(void) {
-  const size_t n = (size_t)1 << 28; /* 1 GiB of floats */
-  float *buf = (float *)aligned_alloc(4096, n * sizeof(float));
-  if (!buf) return 0.0;
-  /* First touch in parallel with the same static split as the reads, so
-   * pages land near the threads that read them (NUMA hosts). */
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);
-
-  /* The two reads alternate, so drift on a shared host hits both; the
-   * ceiling is the faster one's median. The plain sum alone read 12% slower
-   * than the prefetching one on the 2-core Xeon (23.1 against 26.2 GB/s, 12
-   * alternating rounds), below what the decode path's own reads get. */
-  double gbs[2][CEIL_REPS];
-  for (int r = 0; r < CEIL_REPS; r++)
-    for (int k = 0; k < 2; k++) gbs[k][r] = ceil_read_pass(buf, n, k);
-  free(buf);
-  const double plain = ceil_median(gbs[0], CEIL_REPS), pf = ceil_median(gbs[1], CEIL_REPS);
-  return plain > pf ? plain : pf;
+/* One timed pass over the np pages of pg bytes at buf, in the order perm
+ * lists them, by every thread, its static share of that order: the lines of
+ * a page in address order, native vector loads into four accumulators; kind
+ * 0 with no software prefetch, kind 1 (2) with a prefetch into L1 (L2) of
+ * the line 256 lines (16 KiB) ahead in the same order. */
+static double ceil_paged_pass(const char *buf, const uint32_t *perm, size_t np, size_t pg, int kind) {
+  enum { AHEAD = 256 };
+  const size_t lines = pg / 64;
+  float sum = 0.0f;
+  const double t0 = omp_get_wtime();
+#pragma omp parallel reduction(+ : sum)
+  {
+    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+    const size_t lo = np * id / nt, hi = np * (id + 1) / nt;
+    ceil_vf acc[4] = {{0}};
+    size_t fp = lo + AHEAD / lines, fl = AHEAD % lines; /* the prefetch cursor: page, line */
+    for (size_t i = lo; i < hi; i++) {
+      const char *page = buf + (size_t)perm[i] * pg;
+      for (size_t l = 0; l < lines; l++) {
+        if (kind && fp < hi) {
+          const char *f = buf + (size_t)perm[fp] * pg + fl * 64;
+          if (kind == 1)
+            __builtin_prefetch(f, 0, 3);
+          else
+            __builtin_prefetch(f, 0, 2);
+          if (++fl == lines) fl = 0, fp++;
+        }
+        for (int o = 0; o < 64; o += CEIL_VBYTES)
+          acc[(o / CEIL_VBYTES) & 3] += *(const ceil_vf *)(page + l * 64 + (size_t)o);
+      }
+    }
+    const ceil_vf t = acc[0] + acc[1] + acc[2] + acc[3];
+    for (int l = 0; l < CEIL_LANES; l++) sum += t[l];
+  }
+  const double t = omp_get_wtime() - t0;
+  ceil_sink = sum;
+  return (double)(np * pg) / t * 1e-9;
 }
 
 /* 12 independent chains cover FMA latency (4-5 cycles) x 2 pipes with room. */
 #define CEIL_CHAINS 12
+/* FMA steps a pass: about 30 ms (a whole measurement) and 8 ms (one sample) on a Zen 5 core */
+#define CEIL_FMA_ITERS (20L * 1000 * 1000)
+#define CEIL_FMA_SAMPLE_ITERS (5L * 1000 * 1000)
 
-double aa_cpu_fma_peak_gflops(void) {
-  const long iters = 20L * 1000 * 1000;
-  double gf[CEIL_REPS];
-  for (int r = 0; r < CEIL_REPS; r++) {
-    int threads = 1;
-    const double t0 = omp_get_wtime();
+/* One timed pass of iters steps of the chains on every thread. */
+static double ceil_fma_pass(long iters) {
+  int threads = 1;
+  const double t0 = omp_get_wtime();
 #pragma omp parallel
-    {
+  {
 #pragma omp single
-      threads = omp_get_num_threads();
-      ceil_vf acc[CEIL_CHAINS], mul, add;
-      for (int l = 0; l < CEIL_LANES; l++) {
-        mul[l] = 0.99999f; /* converges to add / (1 - mul): no overflow, no denormals */
-        add[l] = 1e-5f * (float)(omp_get_thread_num() + 1);
-      }
-      for (int c = 0; c < CEIL_CHAINS; c++) acc[c] = add * (float)c;
-      for (long i = 0; i < iters; i++) {
-        /* opaque to the optimiser, so the chains cannot be folded or hoisted */
-        __asm__ volatile("" : "+x"(mul));
-#pragma GCC unroll 16
-        for (int c = 0; c < CEIL_CHAINS; c++) acc[c] = acc[c] * mul + add;
-      }
-      ceil_vf s = acc[0];
-      for (int c = 1; c < CEIL_CHAINS; c++) s += acc[c];
-      float t = 0.0f;
-      for (int l = 0; l < CEIL_LANES; l++) t += s[l];
-#pragma omp atomic
-      ceil_sink += t;
+    threads = omp_get_num_threads();
+    ceil_vf acc[CEIL_CHAINS], mul, add;
+    for (int l = 0; l < CEIL_LANES; l++) {
+      mul[l] = 0.99999f; /* converges to add / (1 - mul): no overflow, no denormals */
+      add[l] = 1e-5f * (float)(omp_get_thread_num() + 1);
     }
-    const double t = omp_get_wtime() - t0;
-    gf[r] = 2.0 * CEIL_LANES * CEIL_CHAINS * (double)iters * threads / t * 1e-9;
+    for (int c = 0; c < CEIL_CHAINS; c++) acc[c] = add * (float)c;
+    for (long i = 0; i < iters; i++) {
+      /* opaque to the optimiser, so the chains cannot be folded or hoisted */
+      __asm__ volatile("" : "+x"(mul));
+#pragma GCC unroll 16
+      for (int c = 0; c < CEIL_CHAINS; c++) acc[c] = acc[c] * mul + add;
+    }
+    ceil_vf s = acc[0];
+    for (int c = 1; c < CEIL_CHAINS; c++) s += acc[c];
+    float t = 0.0f;
+    for (int l = 0; l < CEIL_LANES; l++) t += s[l];
+#pragma omp atomic
+    ceil_sink += t;
   }
-  return ceil_median(gf, CEIL_REPS);
+  const double t = omp_get_wtime() - t0;
+  return 2.0 * CEIL_LANES * CEIL_CHAINS * (double)iters * threads / t * 1e-9;
+}
+
+/* ---- the buffers, held for a run ------------------------------------------------ */
+struct aa_cpu_ceilings {
+  float *read; /* the streaming read's buffer, n floats */
+  size_t n;
+  char *paged; /* np pages of pg bytes, read in the order perm lists */
+  uint32_t *perm;
+  size_t np, pg;
+};
+
+void aa_cpu_ceilings_free(aa_cpu_ceilings *c) {
+  if (!c) return;
+  free(c->read);
+  free(c->paged);
+  free(c->perm);
+  free(c);
+}
+
+aa_cpu_ceilings *aa_cpu_ceilings_create(size_t page_bytes) {
+  enum { READ_BYTES_LOG2 = 30, PAGED_BYTES_LOG2 = 29 }; /* 1 GiB and 512 MiB, far larger than any LLC */
+  const size_t paged_total = (size_t)1 << PAGED_BYTES_LOG2;
+  if (page_bytes < 64 || page_bytes % 64 || page_bytes > paged_total / 64) return NULL;
+  aa_cpu_ceilings *c = (aa_cpu_ceilings *)calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->n = ((size_t)1 << READ_BYTES_LOG2) / sizeof(float);
+  c->pg = page_bytes;
+  c->np = paged_total / page_bytes;
+  c->read = (float *)aligned_alloc(4096, c->n * sizeof(float));
+  c->paged = (char *)aligned_alloc(4096, (c->np * c->pg + 4095) / 4096 * 4096);
+  c->perm = (uint32_t *)malloc(c->np * sizeof *c->perm);
+  if (!c->read || !c->paged || !c->perm) {
+    aa_cpu_ceilings_free(c);
+    return NULL;
+  }
+  /* First touch in parallel with the same static split as the reads, so
+   * pages land near the threads that read them (NUMA hosts). */
+  float *read = c->read;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < c->n; i++) read[i] = (float)(i & 7);
+  /* The paged order is a fixed shuffle (Fisher-Yates on a xorshift), so every
+   * run reads the same pattern. */
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  for (size_t i = 0; i < c->np; i++) c->perm[i] = (uint32_t)i;
+  for (size_t i = c->np - 1; i > 0; i--) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const size_t j = (size_t)(x % (i + 1));
+    const uint32_t t = c->perm[i];
+    c->perm[i] = c->perm[j], c->perm[j] = t;
+  }
+#pragma omp parallel
+  {
+    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+    for (size_t i = c->np * id / nt; i < c->np * (id + 1) / nt; i++)
+      memset(c->paged + (size_t)c->perm[i] * c->pg, 1, c->pg);
+  }
+  return c;
+}
+
+static double ceil_max(const double *v, int n) {
+  double m = 0.0;
+  for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+void aa_cpu_ceilings_sample(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s) {
+  double r[3];
+  for (int k = 0; k < 2; k++) r[k] = ceil_read_pass(c->read, c->n, k);
+  s->read_gbs = ceil_max(r, 2);
+  for (int k = 0; k < 3; k++) r[k] = ceil_paged_pass(c->paged, c->perm, c->np, c->pg, k);
+  s->paged_gbs = ceil_max(r, 3);
+  s->fma_gflops = ceil_fma_pass(CEIL_FMA_SAMPLE_ITERS);
+}
+
+void aa_cpu_ceilings_measure(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s) {
+  /* Each loop's median over the repetitions, the loops alternating so that
+   * drift on a shared host hits all; a kind's figure is its faster loop's
+   * median. The plain sum alone read 12% slower than the prefetching one on
+   * the 2-core Xeon (23.1 against 26.2 GB/s, 12 alternating rounds). */
+  double rd[2][CEIL_REPS], pg[3][CEIL_REPS], fm[CEIL_REPS];
+  for (int i = 0; i < CEIL_REPS; i++) {
+    for (int k = 0; k < 2; k++) rd[k][i] = ceil_read_pass(c->read, c->n, k);
+    for (int k = 0; k < 3; k++) pg[k][i] = ceil_paged_pass(c->paged, c->perm, c->np, c->pg, k);
+    fm[i] = ceil_fma_pass(CEIL_FMA_ITERS);
+  }
+  double m[3];
+  for (int k = 0; k < 2; k++) m[k] = ceil_median(rd[k], CEIL_REPS);
+  s->read_gbs = ceil_max(m, 2);
+  for (int k = 0; k < 3; k++) m[k] = ceil_median(pg[k], CEIL_REPS);
+  s->paged_gbs = ceil_max(m, 3);
+  s->fma_gflops = ceil_median(fm, CEIL_REPS);
 }

@@ -196,8 +196,17 @@ def bench_section(gpu, stem, entry, peers):
     if st:
         title += ", staged to 16-bit (limits.stage_kv_tokens " + st.group(1) + ")"
     out = [f"### {title}", "", facts_line(gpu, stem + ".json", facts) + "  "]
-    out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
-               f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
+    cases = obj.get("cases", [])
+    beside = any("ceilings" in c for c in cases)
+    if beside:  # the CPU bench samples its ceilings before every timed call
+        out.append(f"ceilings at the start of the run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
+                   f"paged read {fmt(obj['paged_bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
+                   f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}; each case's percentages are medians "
+                   "over its calls of the call's figure over the ceilings sampled just before it (their medians in "
+                   "the ceiling columns)")
+    else:
+        out.append(f"ceilings in the same run: bandwidth {fmt(obj['bandwidth_gbs'] / bw_div, 2)} {bw_unit}, "
+                   f"compute {fmt(obj['peak_gflops'] / fl_div, 0)} {fl_unit}")
     if facts.get("note"):
         out.append("")
         out.append(f"Note: {facts['note']}.")
@@ -211,7 +220,6 @@ def bench_section(gpu, stem, entry, peers):
                 f"| {fmt(e['total_s'], 3)} s | {fmt(e['prefill_ms'], 3)} ms | {fmt(e['decode_s'], 3)} s | "
                 f"{fmt(e['us_per_call'], 2)} µs | {fmt(e['kv_gbs'] / bw_div, 2)} | "
                 f"{fmt(100 * e['kv_gbs'] / obj['bandwidth_gbs'], 1)} | {config_of(e.get('choice') or e['plan'])} |", ""]
-    cases = obj.get("cases", [])
     if not cases:
         return out
     kinds = {c["case"].split()[0] for c in cases}
@@ -231,17 +239,27 @@ def bench_section(gpu, stem, entry, peers):
     head = ["case", "µs"]
     if show_bw:
         head += [f"K/V {bw_unit}", "% of bandwidth"]
+        if beside:
+            head += ["% of paged read", f"read / paged read {bw_unit}"]
     if show_fl:
         head += [fl_unit, "% of compute"]
+        if beside:
+            head += [f"compute {fl_unit}"]
     head.append("config")
     head += [f"vs {PEER_NAMES.get(p, p)}" for p in peer_names]
     out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for c in cases:
         row = [c["case"], fmt(c["us"], 1)]
+        ceil = c.get("ceilings")
         if show_bw:
             row += [fmt(c["kv_gbs"] / bw_div, 2), fmt(c["pct_bw"], 1)]
+            if beside:
+                row += [fmt(c["pct_paged"], 1), f"{fmt(ceil['bandwidth_gbs'] / bw_div, 1)} / "
+                        f"{fmt(ceil['paged_bandwidth_gbs'] / bw_div, 1)}"] if ceil else ["–", "–"]
         if show_fl:
             row += [fmt(c["gflops"] / fl_div, 1 if c["gflops"] / fl_div < 100 else 0), fmt(c["pct_peak"], 1)]
+            if beside:
+                row += [fmt(ceil["peak_gflops"] / fl_div, 0) if ceil else "–"]
         row.append(config_of(c.get("choice") or c["plan"]))
         for p in peer_names:
             r = next((r for r in peers["obj"]["results"] if r["what"] == p and r["case"] == c["case"] and peer_of(r)),
