@@ -14,9 +14,13 @@
 /* Query rows (tokens x group) per work item the planner aims for: each K/V
  * tile is staged once per item, so more rows share its staging and
  * prefetch. fp32 prefill 1x1024 (dev/cpu_ab.c, 2 threads, Xeon): 128 rows
- * 1.2x faster than 64, 256 the same as 128; q and accumulators of 128 rows at
- * head_dim 128 are 128 KiB, in L2. */
-#define AA_CPU_TARGET_ROWS 128
+ * 1.2x faster than 64, 256 the same as 128; on the Zen 5 VM 256 rows ran
+ * fp32 prefill 1x1024, 4x512 and 1x500 1.03-1.05x faster than 128 (384 and
+ * 512 less), on the Zen 3 EPYC (AVX2) 1.05-1.08x slower. q and the
+ * accumulators of 256 rows at head_dim 128 are 256 KiB, in L2. */
+#ifndef AA_CPU_TARGET_ROWS
+#define AA_CPU_TARGET_ROWS (AA_VREGS >= 32 ? 256 : 128)
+#endif
 /* The same for the 16-bit path (tiled16.c), whose K transpose is shared by
  * all rows of an item: 256 rows 1.05-1.2x faster than 128 on prefill 1x1024,
  * 1x500, 4x512 and the mixed batch (bf16, AMX). */
