@@ -1201,14 +1201,11 @@ int bench_main(const bench_options *opt) {
   } else {
     /* held for the run: each case samples them again beside its calls */
     o.ceilings = aa_cpu_ceilings_create(page_bytes);
-    if (!o.ceilings) {
-      fprintf(stderr, "anyattn: bench: no memory for the CPU ceilings' buffers (1.5 GiB)\n");
-      bench_free_cases(&cases);
-      anyattn_context_free(ctx);
-      return 1;
-    }
-    aa_cpu_ceiling_sample cs;
-    aa_cpu_ceilings_measure(o.ceilings, &cs);
+    aa_cpu_ceiling_sample cs = {0.0, 0.0, 0.0};
+    if (o.ceilings)
+      aa_cpu_ceilings_measure(o.ceilings, &cs);
+    else /* the cases still run; their percentages read 0 */
+      fprintf(stderr, "anyattn: bench: no memory for the CPU ceilings' 1 GiB buffer; no ceilings this run\n");
     bw_gbs = cs.read_gbs;
     paged_gbs = cs.paged_gbs;
     peak_gflops = cs.fma_gflops;
@@ -1293,6 +1290,8 @@ int bench_main(const bench_options *opt) {
     }
     char pg[16] = "";
     if (r.ceil_calls) snprintf(pg, sizeof pg, "%6.1f", r.pct_paged);
+    else if (!gpu)
+      snprintf(pg, sizeof pg, "%6s", "-");
     printf("%-26s %12.1f %10.1f %6.1f %10.1f %6.1f %s %s%s%s\n", c->name, r.us, gbs, r.pct_bw, gflops, r.pct_peak, pg,
            r.config, same ? "" : " | run: ", same ? "" : r.choice);
     fflush(stdout);

@@ -14,8 +14,8 @@ extern "C" {
  *   sums its share of a 1 GiB buffer, far larger than any last-level cache,
  *   the faster of two loops (a plain sum; four vector accumulators and a
  *   software prefetch into L2, as the decode path reads);
- * - paged_gbs: the read bandwidth of the bench's paged layout, 512 MiB in
- *   pages of page_bytes (a block's K or V rows) in a fixed shuffled order,
+ * - paged_gbs: the read bandwidth of the bench's paged layout: the same 1 GiB
+ *   as pages of page_bytes (a block's K or V rows) in a fixed shuffled order,
  *   each thread its share of the order, a page's lines in address order; the
  *   fastest of three loops (no software prefetch, a prefetch into L1 or L2
  *   256 lines ahead in the same order). What paged K/V reads at with no math;
@@ -27,9 +27,9 @@ typedef struct {
 
 typedef struct aa_cpu_ceilings aa_cpu_ceilings;
 
-/* The buffers of the two reads, allocated and first-touched (about a
- * second), held until aa_cpu_ceilings_free. NULL when page_bytes is not a
- * multiple of 64 from 64 to 8 MiB or memory runs out. */
+/* The reads' buffer, allocated and first-touched (about a second), held
+ * until aa_cpu_ceilings_free. NULL when page_bytes is not a multiple of 64
+ * from 64 to 8 MiB or memory runs out. */
 aa_cpu_ceilings *aa_cpu_ceilings_create(size_t page_bytes);
 void aa_cpu_ceilings_free(aa_cpu_ceilings *c);
 

@@ -137,44 +137,43 @@ static double ceil_fma_pass(long iters) {
   return 2.0 * CEIL_LANES * CEIL_CHAINS * (double)iters * threads / t * 1e-9;
 }
 
-/* ---- the buffers, held for a run ------------------------------------------------ */
+/* ---- the buffer, held for a run -------------------------------------------------- */
+/* One buffer serves both reads: the streaming read takes it in order, the
+ * paged read as np pages of pg bytes in the order perm lists. */
 struct aa_cpu_ceilings {
-  float *read; /* the streaming read's buffer, n floats */
+  float *buf; /* n floats */
   size_t n;
-  char *paged; /* np pages of pg bytes, read in the order perm lists */
   uint32_t *perm;
   size_t np, pg;
 };
 
 void aa_cpu_ceilings_free(aa_cpu_ceilings *c) {
   if (!c) return;
-  free(c->read);
-  free(c->paged);
+  free(c->buf);
   free(c->perm);
   free(c);
 }
 
 aa_cpu_ceilings *aa_cpu_ceilings_create(size_t page_bytes) {
-  enum { READ_BYTES_LOG2 = 30, PAGED_BYTES_LOG2 = 29 }; /* 1 GiB and 512 MiB, far larger than any LLC */
-  const size_t paged_total = (size_t)1 << PAGED_BYTES_LOG2;
-  if (page_bytes < 64 || page_bytes % 64 || page_bytes > paged_total / 64) return NULL;
+  const size_t bytes = (size_t)1 << 30; /* 1 GiB, far larger than any last-level cache */
+  if (page_bytes < 64 || page_bytes % 64 || page_bytes > bytes / 128) return NULL;
   aa_cpu_ceilings *c = (aa_cpu_ceilings *)calloc(1, sizeof *c);
   if (!c) return NULL;
-  c->n = ((size_t)1 << READ_BYTES_LOG2) / sizeof(float);
+  c->n = bytes / sizeof(float);
   c->pg = page_bytes;
-  c->np = paged_total / page_bytes;
-  c->read = (float *)aligned_alloc(4096, c->n * sizeof(float));
-  c->paged = (char *)aligned_alloc(4096, (c->np * c->pg + 4095) / 4096 * 4096);
+  c->np = bytes / page_bytes;
+  c->buf = (float *)aligned_alloc(4096, bytes);
   c->perm = (uint32_t *)malloc(c->np * sizeof *c->perm);
-  if (!c->read || !c->paged || !c->perm) {
+  if (!c->buf || !c->perm) {
     aa_cpu_ceilings_free(c);
     return NULL;
   }
-  /* First touch in parallel with the same static split as the reads, so
-   * pages land near the threads that read them (NUMA hosts). */
-  float *read = c->read;
+  /* First touch in parallel with the same static split as the streaming
+   * read, so pages land near the threads that read them (NUMA hosts; the
+   * paged read, like a paged cache, reads pages wherever they landed). */
+  float *buf = c->buf;
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < c->n; i++) read[i] = (float)(i & 7);
+  for (size_t i = 0; i < c->n; i++) buf[i] = (float)(i & 7);
   /* The paged order is a fixed shuffle (Fisher-Yates on a xorshift), so every
    * run reads the same pattern. */
   uint64_t x = 0x9E3779B97F4A7C15u;
@@ -184,12 +183,6 @@ aa_cpu_ceilings *aa_cpu_ceilings_create(size_t page_bytes) {
     const size_t j = (size_t)(x % (i + 1));
     const uint32_t t = c->perm[i];
     c->perm[i] = c->perm[j], c->perm[j] = t;
-  }
-#pragma omp parallel
-  {
-    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
-    for (size_t i = c->np * id / nt; i < c->np * (id + 1) / nt; i++)
-      memset(c->paged + (size_t)c->perm[i] * c->pg, 1, c->pg);
   }
   return c;
 }
@@ -202,9 +195,9 @@ static double ceil_max(const double *v, int n) {
 
 void aa_cpu_ceilings_sample(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s) {
   double r[3];
-  for (int k = 0; k < 2; k++) r[k] = ceil_read_pass(c->read, c->n, k);
+  for (int k = 0; k < 2; k++) r[k] = ceil_read_pass(c->buf, c->n, k);
   s->read_gbs = ceil_max(r, 2);
-  for (int k = 0; k < 3; k++) r[k] = ceil_paged_pass(c->paged, c->perm, c->np, c->pg, k);
+  for (int k = 0; k < 3; k++) r[k] = ceil_paged_pass((const char *)c->buf, c->perm, c->np, c->pg, k);
   s->paged_gbs = ceil_max(r, 3);
   s->fma_gflops = ceil_fma_pass(CEIL_FMA_SAMPLE_ITERS);
 }
@@ -216,8 +209,8 @@ void aa_cpu_ceilings_measure(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s) {
    * the 2-core Xeon (23.1 against 26.2 GB/s, 12 alternating rounds). */
   double rd[2][CEIL_REPS], pg[3][CEIL_REPS], fm[CEIL_REPS];
   for (int i = 0; i < CEIL_REPS; i++) {
-    for (int k = 0; k < 2; k++) rd[k][i] = ceil_read_pass(c->read, c->n, k);
-    for (int k = 0; k < 3; k++) pg[k][i] = ceil_paged_pass(c->paged, c->perm, c->np, c->pg, k);
+    for (int k = 0; k < 2; k++) rd[k][i] = ceil_read_pass(c->buf, c->n, k);
+    for (int k = 0; k < 3; k++) pg[k][i] = ceil_paged_pass((const char *)c->buf, c->perm, c->np, c->pg, k);
     fm[i] = ceil_fma_pass(CEIL_FMA_ITERS);
   }
   double m[3];
