@@ -77,8 +77,9 @@ static const cli_command commands[] = {
      "--filter --list --no-flush --max-context --stage-kv --ranks-per-node --head-dim",
      "usage: anyattn bench [options]\n"
      "Times each case of a workload (median of the timed calls) and prints us, GB/s\n"
-     "of K/V bytes and GFLOP/s beside the ceilings measured in the same run; sampled\n"
-     "output rows are checked against a double-precision recomputation.\n"
+     "of K/V bytes and GFLOP/s beside the ceilings measured in the same run (on the\n"
+     "CPU also a paged read, and all three sampled again before every timed call);\n"
+     "sampled output rows are checked against a double-precision recomputation.\n"
      "  --backend B         auto (default: the best found), cpu, cuda, hip\n"
      "  --device N          device index, 0 to 1023 (default 0)\n"
      "  --workload W        default, decode, prefill, mixed, ibm, e2e-llama8b (GPU only),\n"
