@@ -1,4 +1,4 @@
-/* tl_util.c: random numbers and dtype conversion shared by tests and tools. */
+/* tl_util.c: random numbers, dtype conversion and medians shared by tests and tools. */
 #define _POSIX_C_SOURCE 200809L
 #include "tl_util.h"
 
@@ -34,6 +34,16 @@ uint64_t tl_seed_from_env_or_time(void) {
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
   return tl_rng_next(&s) & 0xFFFFFFFFull; /* short seeds are easier to paste back */
+}
+
+static int tl_cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double tl_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, tl_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static uint32_t tl_bits(float f) {

@@ -1,4 +1,4 @@
-/* tl_util.h: random numbers and dtype conversion shared by tests and tools. */
+/* tl_util.h: random numbers, dtype conversion and medians shared by tests and tools. */
 #ifndef ANYATTN_TL_UTIL_H
 #define ANYATTN_TL_UTIL_H
 
@@ -17,6 +17,10 @@ double tl_rng_uniform(uint64_t *state);            /* [0, 1) */
 int tl_rng_int(uint64_t *state, int lo, int hi);   /* [lo, hi] inclusive */
 double tl_rng_normal(uint64_t *state);              /* N(0, 1) */
 uint64_t tl_seed_from_env_or_time(void);            /* $ANYATTN_SEED, else time-based */
+
+/* The median of v[0..n) (n >= 1; the mean of the middle two for even n),
+ * sorting v in place. */
+double tl_median(double *v, int n);
 
 /* IEEE half and bfloat16, round to nearest even. */
 uint16_t tl_f32_to_f16(float f);

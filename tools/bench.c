@@ -185,11 +185,6 @@ static void bench_problem(anyattn_problem *pr, const bench_options *o) {
 
 /* ---- one case ---------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Fills a device buffer from a host chunk of random values (not zeros: zeros
  * run faster than real data and hide unwritten outputs): dst byte i is chunk
  * byte i % chunk_bytes. One chunk goes up from the host, then the filled
@@ -292,12 +287,6 @@ static int verify_sample(const bench_options *opt, const bench_case *c, const in
   return ok;
 }
 
-/* The median of n values, sorting them in place. */
-static double median_of(double *v, int n) {
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* r's ceilings (the samples' medians) and percentages (the medians over the
  * calls of each call's figure over the samples taken just before it), from
  * the n calls' times (ms) in call order; r->kv_bytes and r->flops set. */
@@ -314,12 +303,12 @@ static void bench_ceiling_figures(bench_result *r, const double *ms, const aa_cp
     v[5 * n + i] = ceil[i].fma_gflops > 0 ? 100.0 * gflops / ceil[i].fma_gflops : 0.0;
   }
   r->ceil_calls = n;
-  r->ceil_read_gbs = median_of(v, n);
-  r->ceil_paged_gbs = median_of(v + n, n);
-  r->ceil_gflops = median_of(v + 2 * n, n);
-  r->pct_bw = median_of(v + 3 * n, n);
-  r->pct_paged = median_of(v + 4 * n, n);
-  r->pct_peak = median_of(v + 5 * n, n);
+  r->ceil_read_gbs = tl_median(v, n);
+  r->ceil_paged_gbs = tl_median(v + n, n);
+  r->ceil_gflops = tl_median(v + 2 * n, n);
+  r->pct_bw = tl_median(v + 3 * n, n);
+  r->pct_paged = tl_median(v + 4 * n, n);
+  r->pct_peak = tl_median(v + 5 * n, n);
   free(v);
 }
 
@@ -525,8 +514,7 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
     goto done;
   }
   if (ceil && !r->pruned) bench_ceiling_figures(r, times, ceil, iters);
-  qsort(times, (size_t)iters, sizeof times[0], cmp_double);
-  r->us = 1e3 * (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]));
+  r->us = 1e3 * tl_median(times, iters);
   rc = 0;
 done:
   free(ceil);

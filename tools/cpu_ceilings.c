@@ -2,6 +2,7 @@
  * a shuffled paged layout and the fp32 FMA peak, measured with OpenMP over
  * all threads, for the CPU roofline figures (ceilings.h). */
 #include "ceilings.h"
+#include "tl_util.h"
 
 #include <omp.h>
 #include <stdint.h>
@@ -9,15 +10,6 @@
 #include <string.h>
 
 #define CEIL_REPS 5
-
-static int ceil_cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double ceil_median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, ceil_cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Results land here so the compiler cannot drop the loops that make them. */
 static volatile float ceil_sink;
@@ -214,9 +206,9 @@ void aa_cpu_ceilings_measure(aa_cpu_ceilings *c, aa_cpu_ceiling_sample *s) {
     fm[i] = ceil_fma_pass(CEIL_FMA_ITERS);
   }
   double m[3];
-  for (int k = 0; k < 2; k++) m[k] = ceil_median(rd[k], CEIL_REPS);
+  for (int k = 0; k < 2; k++) m[k] = tl_median(rd[k], CEIL_REPS);
   s->read_gbs = ceil_max(m, 2);
-  for (int k = 0; k < 3; k++) m[k] = ceil_median(pg[k], CEIL_REPS);
+  for (int k = 0; k < 3; k++) m[k] = tl_median(pg[k], CEIL_REPS);
   s->paged_gbs = ceil_max(m, 3);
-  s->fma_gflops = ceil_median(fm, CEIL_REPS);
+  s->fma_gflops = tl_median(fm, CEIL_REPS);
 }
