@@ -522,26 +522,66 @@ AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int
 }
 
 /* ---- prefill items: q and the scores transposed ------------------------------ */
-/* The item's q rows widened and scaled as aa_item_load_q does, through acc
- * (cleared after), then transposed a register block at a time into Qt
- * [dp][ls] (rows R16..ls unused); rows R..R16 zero, m and l from the sinks. */
+/* 16 elements of a q row (dt) as fp32. */
+AA_INLINE aa_vf aa_load_q16(const anyattn_dtype dt, const char *p) {
+  return dt == ANYATTN_DTYPE_F32    ? aa_load_f32((const float *)p)
+         : dt == ANYATTN_DTYPE_BF16 ? aa_load_bf16((const uint16_t *)p)
+                                    : aa_load_f16((const uint16_t *)p);
+}
+
+/* Row blocks (AA_VR rows) ahead of the one being read that aa_item_load_qt
+ * prefetches. */
+#define AA_QT_PF_BLOCKS 2
+
+/* The item's q rows widened and scaled (the scale times the k_descale of fp8
+ * caches) straight into Qt [dp][ls], AA_VR rows x 16 dims a register
+ * transpose at a time (rows R..R16 zero, rows R16..ls unused); m and l from
+ * the sinks; the accumulators cleared. A row is 512 bytes at fp32 and the
+ * rows of a block are a token stride apart, which the hardware prefetchers
+ * do not follow from row to row: each step prefetches the same line of the
+ * rows AA_QT_PF_BLOCKS blocks ahead (docs/design/cpu.md, Work items). Head
+ * dim a multiple of 16 (dp == d). */
 AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, int ls,
                                float *restrict Qt, float *restrict acc, float *restrict m, float *restrict l) {
-  const int dp = job->L.dp;
-  aa_item_load_q(job, rw, s, g, 1, acc, Qt, m, l);
-  for (int r = rw->R4; r < R16; r++) {
-    memset(acc + (size_t)r * dp, 0, (size_t)dp * sizeof(float));
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
+  const anyattn_args *a = job->a;
+  const int d = job->d, group = job->group, R = rw->R;
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const size_t es = job->es;
+  const aa_vf sc = aa_splat(job->plan->scale * aa_descale_of(a, a->k_descale, s, g, job->kvh));
+  for (int r = 0; r < R16; r++) {
+    const int h = g * group + r % group;
+    m[r] = r < R && a->sinks ? a->sinks[h] : -INFINITY;
+    l[r] = r < R && a->sinks ? 1.0f : 0.0f;
   }
-  for (int r0 = 0; r0 < R16; r0 += AA_VR)
-    for (int c = 0; c < dp; c += AA_VR) {
-      aa_vr t[AA_VR];
-      for (int i = 0; i < AA_VR; i++) t[i] = aa_rld(acc + (size_t)(r0 + i) * dp + c);
-      aa_rtranspose(t);
-      for (int i = 0; i < AA_VR; i++) aa_rst(Qt + (size_t)(c + i) * ls + r0, t[i]);
+  /* row r's address, NULL past R */
+#define AA_QT_ROW(r)                                                                                               \
+  ((r) < R ? (const char *)a->q + ((size_t)(rw->tok0 + (r) / group) * job->nqh + g * group + (r) % group) * d * es \
+           : NULL)
+  for (int r0 = 0; r0 < AA_QT_PF_BLOCKS * AA_VR && r0 < R; r0++) /* the first blocks: no step before them */
+    for (size_t o = 0; o < (size_t)d * es; o += 64) __builtin_prefetch(AA_QT_ROW(r0) + o, 0, 3);
+  for (int r0 = 0; r0 < R16; r0 += AA_VR) {
+    const char *src[AA_VR], *ahead[AA_VR];
+    for (int i = 0; i < AA_VR; i++) {
+      src[i] = AA_QT_ROW(r0 + i);
+      ahead[i] = AA_QT_ROW(r0 + AA_QT_PF_BLOCKS * AA_VR + i);
     }
-  memset(acc, 0, (size_t)R16 * dp * sizeof(float));
+    for (int c = 0; c < d; c += AA_VL) {
+      if (!((c * es) & 63))
+        for (int i = 0; i < AA_VR; i++)
+          if (ahead[i]) __builtin_prefetch(ahead[i] + c * es, 0, 3);
+      aa_vr t[AA_VL / AA_VR][AA_VR];
+      for (int i = 0; i < AA_VR; i++) {
+        const aa_vf x = src[i] ? aa_load_q16(dt, src[i] + c * es) * sc : aa_splat(0.0f);
+        for (int p = 0; p < AA_VL / AA_VR; p++) memcpy(&t[p][i], (const char *)&x + p * sizeof(aa_vr), sizeof(aa_vr));
+      }
+      for (int p = 0; p < AA_VL / AA_VR; p++) {
+        aa_rtranspose(t[p]);
+        for (int i = 0; i < AA_VR; i++) aa_rst(Qt + (size_t)(c + p * AA_VR + i) * ls + r0, t[p][i]);
+      }
+    }
+  }
+#undef AA_QT_ROW
+  memset(acc, 0, (size_t)R16 * d * sizeof(float));
 }
 
 /* The cache lines of the K and V rows of the next n keys of walk pf, into
