@@ -14,10 +14,13 @@
  * rows in place, a block of AA_DEC_KB keys at a time:
  *   scores: bf16 caches where the plan has AMX, one tdpbf16ps per 32 dims
  *   with 16 K rows straight from the cache as the A tile
- *   (aa_dec_scores_amx); otherwise 4 query rows x 4 keys per step (bf16
- *   with AVX512-BF16: q stays in bf16 and vdpbf16ps takes 32 dims per
+ *   (aa_dec_scores_amx); otherwise, bf16 caches with AVX512-BF16, 4 query
+ *   rows x 8 keys per pass with q interleaved, 8 dims of each row to a
+ *   128-bit lane, against each K row's 8 dims broadcast (aa_dec_qk4x16i);
+ *   otherwise 4 query rows x 4 keys per step (fp8 caches as bf16 with
+ *   AVX512-BF16: q stays in bf16 and vdpbf16ps takes 32 dims per
  *   instruction; otherwise q is fp32 and K is widened 32 dims at a time by
- *   aa_dec_load32), folded into one vector per row whose lanes are the
+ *   aa_dec_load32); each folded into one vector per row whose lanes are the
  *   block's keys; an online softmax of 4 rows on those 16 lanes; then P.V
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
  *   order until the output is written. The scores and P.V also prefetch
@@ -152,6 +155,14 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 /* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches and fp8
  * caches converted to bf16; otherwise fp32, scaled. */
 #define AA_DEC_QRAW(dt, kv) (AA_DEC_QBF16 && (dt) == ANYATTN_DTYPE_BF16 && ((kv) == 0 || AA_DEC_FP8BF16))
+/* Over bf16 caches the raw q rows are kept interleaved, 4 rows to a group:
+ * per 8 dims the 4 rows' 16 bytes side by side, one 64-byte vector
+ * (aa_dec_interleave_q), for aa_dec_qk4x16i. -DAA_DEC_QINTER=0 keeps the
+ * 4 x 4 key blocks (aa_dec_qk4x4) there too, for measurements. */
+#ifndef AA_DEC_QINTER
+#define AA_DEC_QINTER 1
+#endif
+#define AA_DEC_QI(dt, kv) (AA_DEC_QINTER && AA_DEC_QRAW(dt, kv) && !(kv))
 /* What q's scale and v_descale multiply by to undo the factor fp8 codes
  * read with in fp32 (aa_load_fp8x32_f16: 2^-8 e4m3fn, 2^-7 fnuz); 1 where
  * the codes go through exact bf16 or aa_load_fp8. */
@@ -510,6 +521,75 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
 }
 
+#if AA_DEC_QBF16
+/* Scores of 4 q rows against the block's 16 K rows (bf16 caches), sc[r]
+ * lane j: row r, key j. q interleaved (aa_dec_interleave_q: per 8 dims one
+ * vector of the 4 rows' 16 bytes); each K row is read 8 dims at a time,
+ * broadcast to the 4 row lanes of a vector (vbroadcasti32x4), so that one
+ * vdpbf16ps takes 8 dims of 4 rows and one key, and a key's accumulator
+ * holds 4 partial sums per row. Two passes of 8 keys (8 accumulators, 8 q
+ * vectors of 64 dims at a time); each pass folds its 8 accumulators to 2
+ * vectors by in-lane shuffles (18 ops, against 90 for the 32 partial
+ * vectors of the 4 x 4 blocks), and a 4 x 4 transpose of 128-bit blocks
+ * puts the keys in lanes. Prefetches as aa_dec_qk4x4's: the head's share of
+ * the block ahead's K rows (pf->ks) and this head's V rows (pf->two). */
+/* One step of aa_dec_qk4x16i: NI x 8 dims of keys kb .. kb + 7 into two
+ * accumulators per key (even and odd dim groups: chains half as long). */
+AA_INLINE void aa_dec_qk4x16i_step(const int NI, const uint16_t *restrict qi, const char *const *k, int kb, int c,
+                                   const aa_dec_pf *pf, int kpf, int vpf, __m512 acc[16]) {
+  __m512bh qv[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < NI; i++) qv[i] = (__m512bh)_mm512_loadu_si512(qi + (size_t)(c + 8 * i) * 4);
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; j++) {
+    /* this step's lines of the rows the head prefetches; rows past the last repeat it */
+    if (kpf) {
+      const char *r = pf->rk[kb + j < pf->nr ? kb + j : pf->nr - 1] + 2 * c;
+      for (int o = 0; o < 16 * NI; o += 64) __builtin_prefetch(r + o, 0, AA_DEC_PF_HINT_SPLIT);
+    }
+    if (vpf) {
+      const char *r = pf->cv[kb + j < pf->ncv ? kb + j : pf->ncv - 1] + 2 * c;
+      for (int o = 0; o < 16 * NI; o += 64) __builtin_prefetch(r + o, 0, AA_DEC_PF_HINT_SPLIT);
+    }
+    const uint16_t *kr = (const uint16_t *)k[kb + j] + c;
+#pragma GCC unroll 8
+    for (int i = 0; i < NI; i++) {
+      const __m512i kv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(kr + 8 * i)));
+      acc[2 * j + (i & 1)] = _mm512_dpbf16_ps(acc[2 * j + (i & 1)], qv[i], (__m512bh)kv);
+    }
+  }
+}
+AA_INLINE void aa_dec_qk4x16i(const uint16_t *restrict qi, const char *const *k, const int d, const aa_dec_pf *pf,
+                              aa_vf sc[4]) {
+  __m512 w[4];
+  for (int h = 0; h < 2; h++) {
+    const int kb = 8 * h;
+    const int kpf = pf->ks && kb < pf->nr, vpf = pf->ks && pf->two && kb < pf->ncv;
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
+    int c = 0;
+    for (; c + 64 <= d; c += 64) aa_dec_qk4x16i_step(8, qi, k, kb, c, pf, kpf, vpf, acc);
+    if (c < d) aa_dec_qk4x16i_step(4, qi, k, kb, c, pf, kpf, vpf, acc); /* a 32-dim tail */
+    /* per row group of 4 lanes: pairs of keys to 2 partials each, then 4 keys' sums */
+    __m512 b[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+      const __m512 x = _mm512_add_ps(acc[4 * p], acc[4 * p + 1]), y = _mm512_add_ps(acc[4 * p + 2], acc[4 * p + 3]);
+      b[p] = _mm512_add_ps((__m512)_mm512_unpacklo_pd((__m512d)x, (__m512d)y),
+                           (__m512)_mm512_unpackhi_pd((__m512d)x, (__m512d)y));
+    }
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; p++)
+      w[2 * h + p] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * p], b[2 * p + 1], 0x88),
+                                   _mm512_shuffle_ps(b[2 * p], b[2 * p + 1], 0xDD));
+  }
+  aa_vf wv[4];
+  for (int i = 0; i < 4; i++) wv[i] = (aa_vf)w[i];
+  aa_transpose4x4q(wv, sc); /* sc[r] block b = w[b] block r: keys 4b .. 4b + 3 of row r */
+}
+#endif
+
 /* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
  * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
@@ -710,8 +790,15 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
   if (St) {
     aa_dec_scores_st(St, sc);
   } else {
-    for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d, pf, 4 * b);
-    aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
+#if AA_DEC_QBF16
+    if (AA_DEC_QI(dt, kv)) {
+      aa_dec_qk4x16i((const uint16_t *)q, k, d, pf, sc);
+    } else
+#endif
+    {
+      for (int b = 0; b < 4; b++) blk[b] = aa_dec_qk4x4(dt, kv, q, k + 4 * b, d, pf, 4 * b);
+      aa_transpose4x4q(blk, sc); /* sc[r] lane j: row r, key j0 + j */
+    }
   }
   float alpha[4];
   aa_dec_softmax4(job, dt, kv, rw, sc, qs, m, l, P, alpha, rc, g, j0, nk);
@@ -773,6 +860,18 @@ AA_INLINE void aa_dec_load_qt(const uint16_t *Q, int nr, const int d, uint32_t *
   for (int r0 = 0; r0 < nr; r0 += 4)
     for (int i = 0; i < d / 2; i++)
       for (int n = 0; n < 4; n++) qt[(size_t)r0 * d / 2 + i * 4 + n] = q32[(size_t)(r0 + n) * d / 2 + i];
+}
+
+/* The raw bf16 q rows (nr of d, a multiple of 4) interleaved in place for
+ * aa_dec_qk4x16i: per group of 4 rows, per 8 dims, the 4 rows' 8 dims. */
+AA_INLINE void aa_dec_interleave_q(uint16_t *Q, int nr, const int d) {
+  uint16_t tmp[4 * 512]; /* 4 rows at the CPU backend's largest head_dim */
+  for (int r0 = 0; r0 < nr; r0 += 4) {
+    uint16_t *g = Q + (size_t)r0 * d;
+    memcpy(tmp, g, (size_t)4 * d * sizeof(uint16_t));
+    for (int c = 0; c < d; c += 8)
+      for (int n = 0; n < 4; n++) memcpy(g + (size_t)c * 4 + n * 8, tmp + (size_t)n * d + c, 8 * sizeof(uint16_t));
+  }
 }
 
 /* Whether the K and V rows of a key block (nk keys at kr, vr; nh heads)
@@ -932,6 +1031,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 #else
   const int amx = 0;
 #endif
+  if (AA_DEC_QI(dt, kv)) aa_dec_interleave_q((uint16_t *)Q, nh * R4, d); /* after the AMX operand, from the rows */
 
   aa_kv_walks rd = {0}, pw = {0};
   int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
