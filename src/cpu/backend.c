@@ -10,7 +10,6 @@
 
 #include "cpu.h"
 
-#define AA_CPU_MAX_HEAD_DIM 512
 /* Query rows (tokens x group) per work item the planner aims for: each K/V
  * tile is staged once per item, so more rows share its staging and
  * prefetch. fp32 prefill 1x1024 (dev/cpu_ab.c, 2 threads, Xeon): 128 rows

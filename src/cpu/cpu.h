@@ -34,6 +34,9 @@
 
 /* Keys per tile of the fp32 path, at most (aa_cpu_block_n32 in backend.c). */
 #define AA_CPU_MAX_BN 128
+/* The largest head_dim the backend plans (backend.c); scratch sized by it
+ * (decode.c, aa_dec_interleave_q). */
+#define AA_CPU_MAX_HEAD_DIM 512
 
 static inline size_t aa_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 

@@ -865,7 +865,7 @@ AA_INLINE void aa_dec_load_qt(const uint16_t *Q, int nr, const int d, uint32_t *
 /* The raw bf16 q rows (nr of d, a multiple of 4) interleaved in place for
  * aa_dec_qk4x16i: per group of 4 rows, per 8 dims, the 4 rows' 8 dims. */
 AA_INLINE void aa_dec_interleave_q(uint16_t *Q, int nr, const int d) {
-  uint16_t tmp[4 * 512]; /* 4 rows at the CPU backend's largest head_dim */
+  uint16_t tmp[4 * AA_CPU_MAX_HEAD_DIM]; /* 4 rows */
   for (int r0 = 0; r0 < nr; r0 += 4) {
     uint16_t *g = Q + (size_t)r0 * d;
     memcpy(tmp, g, (size_t)4 * d * sizeof(uint16_t));
