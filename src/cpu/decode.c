@@ -522,18 +522,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 }
 
 #if AA_DEC_QBF16
-/* Scores of 4 q rows against the block's 16 K rows (bf16 caches), sc[r]
- * lane j: row r, key j. q interleaved (aa_dec_interleave_q: per 8 dims one
- * vector of the 4 rows' 16 bytes); each K row is read 8 dims at a time,
- * broadcast to the 4 row lanes of a vector (vbroadcasti32x4), so that one
- * vdpbf16ps takes 8 dims of 4 rows and one key, and a key's accumulator
- * holds 4 partial sums per row. Two passes of 8 keys (8 accumulators, 8 q
- * vectors of 64 dims at a time); each pass folds its 8 accumulators to 2
- * vectors by in-lane shuffles (18 ops, against 90 for the 32 partial
- * vectors of the 4 x 4 blocks), and a 4 x 4 transpose of 128-bit blocks
- * puts the keys in lanes. Prefetches as aa_dec_qk4x4's: the head's share of
- * the block ahead's K rows (pf->ks) and this head's V rows (pf->two). */
-/* One step of aa_dec_qk4x16i: NI x 8 dims of keys kb .. kb + 7 into two
+/* One step of aa_dec_qk4x16i (below): NI x 8 dims of keys kb .. kb + 7 into two
  * accumulators per key (even and odd dim groups: chains half as long). */
 AA_INLINE void aa_dec_qk4x16i_step(const int NI, const uint16_t *restrict qi, const char *const *k, int kb, int c,
                                    const aa_dec_pf *pf, int kpf, int vpf, __m512 acc[16]) {
@@ -559,6 +548,19 @@ AA_INLINE void aa_dec_qk4x16i_step(const int NI, const uint16_t *restrict qi, co
     }
   }
 }
+/* Scores of 4 q rows against the block's 16 K rows (bf16 caches), sc[r]
+ * lane j: row r, key j. q interleaved (aa_dec_interleave_q: per 8 dims one
+ * vector of the 4 rows' 16 bytes); each K row is read 8 dims at a time,
+ * broadcast to the 4 row lanes of a vector (vbroadcasti32x4), so that one
+ * vdpbf16ps takes 8 dims of 4 rows and one key, and a key's accumulators
+ * hold 4 partial sums per row. Two passes of 8 keys (16 accumulators, 8 q
+ * vectors of 64 dims at a time); each pass folds its accumulators to 2
+ * vectors by adds and in-lane shuffles (26 ops), and a 4 x 4 transpose of
+ * 128-bit blocks puts the keys in lanes: 60 ops for the block's 64 scores,
+ * against 188 for the 16-lane partial sums of aa_dec_qk4x4's blocks.
+ * Prefetches as aa_dec_qk4x4's: the head's share of the block ahead's K
+ * rows (pf->ks) and this head's V rows (pf->two), here two lines of each of
+ * 8 rows per step (docs/design/cpu.md, Fused decode). */
 AA_INLINE void aa_dec_qk4x16i(const uint16_t *restrict qi, const char *const *k, const int d, const aa_dec_pf *pf,
                               aa_vf sc[4]) {
   __m512 w[4];

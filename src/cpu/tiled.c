@@ -539,7 +539,7 @@ AA_INLINE aa_vf aa_load_q16(const anyattn_dtype dt, const char *p) {
  * the sinks; the accumulators cleared. A row is 512 bytes at fp32 and the
  * rows of a block are a token stride apart, which the hardware prefetchers
  * do not follow from row to row: each step prefetches the same line of the
- * rows AA_QT_PF_BLOCKS blocks ahead (docs/design/cpu.md, Work items). Head
+ * rows AA_QT_PF_BLOCKS blocks ahead (docs/design/cpu.md, Tiled path). Head
  * dim a multiple of 16 (dp == d). */
 AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int s, int g, int R16, int ls,
                                float *restrict Qt, float *restrict acc, float *restrict m, float *restrict l) {
