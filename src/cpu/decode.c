@@ -284,6 +284,13 @@ AA_INLINE void aa_dec_pf_rewind(aa_dec_pf *pf, int nh, int row_bytes, int64_t sk
   pf->sk = sk;
   pf->sv = sv;
 }
+/* Rows n .. AA_DEC_KB - 1 of a prefetch list repeat row n - 1 (n > 0), so
+ * that the loops index it without a bound: a line asked for twice is no
+ * second read. */
+AA_INLINE void aa_dec_pf_pad(const char **rows, int n) {
+  for (int j = n; j < AA_DEC_KB && n > 0; j++) rows[j] = rows[n - 1];
+}
+
 /* The rows of the block ahead that kv head hb's math prefetches (of the
  * item's nh heads; kh, vh the head strides in bytes): in key-major order
  * (addr) head hb takes slots hb * AA_DEC_KB .. + AA_DEC_KB - 1 of the list
@@ -296,19 +303,20 @@ AA_INLINE void aa_dec_pf_head(aa_dec_pf *pf, int hb, int nh, int64_t kh, int64_t
       pf->rk[j] = pf->pk[j] + hb * kh;
       pf->rv[j] = pf->pv[j] + hb * vh;
     }
-    return;
-  }
-  const int r0 = hb * AA_DEC_KB, left = pf->n * nh - r0;
-  pf->nr = left < 0 ? 0 : left < AA_DEC_KB ? left : AA_DEC_KB;
-  int key = r0 / nh, h = r0 % nh;
-  for (int j = 0; j < pf->nr; j++) {
-    pf->rk[j] = pf->pk[key] + h * kh;
-    pf->rv[j] = pf->pv[key] + h * vh;
-    if (++h == nh) {
-      h = 0;
-      key++;
+  } else {
+    const int r0 = hb * AA_DEC_KB, left = pf->n * nh - r0;
+    pf->nr = left < 0 ? 0 : left < AA_DEC_KB ? left : AA_DEC_KB;
+    int key = r0 / nh, h = r0 % nh;
+    for (int j = 0; j < pf->nr; j++) {
+      pf->rk[j] = pf->pk[key] + h * kh;
+      pf->rv[j] = pf->pv[key] + h * vh;
+      if (++h == nh) {
+        h = 0;
+        key++;
+      }
     }
   }
+  aa_dec_pf_pad(pf->rk, pf->nr); /* the scores index it by key */
 }
 
 /* One line of the block ahead, then the cursor moves on (AA_DEC_CURSOR). */
@@ -419,12 +427,12 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
   const int kpf = pf->ks && jb < pf->nr;
   const char *pq[4] = {0};
   if (kpf)
-    for (int j = 0; j < 4; j++) pq[j] = pf->rk[jb + j < pf->nr ? jb + j : pf->nr - 1];
+    for (int j = 0; j < 4; j++) pq[j] = pf->rk[jb + j]; /* padded past nr (aa_dec_pf_pad) */
   /* and V rows jb .. jb + 3 of this head's block (pf->two) */
   const int vpf = pf->ks && pf->two && jb < pf->ncv;
   const char *pc[4] = {0};
   if (vpf)
-    for (int j = 0; j < 4; j++) pc[j] = pf->cv[jb + j < pf->ncv ? jb + j : pf->ncv - 1];
+    for (int j = 0; j < 4; j++) pc[j] = pf->cv[jb + j];
 #if AA_DEC_QBF16
   if (AA_DEC_QRAW(dt, kv)) {
     __m512 t[16];
@@ -533,11 +541,11 @@ AA_INLINE void aa_dec_qk4x16i_step(const int NI, const uint16_t *restrict qi, co
   for (int j = 0; j < 8; j++) {
     /* this step's lines of the rows the head prefetches; rows past the last repeat it */
     if (kpf) {
-      const char *r = pf->rk[kb + j < pf->nr ? kb + j : pf->nr - 1] + 2 * c;
+      const char *r = pf->rk[kb + j] + 2 * c; /* padded past nr (aa_dec_pf_pad) */
       for (int o = 0; o < 16 * NI; o += 64) __builtin_prefetch(r + o, 0, AA_DEC_PF_HINT_SPLIT);
     }
     if (vpf) {
-      const char *r = pf->cv[kb + j < pf->ncv ? kb + j : pf->ncv - 1] + 2 * c;
+      const char *r = pf->cv[kb + j] + 2 * c;
       for (int o = 0; o < 16 * NI; o += 64) __builtin_prefetch(r + o, 0, AA_DEC_PF_HINT_SPLIT);
     }
     const uint16_t *kr = (const uint16_t *)k[kb + j] + c;
@@ -1076,6 +1084,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
         for (int j = 0; j < nk; j++) pf.cv[j] = vr[j] + hb * vh;
         pf.nck = hb + 1 < nh ? nk : pf.n;
         for (int j = 0; j < pf.nck; j++) pf.ck[j] = hb + 1 < nh ? kr[j] + (hb + 1) * kh : pf.pk[j];
+        aa_dec_pf_pad(pf.cv, pf.ncv); /* the scores index it by key */
       }
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
