@@ -19,12 +19,12 @@
 
 #include "../include/anyattn.h"
 
-#define CHECK(call)                                                     \
-  do {                                                                  \
-    if ((call) != ANYATTN_STATUS_OK) {                                  \
+#define CHECK(call)                                                    \
+  do {                                                                 \
+    if ((call) != ANYATTN_STATUS_OK) {                                 \
       fprintf(stderr, "%s failed: %s\n", #call, anyattn_last_error()); \
-      return 1;                                                         \
-    }                                                                   \
+      return 1;                                                        \
+    }                                                                  \
   } while (0)
 
 enum { HQ = 32, HKV = 8, D = 128, BS = 16, CALLS = 101 };
@@ -46,8 +46,9 @@ int main(int argc, char **argv) {
   }
   const int ns = atoi(argv[1]), ctx_len = atoi(argv[2]), np = atoi(argv[3]);
   if (ns < 1 || ns > 4096 || ctx_len < BS || ctx_len > (1 << 20) || ctx_len % BS || np < 1 || np > (1 << 20)) {
-    fprintf(stderr, "cpu_decode_pages: 1..4096 sequences, a context of 16..2^20 keys (a multiple of 16), "
-                    "1..2^20 pages\n");
+    fprintf(stderr,
+            "cpu_decode_pages: 1..4096 sequences, a context of 16..2^20 keys (a multiple of 16), "
+            "1..2^20 pages\n");
     return 2;
   }
   const int nb = ctx_len / BS;
@@ -64,7 +65,8 @@ int main(int argc, char **argv) {
   for (int s = 0; s < ns; s++) lens[s] = ctx_len;
   for (size_t i = 0; i < (size_t)ns * nb; i++) bt[i] = rand() % np;
   /* bf16 values in [1, 2): finite, and every page touched before the calls */
-  for (size_t i = 0; i < kv_elems; i++) k[i] = (uint16_t)(0x3f80 + (rand() & 0x7f)), v[i] = (uint16_t)(0x3f80 + (rand() & 0x7f));
+  for (size_t i = 0; i < kv_elems; i++)
+    k[i] = (uint16_t)(0x3f80 + (rand() & 0x7f)), v[i] = (uint16_t)(0x3f80 + (rand() & 0x7f));
   for (size_t i = 0; i < q_elems; i++) q[i] = (uint16_t)(0x3f80 + (rand() & 0x7f));
 
   anyattn_context *ctx;
@@ -112,10 +114,11 @@ int main(int argc, char **argv) {
   }
   qsort(times, CALLS, sizeof *times, cmp);
   const double med = times[CALLS / 2], head_blocks = (double)ns * nb * HKV;
-  printf("%s\n%d x %d keys on %d pages (%.1f MiB of K and V): %.1f us a call, %.1f ns per kv head and block, "
-         "%.1f GB/s of K/V walked\n",
-         anyattn_plan_describe(plan), ns, ctx_len, np, (double)kv_elems * 4.0 / 1048576.0, med * 1e6,
-         med * 1e9 / head_blocks, head_blocks * (double)BS * D * 2 * 2 / med * 1e-9);
+  printf(
+      "%s\n%d x %d keys on %d pages (%.1f MiB of K and V): %.1f us a call, %.1f ns per kv head and block, "
+      "%.1f GB/s of K/V walked\n",
+      anyattn_plan_describe(plan), ns, ctx_len, np, (double)kv_elems * 4.0 / 1048576.0, med * 1e6,
+      med * 1e9 / head_blocks, head_blocks * (double)BS * D * 2 * 2 / med * 1e-9);
   anyattn_plan_free(plan);
   anyattn_context_free(ctx);
   free(ws);

@@ -55,8 +55,10 @@ int main(int argc, char **argv) {
   const int K = argc > 7 ? atoi(argv[7]) : 1, S = argc > 8 ? atoi(argv[8]) : 1;
   if (np < 2 || (W != 0 && W != 4 && W != 8 && W != 12 && W != 16) || D < 0 || K < 1 ||
       (S != 1 && S != 2 && S != 4 && S != 8) || (S > 1 && D >= LINES)) {
-    fprintf(stderr, "cpu_stream_probe: MiB >= 1, W in {0, 4, 8, 12, 16}, D >= 0, K >= 1, S in {1, 2, 4, 8} "
-                    "(D < %d when S > 1)\n", LINES);
+    fprintf(stderr,
+            "cpu_stream_probe: MiB >= 1, W in {0, 4, 8, 12, 16}, D >= 0, K >= 1, S in {1, 2, 4, 8} "
+            "(D < %d when S > 1)\n",
+            LINES);
     return 2;
   }
   char *buf = aligned_alloc(4096, np * PAGE);
@@ -82,24 +84,29 @@ int main(int argc, char **argv) {
       __m256 acc[8];
       for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
       const __m256 x = _mm256_set1_ps(1.0001f);
-#define PREFETCH(p)                                                  \
-  do {                                                               \
-    if (hint[1] == '0') _mm_prefetch((p), _MM_HINT_T0);              \
-    else if (hint[0] == 'n') _mm_prefetch((p), _MM_HINT_NTA);        \
-    else _mm_prefetch((p), _MM_HINT_T1);                             \
+#define PREFETCH(p)                    \
+  do {                                 \
+    if (hint[1] == '0')                \
+      _mm_prefetch((p), _MM_HINT_T0);  \
+    else if (hint[0] == 'n')           \
+      _mm_prefetch((p), _MM_HINT_NTA); \
+    else                               \
+      _mm_prefetch((p), _MM_HINT_T1);  \
   } while (0)
-#define CONSUME(a)                                                                                      \
-  do {                                                                                                  \
+#define CONSUME(a)                                                                                        \
+  do {                                                                                                    \
     const __m256 v0 = _mm256_load_ps((const float *)(a)), v1 = _mm256_load_ps((const float *)((a) + 32)); \
-    acc[0] = _mm256_add_ps(acc[0], v0);                                                                 \
-    acc[1] = _mm256_add_ps(acc[1], v1);                                                                 \
-    switch (W) { /* constant FMA chains per line, no loop */                                           \
-      case 16: FM(15) FM(14) FM(13) FM(12) /* fall through */                                           \
-      case 12: FM(11) FM(10) FM(9) FM(8)   /* fall through */                                           \
-      case 8: FM(7) FM(6) FM(5) FM(4)      /* fall through */                                           \
-      case 4: FM(3) FM(2) FM(1) FM(0)      /* fall through */                                           \
-      default: break;                                                                                   \
-    }                                                                                                   \
+    acc[0] = _mm256_add_ps(acc[0], v0);                                                                   \
+    acc[1] = _mm256_add_ps(acc[1], v1);                                                                   \
+    switch (W) { /* constant FMA chains per line, no loop */                                              \
+      case 16:                                                                                            \
+        FM(15)                                                                                            \
+        FM(14) FM(13) FM(12)                                    /* fall through */                        \
+            case 12 : FM(11) FM(10) FM(9) FM(8)                 /* fall through */                        \
+                      case 8 : FM(7) FM(6) FM(5) FM(4)          /* fall through */                        \
+                               case 4 : FM(3) FM(2) FM(1) FM(0) /* fall through */                        \
+                                        default : break;                                                  \
+    }                                                                                                     \
   } while (0)
       if (S == 1)
         for (size_t l = 0; l < nl; l++) {
@@ -135,10 +142,11 @@ int main(int argc, char **argv) {
     const double t = now() - t0;
     if (t < best) best = t;
   }
-  printf("%zu MiB, %d FMAs a line, prefetch %d lines ahead (%s, every %d), %s order, %s pages, %d at a time: %.1f GB/s "
-         "(%.2f ms)%s\n",
-         bytes >> 20, W, D, hint, K, head ? "head" : "address", ordered ? "ordered" : "shuffled", S,
-         np * PAGE / best * 1e-9, best * 1e3, sink == 12345.0f ? " " : "");
+  printf(
+      "%zu MiB, %d FMAs a line, prefetch %d lines ahead (%s, every %d), %s order, %s pages, %d at a time: %.1f GB/s "
+      "(%.2f ms)%s\n",
+      bytes >> 20, W, D, hint, K, head ? "head" : "address", ordered ? "ordered" : "shuffled", S,
+      np * PAGE / best * 1e-9, best * 1e3, sink == 12345.0f ? " " : "");
   free(perm);
   free(buf);
   return 0;
