@@ -13,11 +13,12 @@
 /* The NVIDIA table's rows at head dim 128 with shared memory like the H200
  * build's (TileShape::SMEM_BYTES), their TMA kinds, cluster merges and compiled head dim. */
 static const aa_gpu_config kRows[] = {
-    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1, 128},     {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1, 128},
-    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128},    {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128},
-    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128},    {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128},
+    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1, 128},  {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1, 128},
+    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128}, {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128},
+    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128}, {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128},
     {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128}, /* compiled from head dim 192 on (configs.h) */
     {"m16n256w8s2", 16, 256, 8, 2, 0, 0, 1, 128}, /* compiled for fp8 caches only (configs.h) */
+    {"m128n96w8s2", 128, 96, 8, 2, 0, 2, 1, 128}, /* compiled at head dim 192, 16-bit caches (configs.h) */
 };
 static const aa_gpu_device kH200 = {132, 232448, 90, 0}; /* no cap on programs per SM unless a test sets one */
 
@@ -154,6 +155,23 @@ static void test_choose(void) {
   a = batch(1, 500, 500);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4, "d256 1x500 prefill: config %d", c.config);
+  /* 16-bit caches at d192: the 96-key 128-row tile, from the heuristic or for a leaf naming m128n128w8s2 */
+  f.plan.problem.head_dim = 192;
+  f.st.configs[8].smem = 210992;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 4, "d192 1x500 prefill: config %d", c.config);
+  a = batch(1, 8192, 8192);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 8 && c.splits == 1, "d192 1x8192 prefill: config %d splits %d", c.config, c.splits);
+  {
+    static const aa_tree_node leaf[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
+    static const aa_tree t = {"test", "sm_90", "test tree", 0, 1, leaf};
+    f.st.tree = &t;
+    c = aa_gpu_choose(&f.plan, &kH200, &a);
+    EXPECT(c.config == 8, "d192 1x8192 prefill, a leaf naming m128n128w8s2: config %d", c.config);
+    f.st.tree = NULL;
+  }
+  f.st.configs[8].smem = 0;
   /* fp8 caches at d256: m128n128w8s2 fits, but the 64-key tile runs prefill, tree or not */
   f.plan.problem.head_dim = 256;
   f.st.configs[5].smem = 202752;
@@ -298,6 +316,14 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 0, "a page size that does not divide the tile: copies");
   f.plan.problem.block_size = 4;
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 0, "boxes under 8 rows: copies");
+  /* the 96-key tile: pages of 8, 16 or 32 rows; a page of 96 or 192 would
+   * make a box of 96 rows, not a power of two: copies */
+  static const int n96_pages[][2] = {{8, 8}, {16, 16}, {32, 32}, {64, 0}, {96, 0}, {192, 0}, {256, 0}};
+  for (int i = 0; i < 7; i++) {
+    f.plan.problem.block_size = n96_pages[i][0];
+    EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 8, 1, 1, 0) == n96_pages[i][1], "m128n96w8s2, page %d: boxes of %d rows",
+           n96_pages[i][0], n96_pages[i][1]);
+  }
 }
 
 /* Programs per SM of 16-row tiles in launches of several waves (aa_gpu_launch_smem). */

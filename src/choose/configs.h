@@ -34,21 +34,22 @@
  * Ship rows: the tiles the H200 tree (trees/tree_h200.h) and the fallback
  * heuristic pick; tune rows: the further candidates the tuning sweeps time
  * (bench/run_h200.sh tunex), which no committed tree picks. */
-#define AA_CONFIG_ROWS_NVIDIA(R, X)           \
-  R(X, ship, m16n32w2s2, 16, 32, 2, 2)        \
-  R(X, ship, m16n64w4s2, 16, 64, 4, 2)        \
-  R(X, ship, m16n64w4s3, 16, 64, 4, 3)        \
-  R(X, ship, m16n128w8s2, 16, 128, 8, 2)      \
-  R(X, ship, m16n256w8s2, 16, 256, 8, 2)      \
-  R(X, tune, m16n256w8s3, 16, 256, 8, 3)      \
-  R(X, tune, m16n128w4s2, 16, 128, 4, 2)      \
-  R(X, tune, m16n128w8s3, 16, 128, 8, 3)      \
-  R(X, tune, m16n64w4s4, 16, 64, 4, 4)        \
-  R(X, tune, m32n64w4s2, 32, 64, 4, 2)        \
-  R(X, tune, m32n128w8s2, 32, 128, 8, 2)      \
-  R(X, ship, m64n64w4s2, 64, 64, 4, 2)        \
-  R(X, tune, m64n128w8s2, 64, 128, 8, 2)      \
-  R(X, ship, m128n64w8s2, 128, 64, 8, 2)      \
+#define AA_CONFIG_ROWS_NVIDIA(R, X)      \
+  R(X, ship, m16n32w2s2, 16, 32, 2, 2)   \
+  R(X, ship, m16n64w4s2, 16, 64, 4, 2)   \
+  R(X, ship, m16n64w4s3, 16, 64, 4, 3)   \
+  R(X, ship, m16n128w8s2, 16, 128, 8, 2) \
+  R(X, ship, m16n256w8s2, 16, 256, 8, 2) \
+  R(X, tune, m16n256w8s3, 16, 256, 8, 3) \
+  R(X, tune, m16n128w4s2, 16, 128, 4, 2) \
+  R(X, tune, m16n128w8s3, 16, 128, 8, 3) \
+  R(X, tune, m16n64w4s4, 16, 64, 4, 4)   \
+  R(X, tune, m32n64w4s2, 32, 64, 4, 2)   \
+  R(X, tune, m32n128w8s2, 32, 128, 8, 2) \
+  R(X, ship, m64n64w4s2, 64, 64, 4, 2)   \
+  R(X, tune, m64n128w8s2, 64, 128, 8, 2) \
+  R(X, ship, m128n64w8s2, 128, 64, 8, 2) \
+  R(X, ship, m128n96w8s2, 128, 96, 8, 2) \
   R(X, ship, m128n128w8s2, 128, 128, 8, 2)
 
 /* ---- AMD CDNA (gfx90a, gfx942) ------------------------------------------------
@@ -83,10 +84,16 @@
  * tile (351 against 474 TFLOP/s for m128n128w8s2), and compiling it there
  * would cost build time for kernels no plan picks. */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
-#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) 0
+#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) ((block_n) == 96 ? 192 : 0)
 #else
-#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) ((block_m) == 128 && (block_n) == 64 ? 192 : 0)
+#define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) \
+  ((block_m) == 128 && ((block_n) == 64 || (block_n) == 96) ? 192 : 0)
 #endif
+/* Rows compiled for 16-bit caches only (and the staged fp8 kernels, which
+ * read 16-bit copies), in every build: m128n96w8s2 runs its products on
+ * wgmma at d192 (the one head dim where it does; d256 does not fit), which
+ * over fp8 caches it would not (mma.sync, as m128n64w8s2 does there). */
+#define AA_CONFIG_16BIT_ONLY(block_m, block_n, warps, stages) ((block_n) == 96)
 
 /* Rows the library build compiles for fp8 caches only (the tuning build
  * compiles them for every cache kind): m16n256w8s2, the decode tile of 32

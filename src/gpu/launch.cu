@@ -31,10 +31,10 @@ struct RowFacts {
 #define AA_RUN_HD_(hd) row_head_dim<hd, BM, BN, W, S, F8>(),
   static constexpr int run_hd[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_RUN_HD_)};
 #undef AA_RUN_HD_
-#define AA_SMEM_(hd)                                                                   \
-  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&     \
-           (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S))                              \
-       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES \
+#define AA_SMEM_(hd)                                                                                          \
+  (row_head_dim<hd, BM, BN, W, S, F8>() >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&                            \
+           (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S)) && (F8 != 1 || !AA_CONFIG_16BIT_ONLY(BM, BN, W, S)) \
+       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES                        \
        : 0),
 #define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,
 #define AA_CL_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::CLUSTER,

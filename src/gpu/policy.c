@@ -103,6 +103,7 @@ void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
   st->small = aa_gpu_config_find(st, "m64n64w4s2", 10);
   st->large = aa_gpu_config_find(st, "m128n128w8s2", 12);
+  st->large_mid = aa_gpu_config_find(st, "m128n96w8s2", 11);
   st->large_narrow = aa_gpu_config_find(st, "m128n64w8s2", 11);
   /* The AMD table (one stage; src/choose/configs.h): its 16-row decode tile
    * runs decode and the split-KV segments, the 64-row tile the rest. */
@@ -116,14 +117,16 @@ static int aa_fits(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg) 
   return cfg >= 0 && aa_gpu_config_fits(aa_st(plan), dev, cfg);
 }
 
-/* The 128-row prefill tile: m128n128w8s2, or m128n64w8s2 above head dim 128
- * (compiled 192 and 256). There m128n128w8s2 does not fit 16-bit caches, and
- * over fp8 caches it ran slower or alike (one H200, prefill 1x2048 and 1x8192:
- * d256 127 and 171 against 162 and 203 TFLOP/s, d192 165 and 222 against 179
- * and 222); at d128 the 64-key tile is the slower
+/* The 128-row prefill tile: m128n128w8s2, or above head dim 128 (compiled
+ * 192 and 256) m128n96w8s2 where it fits (16-bit caches at d192), else
+ * m128n64w8s2. There m128n128w8s2 does not fit 16-bit caches, and over fp8
+ * caches it ran slower or alike (one H200, prefill 1x2048 and 1x8192: d256
+ * 127 and 171 against 162 and 203 TFLOP/s, d192 165 and 222 against 179 and
+ * 222); at d128 the 64-key tile is the slower
  * (docs/design/prefill.md#head-dims-192-and-256). */
 static int aa_large_row(const anyattn_plan *plan, const aa_gpu_device *dev) {
   const aa_gpu_plan_state *st = aa_st(plan);
+  if (plan->problem.head_dim > 128 && aa_fits(plan, dev, st->large_mid)) return st->large_mid;
   if (plan->problem.head_dim > 128 && aa_fits(plan, dev, st->large_narrow)) return st->large_narrow;
   return aa_fits(plan, dev, st->large) ? st->large : st->large_narrow;
 }
@@ -472,9 +475,9 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
   const int bs = plan->problem.block_size, bn = st->configs[cfg].block_n;
   const int rows = bs >= bn ? bn : bs;
   /* a box is one page's rows, 128-byte aligned in shared memory (8 padded
-   * rows; 1024-byte for the swizzled panels: 8 rows). With block_n a power
-   * of two, rows then is one too, which the kernel's box arithmetic assumes. */
-  if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0) return 0;
+   * rows; 1024-byte for the swizzled panels: 8 rows), a power of two, which
+   * the kernel's box arithmetic assumes (m128n96w8s2: pages of 8, 16 or 32). */
+  if ((bs >= bn ? bs % bn : bn % bs) != 0 || rows % 8 != 0 || (rows & (rows - 1)) != 0) return 0;
   return rows;
 }
 

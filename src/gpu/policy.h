@@ -56,7 +56,7 @@ typedef struct {
   int cluster_max[AA_GPU_MAX_CONFIGS];   /* per config: the most segments merged inside one cluster (0: none) */
   int cluster_slots[AA_GPU_MAX_CONFIGS]; /* per config: programs co-scheduled in such clusters */
   /* The fallback heuristic's rows (-1 when this build's table lacks them). */
-  int decode, decode_long, small, large, large_narrow;
+  int decode, decode_long, small, large, large_mid, large_narrow;
   /* Role pairs (src/choose/configs.h) at this head dim: role_dec[i] = 1 + the
    * decode row paired with prefill row i (0: none), role_smem[i] the shared
    * memory of their launch (0: not compiled at this head dim). */

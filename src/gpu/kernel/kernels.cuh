@@ -23,16 +23,17 @@ namespace aa {
 constexpr size_t kMaxSmemAnyDevice = AA_MAX_SMEM_PER_BLOCK; /* vendor.h: 227 KB NVIDIA, 64 KB AMD */
 /* Whether a row fits at compiled head dim HD: its shared memory, from the
  * row's smallest head dim on (configs.h, AA_CONFIG_MIN_HEAD_DIM), for the
- * cache kinds the build compiles it for (AA_CONFIG_FP8_ONLY). */
+ * cache kinds the build compiles it for (AA_CONFIG_FP8_ONLY, AA_CONFIG_16BIT_ONLY). */
 template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr bool row_fits() {
-  return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice && HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) &&
-         (F8 == 1 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S));
+  return TileShape<HD, BM, BN, W, S, F8>::SMEM_BYTES <= kMaxSmemAnyDevice &&
+         HD >= AA_CONFIG_MIN_HEAD_DIM(BM, BN, W, S) && (F8 == 1 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S)) &&
+         (F8 != 1 || !AA_CONFIG_16BIT_ONLY(BM, BN, W, S));
 }
 /* The compiled head dim at which a row runs the problems of compiled head dim
  * HD: HD itself, or, for a tile that runs its products on warpgroup MMA
  * (TileShape::WG) at a wider compiled head dim that it fits but not at HD,
- * the smallest such. On NVIDIA that moves m64n64w4s2 and m128n128w8s2 at 80
+ * the smallest such up to 128. On NVIDIA that moves m64n64w4s2 and m128n128w8s2 at 80
  * and 96 over fp8 caches to 128 (their wgmma tiles at 80 and 96 take 16-bit
  * caches only, TileShape::WG): on one H200 causal prefill at d80 and d96 ran
  * 1.22-1.38x faster padded to 128 on wgmma than on its own mma.sync tile
@@ -43,8 +44,9 @@ template <int HD, int BM, int BN, int W, int S, int F8>
 constexpr int row_head_dim() {
   if (TileShape<HD, BM, BN, W, S, F8>::WG) return HD;
   int r = HD;
-#define AA_WIDER_(hd2) \
-  if (r == HD && hd2 > HD && TileShape<hd2, BM, BN, W, S, F8>::WG && row_fits<hd2, BM, BN, W, S, F8>()) r = hd2;
+#define AA_WIDER_(hd2)                                                                                                \
+  if (r == HD && hd2 > HD && hd2 <= 128 && TileShape<hd2, BM, BN, W, S, F8>::WG && row_fits<hd2, BM, BN, W, S, F8>()) \
+    r = hd2;
   AA_GPU_HEAD_DIMS(AA_WIDER_)
 #undef AA_WIDER_
   return r;

@@ -187,8 +187,8 @@ struct KvCopies {
       }
       return;
     }
-    T *dk = sm.k + stage * S::BN * S::ROW;
-    T *dv = sm.v + stage * S::BN * S::ROW;
+    T *dk = sm.k + stage * S::TILE_ELEMS;
+    T *dv = sm.v + stage * S::TILE_ELEMS;
 #pragma unroll
     for (int k = 0; k < LOADS; k++) {
       int r, c;

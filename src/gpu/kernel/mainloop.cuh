@@ -79,8 +79,8 @@ __device__ __forceinline__ void mainloop(const AttnParams &p, const Program<S> &
       else tile_pv_codes<S, false>(acc, pa, tv, r0);
     } else {
       const int t16 = it % C::TILES16; /* FP8: the one converted tile */
-      const T *tk = sm.k + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
-      const T *tv = sm.v + t16 * S::BN * S::ROW + g.wn * S::KW * S::ROW;
+      const T *tk = sm.k + t16 * S::TILE_ELEMS + g.wn * S::KW * S::ROW;
+      const T *tv = sm.v + t16 * S::TILE_ELEMS + g.wn * S::KW * S::ROW;
       tile_scores<T, S, C::WG, C::QREG>(s, qf, sQw, smem_u32(sm.q), (g.warp >> 2) * 64, tk);
       sx.template tile<T>(p, g, n0, s, pa, acc);
       tile_pv<T, S, C::WG>(acc, pa, tv);

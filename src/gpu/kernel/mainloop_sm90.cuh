@@ -97,7 +97,8 @@ struct PipelinedTile {
    * shared memory is reused). */
   __device__ __forceinline__ void issue(int stage, int slot) const {
     constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
-    unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    unsigned char *dst =
+        reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::TILE_ELEMS * sizeof(T);
     const T *src = hf ? pages.vc : pages.kc;
     static_assert(S::BN * CH % 128 == 0, "whole copies per thread");
 #pragma unroll
@@ -127,7 +128,7 @@ struct PipelinedTile {
       if (box_owner()) {
         const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
         unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) +
-                             (size_t)stage * S::BN * S::ROW * sizeof(T) + (size_t)lt * 128;
+                             (size_t)stage * S::TILE_ELEMS * sizeof(T) + (size_t)lt * 128;
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
 #pragma unroll
         for (int pn = 0; pn < S::PANELS; pn++) /* at d80 and d96 the second panel's last columns are zeros */
@@ -223,7 +224,8 @@ struct PipelinedTile {
   template <bool FNUZ>
   __device__ __forceinline__ void convert_codes(int stage) const {
     const unsigned char *src = hf ? sm.v8 : sm.k8;
-    unsigned char *dst = reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::BN * S::ROW * sizeof(T);
+    unsigned char *dst =
+        reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::TILE_ELEMS * sizeof(T);
     if (p.kv8_wide) { /* in batches, loads first: their latencies overlap */
       using C = Chunks<CH16>;
       const C ch(lt);
@@ -402,8 +404,8 @@ struct PipelinedTile {
   __device__ __forceinline__ void phase_joint(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
-    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
-    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
+    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
+    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
     wg_commit();
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     if (grp == 1 && vfree) named_sync(kBarVFree, 256);
@@ -453,11 +455,11 @@ struct PipelinedTile {
     enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
     if constexpr (QK) {
-      wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::BN * S::ROW));
+      wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
       wg_commit();
     }
     if constexpr (PV) {
-      wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::BN * S::ROW));
+      wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
       wg_commit();
     }
     named_arrive(kBarSched0 + (grp ^ 1), 256);

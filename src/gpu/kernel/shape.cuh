@@ -59,10 +59,10 @@ struct TileShape {
    * one part written and read: Q K^T takes DK k16 steps and P V one wgmma of
    * HEAD_DIM columns, so the zero columns up to 128 cost no products (over
    * fp8 caches these rows run at d128: row_head_dim in kernels.cuh). */
-  static constexpr bool WG =
-      kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 &&
-      (HEAD_DIM == 64 || HEAD_DIM == 128 || ((HEAD_DIM == 80 || HEAD_DIM == 96 || HEAD_DIM == 192 || HEAD_DIM == 256) && !KV8)) &&
-      (BLOCK_N == 64 || BLOCK_N == 128);
+  static constexpr bool WG = kTileWgmma && WN == 1 && BLOCK_M % 64 == 0 &&
+                             (HEAD_DIM == 64 || HEAD_DIM == 128 ||
+                              ((HEAD_DIM == 80 || HEAD_DIM == 96 || HEAD_DIM == 192 || HEAD_DIM == 256) && !KV8)) &&
+                             (BLOCK_N == 64 || BLOCK_N == 128 || (BLOCK_N == 96 && HEAD_DIM == 192));
   /* 64-column panels of the wgmma layout (kv_smem_offset) */
   static constexpr int PANELS = (HEAD_DIM + 63) / 64;
   /* smem row, padded by 16 bytes: ldmatrix without bank conflicts; wgmma
@@ -101,7 +101,11 @@ struct TileShape {
   static constexpr bool Q_IN_REGS = HEAD_DIM <= 128;
   static constexpr int OROW = HEAD_DIM + 4;     /* fp32 merge row, padded */
   static constexpr size_t Q_BYTES = (size_t)BLOCK_M * ROW * 2;
-  static constexpr size_t KV_TILE_BYTES = (size_t)BLOCK_N * ROW * 2;
+  /* A K or V tile (one stage) in elements: BLOCK_N rows of ROW, rounded up
+   * to 1024 bytes on the swizzled wgmma tiles, whose stages must start
+   * 1024-byte aligned (96-key tiles at d192: 96 x 200 elements) */
+  static constexpr int TILE_ELEMS = WG ? (BLOCK_N * ROW + 511) / 512 * 512 : BLOCK_N * ROW;
+  static constexpr size_t KV_TILE_BYTES = (size_t)TILE_ELEMS * 2;
   /* FP8: staged tiles of codes, rows of K8_ROW and V8_ROW bytes. FRAG8 lays
    * them out so its fragment loads meet no bank conflicts: K rows are read 16
    * bytes per lane, two rows per 8 lanes, V rows by ldmatrix, eight rows of 16
@@ -159,7 +163,8 @@ struct TileShape {
   static_assert(KW % 16 == 0, "each warp needs a multiple of 16 keys per tile");
   static_assert(HEAD_DIM % 16 == 0, "head dim must be a multiple of 16");
   static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
-  static_assert(TMA_KIND == 0 || (BLOCK_N & (BLOCK_N - 1)) == 0, "TMA boxes start at keys masked with a power of two");
+  static_assert(TMA_KIND == 0 || BLOCK_N % 32 == 0,
+                "TMA boxes: whole pages of 8, 16 or 32 rows a tile (aa_gpu_tma_rows)");
 };
 
 /* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
@@ -246,8 +251,8 @@ struct SmemTiles {
     unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);
     q = reinterpret_cast<T *>(pipe);
     k = q + S::WM * 16 * S::ROW;
-    v = k + PassCaps<S>::TILES16 * S::BN * S::ROW;
-    k8 = reinterpret_cast<unsigned char *>(v + PassCaps<S>::TILES16 * S::BN * S::ROW);
+    v = k + PassCaps<S>::TILES16 * S::TILE_ELEMS;
+    k8 = reinterpret_cast<unsigned char *>(v + PassCaps<S>::TILES16 * S::TILE_ELEMS);
     v8 = k8 + PassCaps<S>::CODE_STAGES * S::K8_TILE_BYTES;
     off = reinterpret_cast<int64_t *>(v8 + PassCaps<S>::CODE_STAGES * S::V8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);
