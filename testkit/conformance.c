@@ -18,9 +18,20 @@
 enum { LAYOUT_NHD0, LAYOUT_NHD, LAYOUT_HND, LAYOUT_PAD, LAYOUT_MIXED, LAYOUT_COUNT };
 static const char *const layout_names[LAYOUT_COUNT] = {"nhd0", "nhd", "hnd", "pad", "kNHDvHND"};
 
-enum { KIND_MIXED, KIND_DECODE, KIND_PREFILL, KIND_CHUNKED, KIND_LONG, KIND_SPARSE, KIND_COUNT };
-static const char *const kind_names[KIND_COUNT] = {"mixed", "decode", "prefill",
-                                                   "chunked", "long", "sparse"};
+/* KIND_COUNT kinds are drawn at random; KIND_PROMPT (long prompts, so the
+ * prefill tiles' rings wrap) only where a case names it. */
+enum {
+  KIND_MIXED,
+  KIND_DECODE,
+  KIND_PREFILL,
+  KIND_CHUNKED,
+  KIND_LONG,
+  KIND_SPARSE,
+  KIND_COUNT,
+  KIND_PROMPT = KIND_COUNT
+};
+static const char *const kind_names[KIND_COUNT + 1] = {"mixed", "decode", "prefill", "chunked",
+                                                       "long",  "sparse", "prompt"};
 
 enum { GROUP_G1, GROUP_G3, GROUP_G4, GROUP_G8, GROUP_MQA, GROUP_COUNT };
 
@@ -435,6 +446,23 @@ static int add_head_dim_cases(tl_case *cases, int n, int quick) {
       if (k == 6) c->garbage = 1;
       case_name(c, 'm', n++);
     }
+    /* long prompts at 192 and at 160 (which runs on 192's kernels): the
+     * 128-row tiles' rings wrap several times; pages of 16 and 32 rows
+     * (TMA boxes on sm_90) and of 5 (16-byte copies) */
+    for (int k = 0; k < 3; k++) {
+      tl_case *c = &cases[n];
+      memset(c, 0, sizeof *c);
+      c->dtype = k == 1 ? ANYATTN_DTYPE_F16 : ANYATTN_DTYPE_BF16;
+      c->head_dim = k == 1 ? 160 : 192;
+      c->kind = KIND_PROMPT;
+      c->block_size = k == 0 ? 16 : k == 1 ? 32 : 5;
+      case_set_group(c, k == 1 ? GROUP_G8 : GROUP_G4);
+      c->window_left = c->window_right = -1;
+      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      if (k == 1) c->causal = 0, c->alibi = 1, c->sinks = 1, c->layout = LAYOUT_HND;
+      if (k == 2) c->window_left = 200, c->softcap = 5.0f, c->lse = 0, c->garbage = 1;
+      case_name(c, 'm', n++);
+    }
     return n;
   }
   uint64_t r = 0x0DD5D1A5ull; /* fixed: the list does not depend on the seed */
@@ -494,6 +522,10 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
       kl[n] = tl_rng_int(r, 1, 64), ql[n] = 1;
       n++;
       break;
+    case KIND_PROMPT:
+      n = tl_rng_int(r, 1, 2);
+      for (int s = 0; s < n; s++) kl[s] = ql[s] = tl_rng_int(r, 300, 520);
+      break;
     default: /* KIND_SPARSE: mostly sequences without queries or without keys */
       n = tl_rng_int(r, 3, 8);
       for (int s = 0; s < n; s++) {
@@ -509,7 +541,10 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
   for (int s = 0; s < n; s++) rows += ql[s];
   if (rows == 0) kl[n - 1] = kl[n - 1] > 0 ? kl[n - 1] : 7, ql[n - 1] = 1;
 
-  const double cap = (c->small ? 8e6 : 3e7) / ((double)c->num_kv_heads * c->group * c->head_dim);
+  const double cap = (c->kind == KIND_PROMPT ? 4e8
+                      : c->small             ? 8e6
+                                             : 3e7) /
+                     ((double)c->num_kv_heads * c->group * c->head_dim);
   for (;;) {
     double work = 0;
     int big = 0;
