@@ -77,12 +77,15 @@
   R(X, ship, m16n16w1s1, 16, 16, 1, 1)
 
 /* The smallest head dim at which the library build compiles a row (0: at
- * every head dim where it fits); the tuning build compiles every row wherever
- * it fits. m128n64w8s2 serves prefill at head dims 192 and 256, where
- * m128n128w8s2 does not fit the shared memory (on one H200, d256 prefill
- * 1x8192 463 TFLOP/s against 265 for m64n64w4s2); at d128 it is the slower
- * tile (351 against 474 TFLOP/s for m128n128w8s2), and compiling it there
- * would cost build time for kernels no plan picks. */
+ * every head dim where it fits); the tuning build compiles every other row
+ * wherever it fits. m128n64w8s2 serves prefill at head dims 192 and 256,
+ * where m128n128w8s2 does not fit the shared memory (on one H200, d256
+ * prefill 1x8192 463 TFLOP/s against 265 for m64n64w4s2); at d128 it is the
+ * slower tile (351 against 474 TFLOP/s for m128n128w8s2), and compiling it
+ * there would cost build time for kernels no plan picks. m128n96w8s2 serves
+ * prefill at d192 (wgmma takes its 96-key tiles there only, TileShape::WG;
+ * at d256 it does not fit): 1x8192 527 against 455 TFLOP/s for m128n64w8s2
+ * (docs/design/prefill.md#head-dims-192-and-256). */
 #if defined(ANYATTN_GPU_CONFIGS_TUNING)
 #define AA_CONFIG_MIN_HEAD_DIM(block_m, block_n, warps, stages) ((block_n) == 96 ? 192 : 0)
 #else
