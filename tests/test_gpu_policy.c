@@ -156,6 +156,8 @@ static void test_choose(void) {
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4, "d256 1x500 prefill: config %d", c.config);
   /* 16-bit caches at d192: the 96-key 128-row tile, from the heuristic or for a leaf naming m128n128w8s2 */
+  static const aa_tree_node large_leaf[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
+  static const aa_tree large_tree = {"test", "sm_90", "test tree", 0, 1, large_leaf};
   f.plan.problem.head_dim = 192;
   f.st.configs[8].smem = 210992;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
@@ -163,14 +165,10 @@ static void test_choose(void) {
   a = batch(1, 8192, 8192);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 8 && c.splits == 1, "d192 1x8192 prefill: config %d splits %d", c.config, c.splits);
-  {
-    static const aa_tree_node leaf[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
-    static const aa_tree t = {"test", "sm_90", "test tree", 0, 1, leaf};
-    f.st.tree = &t;
-    c = aa_gpu_choose(&f.plan, &kH200, &a);
-    EXPECT(c.config == 8, "d192 1x8192 prefill, a leaf naming m128n128w8s2: config %d", c.config);
-    f.st.tree = NULL;
-  }
+  f.st.tree = &large_tree;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 8, "d192 1x8192 prefill, a leaf naming m128n128w8s2: config %d", c.config);
+  f.st.tree = NULL;
   f.st.configs[8].smem = 0;
   /* fp8 caches at d256: m128n128w8s2 fits, but the 64-key tile runs prefill, tree or not */
   f.plan.problem.head_dim = 256;
@@ -178,8 +176,6 @@ static void test_choose(void) {
   a = batch(1, 8192, 8192);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 6, "d256 fp8 1x8192 prefill: config %d", c.config);
-  static const aa_tree_node large_leaf[] = {{-1, 0.0, 0, 0, "m128n128w8s2", 0}};
-  static const aa_tree large_tree = {"test", "sm_90", "test tree", 0, 1, large_leaf};
   f.st.tree = &large_tree;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 6, "d256 fp8 1x8192 prefill, a leaf naming m128n128w8s2: config %d", c.config);
