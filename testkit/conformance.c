@@ -131,12 +131,13 @@ static const anyattn_dtype all_dtypes[3] = {ANYATTN_DTYPE_F32, ANYATTN_DTYPE_F16
 
 /* fp8 caches in the quick set: both formats under bf16 and fp16, each preset
  * crossing several features (decode, prefill, mixed; GQA; windows, softcap,
- * sinks, ALiBi; page sizes; odd and small head dims; both descale layouts). */
+ * sinks, ALiBi; page sizes; odd and small head dims, and rows that end
+ * inside a 32-byte block; both descale layouts). */
 static int build_fp8_quick(tl_case *cases, int first) {
   static const anyattn_kv_dtype kvs[2] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
   int n = 0;
   for (int fi = 0; fi < 2; fi++) {
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
       tl_case *c = &cases[n];
       memset(c, 0, sizeof *c);
       c->kv = kvs[fi];
@@ -159,6 +160,10 @@ static int build_fp8_quick(tl_case *cases, int first) {
         case 3:
           c->head_dim = 256, c->block_size = 1, case_set_group(c, GROUP_MQA), c->descale = fi ? 0 : 2;
           c->garbage = 1, c->kind = KIND_CHUNKED;
+          break;
+        case 5:
+          c->head_dim = fi ? 80 : 40, c->block_size = fi ? 16 : 5, case_set_group(c, fi ? GROUP_G4 : GROUP_G8);
+          c->descale = 2 - fi, c->window_left = fi ? 50 : -1, c->kind = KIND_MIXED;
           break;
         default:
           c->head_dim = 96, c->block_size = 64, case_set_group(c, GROUP_G1), c->descale = 1, c->scale = 0.125f;

@@ -116,12 +116,20 @@ int main(int argc, char **argv) {
   printf("seed 0x%llx, rerun with ANYATTN_SEED=0x%llx\n", (unsigned long long)seed, (unsigned long long)seed);
   uint64_t rng = seed;
 
-  /* The choice: fp32 inputs and odd head dims stay on fp32 FMA; a forced
+  /* The choice: fp32 inputs, head dims that are not multiples of 8 and those
+   * that would pad to twice their length stay on fp32 FMA; bf16 at 80 (padded
+   * to 96) takes what bf16 at 128 takes; fp16 takes AMX only; a forced
    * unknown name fails the plan. */
-  aa_cpu_isa isa;
+  aa_cpu_isa isa, at128;
   unsetenv("ANYATTN_CPU_ISA");
   EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_F32, 128, &isa) == ANYATTN_STATUS_OK && isa == AA_CPU_ISA_FP32, "fp32");
-  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 80, &isa) == ANYATTN_STATUS_OK && isa == AA_CPU_ISA_FP32, "d 80");
+  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 128, &at128) == ANYATTN_STATUS_OK, "d 128");
+  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 80, &isa) == ANYATTN_STATUS_OK && isa == at128, "d 80");
+  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 37, &isa) == ANYATTN_STATUS_OK && isa == AA_CPU_ISA_FP32, "d 37");
+  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 16, &isa) == ANYATTN_STATUS_OK && isa == AA_CPU_ISA_FP32, "d 16");
+  EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_F16, 128, &isa) == ANYATTN_STATUS_OK &&
+             isa == (aa_cpu_isa_supported(AA_CPU_ISA_AMX) ? AA_CPU_ISA_AMX : AA_CPU_ISA_FP32),
+         "fp16");
   setenv("ANYATTN_CPU_ISA", "avx1024", 1);
   EXPECT(aa_cpu_isa_choose(ANYATTN_DTYPE_BF16, 128, &isa) == ANYATTN_STATUS_UNSUPPORTED_CONFIG, "unknown name");
   setenv("ANYATTN_CPU_ISA", "fp32", 1);

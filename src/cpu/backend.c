@@ -137,14 +137,18 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
    * is on, the larger of those and its own (layouts in isa.h, tiled16.c). */
   size_t nq = (size_t)L.rows * L.dp, nacc = nq, nk = aa_zmax((size_t)L.max_hpi * L.bnh, (size_t)L.bn) * L.dp, nv = nk;
   size_t ns = (size_t)L.rows * L.bn, np = 0, nx = 0;
+  /* the fused decode path's q and accumulator rows: d rounded up to 32 */
+  nq = aa_zmax(nq, decode_rows * aa_round_up((size_t)d, 32));
+  nacc = aa_zmax(nacc, decode_rows * aa_round_up((size_t)d, 32));
   nq = aa_zmax(nq, (prefill_rows + AA_LS_PAD) * L.dp);
   ns = aa_zmax(ns, (prefill_rows + AA_LS_PAD) * L.bn);
   if (L.terms) {
-    const size_t r32 = aa_round_up((size_t)bq * group, 32), kd = (size_t)L.terms * d, bn16 = st->block_n;
+    const size_t dq = aa_round_up((size_t)d, 32), r32 = aa_round_up((size_t)bq * group, 32);
+    const size_t kd = (size_t)L.terms * dq, bn16 = st->block_n;
     nq = aa_zmax(nq, r32 * kd / 2);
-    nacc = aa_zmax(nacc, r32 * d);
+    nacc = aa_zmax(nacc, r32 * dq);
     nk = aa_zmax(nk, kd / 2 * bn16);
-    nv = aa_zmax(nv, (size_t)L.terms * bn16 / 2 * d);
+    nv = aa_zmax(nv, (size_t)L.terms * bn16 / 2 * dq);
     ns = aa_zmax(ns, r32 * bn16);
     np = r32 * L.terms * bn16 / 2;
     nx = 33 * kd / 2; /* 32 split rows and a zero row */
@@ -281,8 +285,8 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
 }
 
 /* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
- * first item of sequence s. dec16: bf16/fp16 with head_dim % 32 == 0 (caches
- * of the dtype or fp8), so decode items take the fused path. */
+ * first item of sequence s. dec16: decode items take the fused path
+ * (aa_cpu_fused_decode). */
 AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
                                int dec16) {
   const anyattn_args *a = job->a;
@@ -301,10 +305,10 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
     else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
 #if defined(ANYATTN_CPU_MM16)
-    /* fp8 caches at a head_dim the fused path does not take, where the
+    /* a head_dim the fused path does not take in this build, where the
      * 16-bit products are on (the scratch then has the 16-bit path's tiles,
      * not the fp32 path's tiles of several heads): a kv head at a time */
-    else if (job->mm16 && job->kv != ANYATTN_KV_AS_Q)
+    else if (job->mm16)
       for (int hb = 0; hb < job->hpi; hb++) aa_cpu_item16(job, ws, s, g0 + hb, 0, q_len);
 #endif
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
@@ -343,8 +347,7 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
-  const anyattn_dtype dt = plan->problem.dtype;
-  const int dec16 = (dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16) && job.d % 32 == 0;
+  const int dec16 = aa_cpu_fused_decode(plan->problem.dtype, job.d);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);

@@ -184,9 +184,26 @@ AA_HIDDEN void aa_cpu_item_heads(const aa_cpu_job *job, float *restrict ws, int 
 AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, int g, int t0, int nq);
 #endif
 
+/* Whether the fused decode path reads cache rows whose length is not a
+ * multiple of 32 (a masked load for the last 32-element block: AVX-512BW and
+ * VL; docs/design/cpu.md, Fused decode). */
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && AA_VR == 16
+#define AA_DEC_TAILS 1
+#else
+#define AA_DEC_TAILS 0
+#endif
+/* Whether sequences of q_len <= dec_q take the fused decode path (decode.c):
+ * bf16 or fp16 (caches of the dtype or fp8), head_dim a multiple of 32, or
+ * with AA_DEC_TAILS of 8. */
+AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, int d) {
+  if (dt != ANYATTN_DTYPE_BF16 && dt != ANYATTN_DTYPE_F16) return 0;
+  return d % 32 == 0 || (AA_DEC_TAILS && d % 8 == 0);
+}
+
 /* The fused decode path (decode.c): every token of sequence s (q_len <=
- * dec_q) against kv heads g0 .. g0 + nh - 1, bf16 or fp16, head_dim d a
- * multiple of 32. */
+ * dec_q) against kv heads g0 .. g0 + nh - 1, bf16 or fp16, head_dim d as
+ * aa_cpu_fused_decode allows; its q and accumulator rows are d rounded up
+ * to 32 long. */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 /* The same over fp8 caches (job->kv), q and out bf16 or fp16. */

@@ -30,8 +30,10 @@
  *   builds with 16 registers (AVX2) walk the block ahead with a cursor
  *   (aa_dec_pf_step, AA_DEC_CURSOR).
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
- * fp16 its 3 extra mantissa bits. Needs head_dim % 32 == 0 (32 dims per
- * step).
+ * fp16 its 3 extra mantissa bits. 32 dims per step: head_dim % 32 == 0, or
+ * with AA_DEC_TAILS (cpu.h) any multiple of 8, whose rows' last block loads
+ * masked (aa_dec_load32d) against q and accumulator rows padded with zeros to
+ * AA_DEC_DQ(d); the AMX scores take whole blocks only.
  * fp8 caches (kv below) convert exactly where they are read, the row in place
  * as for 16-bit caches (rows are d bytes, half the lines):
  *   AVX512-VBMI: 64 codes at a time to bf16 by two byte lookups
@@ -204,6 +206,52 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
   } else {
     aa_dec_load32_(dt, (const uint16_t *)p + c, lo, hi);
   }
+}
+/* The row length of the path's q and accumulator rows: d rounded up to 32
+ * (zeros past d). */
+#define AA_DEC_DQ(d) (((d) + 31) & ~31)
+#if AA_DEC_TAILS
+/* The n (1..31) fp8 codes at p that end a row, then zeros (code 0 is +0 in
+ * both formats), in buf: a masked load, which reads nothing past the row. */
+AA_INLINE const uint8_t *aa_dec_tail8(const char *p, int n, uint8_t buf[32]) {
+  _mm256_storeu_si256((__m256i *)buf, _mm256_maskz_loadu_epi8((__mmask32)((1ull << n) - 1), p));
+  return buf;
+}
+/* The n (1..31) elements c .. c + n - 1 that end a 16-bit row, in
+ * aa_dec_load32's order with zeros for the rest of the block: one masked
+ * load, which reads nothing past the row. */
+AA_INLINE void aa_dec_load32t(const anyattn_dtype dt, const uint16_t *p, int n, aa_vf *lo, aa_vf *hi) {
+  const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)((1ull << n) - 1), p);
+  if (dt == ANYATTN_DTYPE_BF16) { /* x86: little-endian pairs, as aa_load_bf16_pairs */
+    aa_vu u;
+    memcpy(&u, &w, sizeof u);
+    *lo = (aa_vf)(u << 16);
+    *hi = (aa_vf)(u & 0xFFFF0000u);
+  } else {
+    const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(w)), b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(w, 1));
+    memcpy(lo, &a, sizeof a);
+    memcpy(hi, &b, sizeof b);
+  }
+}
+#endif
+/* Elements c .. c + 31 of a cache row of d elements: aa_dec_load32, or the
+ * masked load where the row ends inside the block. */
+AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *p, int c, const int d, aa_vf *lo,
+                              aa_vf *hi) {
+#if AA_DEC_TAILS
+  if (c + 32 > d) {
+    if (kv) {
+      uint8_t buf[32];
+      aa_dec_load32(dt, kv, (const char *)aa_dec_tail8(p + c, d - c, buf), 0, lo, hi);
+    } else {
+      aa_dec_load32t(dt, (const uint16_t *)p + c, d - c, lo, hi);
+    }
+    return;
+  }
+#else
+  (void)d;
+#endif
+  aa_dec_load32(dt, kv, p, c, lo, hi);
 }
 /* Elements c .. c + 31 of a q row, in the order its cache rows load in. */
 AA_INLINE void aa_dec_loadq32(const anyattn_dtype dt, const int kv, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
@@ -398,7 +446,8 @@ AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float 
         aa_dec_part(dt, kv, k[j0], c, h, &kl[0], &kh[0]);
         aa_dec_part(dt, kv, k[j0 + 1], c, h, &kl[1], &kh[1]);
         for (int r = 0; r < 4; r++) {
-          const aa_vr ql = aa_rld(qf + (size_t)r * d + c + 8 * h), qh = aa_rld(qf + (size_t)r * d + c + 16 + 8 * h);
+          const aa_vr ql = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 8 * h),
+                      qh = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 16 + 8 * h);
           for (int jj = 0; jj < 2; jj++) {
             a[r][jj] += ql * kl[jj];
             a[r][jj] += qh * kh[jj];
@@ -421,6 +470,7 @@ AA_INLINE void aa_dec_pf4(const char *const *pq, int off) {
 /* Scores of q rows 0..3 (row stride d) against 4 key rows: lane 4r + j. */
 AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *restrict q, const char *const *k,
                              const int d, aa_dec_pf *pf, int jb) {
+  const int dq = AA_DEC_DQ(d); /* q's row stride */
   aa_vf acc[16];
   /* K rows jb .. jb + 3 of those the head prefetches (pf->ks, aa_dec_pf_head):
    * rows past the last repeat it */
@@ -444,7 +494,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       for (; c + 64 <= d; c += 64) {
         __m512bh qv[4][2];
         for (int r = 0; r < 4; r++)
-          for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c + 32 * h);
+          for (int h = 0; h < 2; h++) qv[r][h] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * dq + c + 32 * h);
         if (kpf) aa_dec_pf4(pq, c);
         if (vpf) aa_dec_pf4(pc, c);
         for (int j = 0; j < 4; j++) {
@@ -459,16 +509,29 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
     for (; c < d; c += 32) {
       __m512bh qv[4];
-      for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * d + c);
+      for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * dq + c);
       if (!((c * AA_DEC_ES(kv)) & 63)) { /* at each line of the rows */
         if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
         if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(kv));
       }
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
-        const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16((const uint8_t *)k[j] + c, AA_DEC_FMT(kv) == 2,
-                                                               (kv & AA_DEC_NAN) != 0)
-                               : (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
+#if AA_DEC_TAILS
+        uint8_t tail[32];
+#define AA_DEC_K8(p) (c + 32 <= d ? (const uint8_t *)(p) + c : aa_dec_tail8((p) + c, d - c, tail))
+#else
+#define AA_DEC_K8(p) ((const uint8_t *)(p) + c)
+#endif
+        const __m512bh kb =
+            kv ? (__m512bh)aa_load_fp8x32_bf16(AA_DEC_K8(k[j]), AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0)
+               : (__m512bh)(c + 32 <= d ? _mm512_loadu_si512((const uint16_t *)k[j] + c)
+                                        : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
+                                                                   (const uint16_t *)k[j] + c));
+#undef AA_DEC_K8
+#elif AA_DEC_TAILS
+        const __m512bh kb = (__m512bh)(c + 32 <= d ? _mm512_loadu_si512((const uint16_t *)k[j] + c)
+                                                   : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
+                                                                              (const uint16_t *)k[j] + c));
 #else
         const __m512bh kb = (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
 #endif
@@ -481,6 +544,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
 #endif
   const float *qf = (const float *)q;
 #if AA_VR == 8
+  (void)dq;
   (void)acc;
   (void)kpf;
   (void)pq;
@@ -499,15 +563,15 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
         aa_vf kk[4];
         aa_dec_load64w(kv, k[j], c, kk);
         for (int r = 0; r < 4; r++)
-          for (int i = 0; i < 4; i++) acc[r * 4 + j] += aa_ld(qf + (size_t)r * d + c + i * AA_VL) * kk[i];
+          for (int i = 0; i < 4; i++) acc[r * 4 + j] += aa_ld(qf + (size_t)r * dq + c + i * AA_VL) * kk[i];
       }
     }
 #endif
   for (; c < d; c += 32) {
     aa_vf qe[4], qo[4];
     for (int r = 0; r < 4; r++) {
-      qe[r] = aa_ld(qf + (size_t)r * d + c);
-      qo[r] = aa_ld(qf + (size_t)r * d + c + 16);
+      qe[r] = aa_ld(qf + (size_t)r * dq + c);
+      qo[r] = aa_ld(qf + (size_t)r * dq + c + 16);
     }
     if (!((c * AA_DEC_ES(kv)) & 63)) {
       if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
@@ -515,7 +579,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     }
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
-      aa_dec_load32(dt, kv, k[j], c, &ke, &ko);
+      aa_dec_load32d(dt, kv, k[j], c, d, &ke, &ko);
       /* two statements, so each half contracts into an FMA on the
        * accumulator: written as one sum GCC 12 emits mul + fma + add, and
        * fp16 decode 16x4096 ran at 24.0 GB/s against 25.5 (2 threads) */
@@ -580,7 +644,17 @@ AA_INLINE void aa_dec_qk4x16i(const uint16_t *restrict qi, const char *const *k,
     for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
     int c = 0;
     for (; c + 64 <= d; c += 64) aa_dec_qk4x16i_step(8, qi, k, kb, c, pf, kpf, vpf, acc);
-    if (c < d) aa_dec_qk4x16i_step(4, qi, k, kb, c, pf, kpf, vpf, acc); /* a 32-dim tail */
+    if (c + 32 <= d) { /* a 32-dim tail */
+      aa_dec_qk4x16i_step(4, qi, k, kb, c, pf, kpf, vpf, acc);
+      c += 32;
+    }
+    /* 8, 16 or 24 dims that end the rows (AA_DEC_TAILS) */
+    if (d - c == 24)
+      aa_dec_qk4x16i_step(3, qi, k, kb, c, pf, kpf, vpf, acc);
+    else if (d - c == 16)
+      aa_dec_qk4x16i_step(2, qi, k, kb, c, pf, kpf, vpf, acc);
+    else if (d - c == 8)
+      aa_dec_qk4x16i_step(1, qi, k, kb, c, pf, kpf, vpf, acc);
     /* per row group of 4 lanes: pairs of keys to 2 partials each, then 4 keys' sums */
     __m512 b[4];
 #pragma GCC unroll 4
@@ -600,12 +674,16 @@ AA_INLINE void aa_dec_qk4x16i(const uint16_t *restrict qi, const char *const *k,
 }
 #endif
 
-/* acc (4 rows of d floats, aa_dec_load32 order), columns [c0, c0 + 32 NC):
- * acc * alpha + P[0:4, 0:nk] . V[0:nk], with the accumulators in registers. */
-AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, float *restrict acc, const int d, int c0,
-                         const float *restrict alpha, const float *restrict P, const char *const *v, int64_t hv, int nk,
-                         aa_dec_pf *pf) {
+/* acc (4 rows of AA_DEC_DQ(d) floats, aa_dec_load32 order), columns
+ * [c0, c0 + 32 NC): acc * alpha + P[0:4, 0:nk] . V[0:nk], with the
+ * accumulators in registers. TAIL: the block where the V rows end (NC 1,
+ * AA_DEC_TAILS), loaded masked. */
+AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, const int TAIL, float *restrict acc,
+                         const int d, int c0, const float *restrict alpha, const float *restrict P,
+                         const char *const *v, int64_t hv, int nk, aa_dec_pf *pf) {
 #if AA_VR == 8
+  const int dq = AA_DEC_DQ(d); /* the accumulators' row stride (d % 32 == 0 here) */
+  (void)TAIL;
   /* in ymm registers: per 32 columns, two calls over aa_dec_part's halves
    * (4 rows x 2 registers: 8 accumulators); a prefetch step every other key */
   for (int c = c0; c < c0 + 32 * NC; c += 32)
@@ -614,8 +692,8 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
       float *restrict lo = acc + c + 8 * h, *restrict hi = acc + c + 16 + 8 * h;
       for (int r = 0; r < 4; r++) {
         const aa_vr al = aa_rsplat(alpha[r]);
-        ar[r][0] = aa_rld(lo + (size_t)r * d) * al;
-        ar[r][1] = aa_rld(hi + (size_t)r * d) * al;
+        ar[r][0] = aa_rld(lo + (size_t)r * dq) * al;
+        ar[r][1] = aa_rld(hi + (size_t)r * dq) * al;
       }
       for (int j = 0; j < nk; j++) {
         if (j & 1) aa_dec_pf_step(pf);
@@ -628,15 +706,16 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
         }
       }
       for (int r = 0; r < 4; r++) {
-        aa_rst(lo + (size_t)r * d, ar[r][0]);
-        aa_rst(hi + (size_t)r * d, ar[r][1]);
+        aa_rst(lo + (size_t)r * dq, ar[r][0]);
+        aa_rst(hi + (size_t)r * dq, ar[r][1]);
       }
     }
 #else
+  const int dq = AA_DEC_DQ(d); /* the accumulators' row stride */
   aa_vf a[4][4];
   for (int r = 0; r < 4; r++) {
     const aa_vf al = aa_splat(alpha[r]);
-    for (int k = 0; k < 2 * NC; k++) a[r][k] = aa_ld(acc + (size_t)r * d + c0 + k * AA_VL) * al;
+    for (int k = 0; k < 2 * NC; k++) a[r][k] = aa_ld(acc + (size_t)r * dq + c0 + k * AA_VL) * al;
   }
   for (int j = 0; j < nk; j++) {
     if (pf->on && pf->ks && pf->two && j < pf->nck)
@@ -657,14 +736,19 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, flo
     if (kv && NC == 2) aa_dec_load64w(kv, vj, c0, vv);
     else
 #endif
-      for (int n = 0; n < NC; n++) aa_dec_load32(dt, kv, vj, c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+      for (int n = 0; n < NC; n++) {
+        if (TAIL)
+          aa_dec_load32d(dt, kv, vj, c0 + 32 * n, d, &vv[2 * n], &vv[2 * n + 1]);
+        else
+          aa_dec_load32(dt, kv, vj, c0 + 32 * n, &vv[2 * n], &vv[2 * n + 1]);
+      }
     for (int r = 0; r < 4; r++) {
       const aa_vf pb = aa_splat(P[r * AA_DEC_KB + j]);
       for (int k = 0; k < 2 * NC; k++) a[r][k] += pb * vv[k];
     }
   }
   for (int r = 0; r < 4; r++)
-    for (int k = 0; k < 2 * NC; k++) aa_st(acc + (size_t)r * d + c0 + k * AA_VL, a[r][k]);
+    for (int k = 0; k < 2 * NC; k++) aa_st(acc + (size_t)r * dq + c0 + k * AA_VL, a[r][k]);
 #endif
 }
 
@@ -813,21 +897,22 @@ AA_INLINE void aa_dec_rows4(const aa_cpu_job *job, const anyattn_dtype dt, const
   float alpha[4];
   aa_dec_softmax4(job, dt, kv, rw, sc, qs, m, l, P, alpha, rc, g, j0, nk);
   int c = 0;
-  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, acc, d, c, alpha, P, v, hv, nk, pf);
-  for (; c < d; c += 32) aa_dec_pv(dt, kv, 1, acc, d, c, alpha, P, v, hv, nk, pf);
+  for (; c + 64 <= d; c += 64) aa_dec_pv(dt, kv, 2, 0, acc, d, c, alpha, P, v, hv, nk, pf);
+  for (; c + 32 <= d; c += 32) aa_dec_pv(dt, kv, 1, 0, acc, d, c, alpha, P, v, hv, nk, pf);
+  if (c < d) aa_dec_pv(dt, kv, 1, 1, acc, d, c, alpha, P, v, hv, nk, pf); /* where the rows end */
 }
 
 /* ---- one decode item ------------------------------------------------------------ */
-/* The item's q rows (hb-th kv head's at hb * R4, d elements each): raw bf16
- * for vdpbf16ps (AA_DEC_QRAW), else fp32 in aa_dec_load32 order with the
- * scale (times the k_descale of fp8 caches) folded in (a multiply per score
- * saved); padding rows zero; m and l started from the sinks; accumulators
- * cleared. */
+/* The item's q rows (hb-th kv head's at hb * R4, AA_DEC_DQ(d) elements
+ * each, zeros past d): raw bf16 for vdpbf16ps (AA_DEC_QRAW), else fp32 in
+ * aa_dec_load32 order with the scale (times the k_descale of fp8 caches)
+ * folded in (a multiply per score saved); padding rows zero; m and l
+ * started from the sinks; accumulators cleared. */
 AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, const aa_cpu_rows *rw,
                              int s, int g0, int nh, const int d, void *Q, float *restrict acc, float *restrict m,
                              float *restrict l) {
   const anyattn_args *a = job->a;
-  const int group = job->group, R = rw->R, R4 = rw->R4;
+  const int group = job->group, R = rw->R, R4 = rw->R4, dq = AA_DEC_DQ(d);
   const uint16_t *qsrc = (const uint16_t *)a->q;
   for (int hb = 0; hb < nh; hb++) {
     const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) * AA_DEC_UNIT(kv);
@@ -836,22 +921,34 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
       const int h = (g0 + hb) * group + r % group;
       const uint16_t *src = qsrc + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d;
       if (AA_DEC_QRAW(dt, kv)) {
-        uint16_t *dst = (uint16_t *)Q + row * d;
-        if (r >= R) memset(dst, 0, (size_t)d * sizeof(uint16_t));
-        else if (AA_DEC_W(kv))
+        uint16_t *dst = (uint16_t *)Q + row * dq;
+        if (r >= R)
+          memset(dst, 0, (size_t)dq * sizeof(uint16_t));
+        else if (AA_DEC_W(kv)) {
+          memset(dst + d, 0, (size_t)(dq - d) * sizeof(uint16_t)); /* aa_dec_wpos moves only whole 64s */
           for (int c = 0; c < d; c++) dst[aa_dec_wpos(kv, d, c)] = src[c];
-        else memcpy(dst, src, (size_t)d * sizeof(uint16_t));
+        } else {
+          memcpy(dst, src, (size_t)d * sizeof(uint16_t));
+          memset(dst + d, 0, (size_t)(dq - d) * sizeof(uint16_t));
+        }
       } else if (AA_DEC_W(kv)) { /* once per item: scalar */
-        float *dst = (float *)Q + row * d;
+        float *dst = (float *)Q + row * dq;
+        memset(dst, 0, (size_t)dq * sizeof(float)); /* the slots of d .. dq */
         for (int c = 0; c < d; c++)
           dst[aa_dec_slot(dt, kv, d, c)] =
               r >= R ? 0.0f : (dt == ANYATTN_DTYPE_BF16 ? aa_bf16_to_f32(src[c]) : aa_f16_to_f32(src[c])) * scale;
       } else {
-        float *dst = (float *)Q + row * d;
+        float *dst = (float *)Q + row * dq;
         const aa_vf sc = aa_splat(scale);
         for (int c = 0; c < d; c += 32) {
           aa_vf e = aa_splat(0.0f), o = aa_splat(0.0f);
-          if (r < R) aa_dec_loadq32(dt, kv, src + c, &e, &o);
+          if (r < R && c + 32 <= d) {
+            aa_dec_loadq32(dt, kv, src + c, &e, &o);
+          } else if (r < R) { /* the row's last elements (AA_DEC_TAILS), then zeros */
+            uint16_t tail[32] = {0};
+            memcpy(tail, src + c, (size_t)(d - c) * sizeof(uint16_t));
+            aa_dec_loadq32(dt, kv, tail, &e, &o);
+          }
           aa_st(dst + c, e * sc);
           aa_st(dst + c + 16, o * sc);
         }
@@ -860,7 +957,7 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
       l[row] = r < R && a->sinks ? 1.0f : 0.0f;
     }
   }
-  memset(acc, 0, (size_t)nh * R4 * d * sizeof(float));
+  memset(acc, 0, (size_t)nh * R4 * dq * sizeof(float));
 }
 
 /* The raw bf16 q rows (nr of d, a multiple of 4) as the AMX scores' B
@@ -872,8 +969,9 @@ AA_INLINE void aa_dec_load_qt(const uint16_t *Q, int nr, const int d, uint32_t *
       for (int n = 0; n < 4; n++) qt[(size_t)r0 * d / 2 + i * 4 + n] = q32[(size_t)(r0 + n) * d / 2 + i];
 }
 
-/* The raw bf16 q rows (nr of d, a multiple of 4) interleaved in place for
- * aa_dec_qk4x16i: per group of 4 rows, per 8 dims, the 4 rows' 8 dims. */
+/* The raw bf16 q rows (nr of d elements each, nr a multiple of 4; d here
+ * the row length AA_DEC_DQ) interleaved in place for aa_dec_qk4x16i: per
+ * group of 4 rows, per 8 dims, the 4 rows' 8 dims. */
 AA_INLINE void aa_dec_interleave_q(uint16_t *Q, int nr, const int d) {
   uint16_t tmp[4 * AA_CPU_MAX_HEAD_DIM]; /* 4 rows */
   for (int r0 = 0; r0 < nr; r0 += 4) {
@@ -887,9 +985,9 @@ AA_INLINE void aa_dec_interleave_q(uint16_t *Q, int nr, const int d) {
 /* Whether the K and V rows of a key block (nk keys at kr, vr; nh heads)
  * hold a NaN code: a bytewise max of the codes mapped so that only NaN
  * codes give 0xFF (two ops a line), so that the conversions with a NaN fix
- * run only in such blocks. A row of 32 x odd bytes ends in half a line,
- * which is loaded as such (a whole line would read past the cache's last
- * row). */
+ * run only in such blocks. A row that ends inside a line is read only up to
+ * its end (a whole line would read past the cache's last row); the zeros
+ * that fill the rest map to no NaN. */
 AA_INLINE int aa_dec_scan(const aa_cpu_job *job, const int kv, int nh, const int d, int nk, const char *const *kr,
                           const char *const *vr) {
   const anyattn_args *a = job->a;
@@ -900,9 +998,17 @@ AA_INLINE int aa_dec_scan(const aa_cpu_job *job, const int kv, int nh, const int
     for (int hb = 0; hb < nh; hb++)
       for (size_t o = 0; o < row_bytes; o += 64) {
         aa_vB tk = {0}, tv = {0};
-        if (o + 64 > row_bytes) { /* two constant-size copies: a variable one is a call */
+        if (o + 64 > row_bytes) {
+#if AA_DEC_TAILS /* the row's last bytes, masked */
+          const __mmask64 mk = (__mmask64)((1ull << (row_bytes - o)) - 1);
+          const __m512i a = _mm512_maskz_loadu_epi8(mk, kr[j] + hb * kh + o),
+                        b = _mm512_maskz_loadu_epi8(mk, vr[j] + hb * vh + o);
+          memcpy(&tk, &a, 64);
+          memcpy(&tv, &b, 64);
+#else /* half a line (d % 32 == 0): two constant-size copies, a variable one is a call */
           memcpy(&tk, kr[j] + hb * kh + o, 32);
           memcpy(&tv, vr[j] + hb * vh + o, 32);
+#endif
         } else {
           memcpy(&tk, kr[j] + hb * kh + o, 64);
           memcpy(&tv, vr[j] + hb * vh + o, 64);
@@ -970,7 +1076,7 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
       const size_t o = (size_t)t * job->nqh + h, rr = (size_t)hb * rw->R4 + r;
       const int empty = rw->lo[r] >= rw->hi[r];
       const float inv = empty ? 0.0f : vd / l[rr];
-      const float *ar = acc + rr * d;
+      const float *ar = acc + rr * AA_DEC_DQ(d);
       uint16_t *out = (uint16_t *)a->out + o * d;
       if (dt == ANYATTN_DTYPE_BF16)
         for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
@@ -1026,14 +1132,14 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
   float *St = P + 4 * AA_DEC_KB; /* AMX scores, after P in the scores segment */
   const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
-  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi;
+  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi, dq = AA_DEC_DQ(d);
   aa_dec_load_q(job, dt, kv, &rw, s, g0, nh, d, Q, acc, m, l);
   const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes; /* bytes */
   const int64_t kst = a->k_stride_token * (int64_t)job->kes;
 #if defined(ANYATTN_CPU_MM16)
   const aa_mm16_ops *mm = job->mm16;
-  const int amx = AA_DEC_QRAW(dt, kv) && !kv && mm && mm->dec_qk;
-  uint32_t *qt = (uint32_t *)((uint16_t *)Q + (size_t)nh * R4 * d); /* after the bf16 rows */
+  const int amx = AA_DEC_QRAW(dt, kv) && !kv && mm && mm->dec_qk && d % 32 == 0; /* whole 32-dim tiles */
+  uint32_t *qt = (uint32_t *)((uint16_t *)Q + (size_t)nh * R4 * dq);             /* after the bf16 rows */
   if (amx) {
     aa_dec_load_qt((const uint16_t *)Q, nh * R4, d, qt);
     mm->dec_begin();
@@ -1041,7 +1147,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 #else
   const int amx = 0;
 #endif
-  if (AA_DEC_QI(dt, kv)) aa_dec_interleave_q((uint16_t *)Q, nh * R4, d); /* after the AMX operand, from the rows */
+  if (AA_DEC_QI(dt, kv)) aa_dec_interleave_q((uint16_t *)Q, nh * R4, dq); /* after the AMX operand, from the rows */
 
   aa_kv_walks rd = {0}, pw = {0};
   int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
@@ -1088,16 +1194,16 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
       }
       for (int rc = 0; rc < R4; rc += 4) {
         const size_t row = (size_t)hb * R4 + rc;
-        const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * d)
-                                               : (const void *)((const float *)Q + row * d);
+        const void *qrow = AA_DEC_QRAW(dt, kv) ? (const void *)((const uint16_t *)Q + row * dq)
+                                               : (const void *)((const float *)Q + row * dq);
         const float *st = ast ? St + row * AA_DEC_KB : NULL;
         pf.on = rc == 0; /* one row group per head prefetches */
         pf.ks = AA_DEC_PF_KSCORES && pf.on && !st && !AA_DEC_CURSOR;
         if (kv && nan) /* the conversions with their NaN fix, only where a NaN code is */
-          aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0,
+          aa_dec_rows4(job, dt, kv | AA_DEC_NAN, d, &rw, qs, qrow, acc + row * dq, m + row, l + row, P, rc, g0 + hb, j0,
                        nk, k, vr, hb * vh, &pf, st);
         else
-          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * d, m + row, l + row, P, rc, g0 + hb, j0, nk, k, vr,
+          aa_dec_rows4(job, dt, kv, d, &rw, qs, qrow, acc + row * dq, m + row, l + row, P, rc, g0 + hb, j0, nk, k, vr,
                        hb * vh, &pf, st);
       }
     }

@@ -67,9 +67,20 @@ int aa_cpu_isa_supported(aa_cpu_isa isa) {
   }
 }
 
+/* Whether the 16-bit path takes plans of dtype and head_dim at all: bf16 or
+ * fp16, head dims that are multiples of 8 whose rows padded to the products'
+ * 32-dim blocks (tiled16.c) stay under twice as long (prefill 1x1024 bf16 on
+ * the Zen 5 VM, vdpbf16ps against the fp32 path: d16 0.87x its speed, d24
+ * 1.38x, d40 1.14x, d72 1.13x, d80 1.16x, d112 1.25x, d128 1.40x;
+ * docs/design/cpu.md, 16-bit products). */
+static int aa_cpu_takes16(anyattn_dtype dtype, int head_dim) {
+  const int padded = (head_dim + 31) / 32 * 32;
+  return (dtype == ANYATTN_DTYPE_BF16 || dtype == ANYATTN_DTYPE_F16) && head_dim % 8 == 0 && padded < 2 * head_dim;
+}
+
 anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *isa) {
   const char *env = getenv("ANYATTN_CPU_ISA");
-  const int want16 = (dtype == ANYATTN_DTYPE_BF16 || dtype == ANYATTN_DTYPE_F16) && head_dim % 32 == 0;
+  const int want16 = aa_cpu_takes16(dtype, head_dim);
   if (env && *env && strcmp(env, "auto") != 0) {
     int k = 0;
     while (k < AA_CPU_ISA_COUNT && strcmp(env, aa_isa_names[k]) != 0) k++;
@@ -83,7 +94,10 @@ anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *
   *isa = AA_CPU_ISA_FP32;
   if (!want16) return ANYATTN_STATUS_OK;
   if (aa_cpu_isa_supported(AA_CPU_ISA_AMX)) *isa = AA_CPU_ISA_AMX;
-  else if (aa_cpu_isa_supported(AA_CPU_ISA_AVX512BF16)) *isa = AA_CPU_ISA_AVX512BF16;
+  /* fp16 runs three bf16 products per element: on vdpbf16ps 1.6-1.85x
+   * slower than the fp32 path (prefill and the mixed batch, Zen 5 VM) */
+  else if (dtype == ANYATTN_DTYPE_BF16 && aa_cpu_isa_supported(AA_CPU_ISA_AVX512BF16))
+    *isa = AA_CPU_ISA_AVX512BF16;
   return ANYATTN_STATUS_OK;
 }
 

@@ -23,8 +23,10 @@ AA_HIDDEN const char *aa_cpu_isa_name(aa_cpu_isa isa);
 AA_HIDDEN int aa_cpu_isa_supported(aa_cpu_isa isa);
 /* The products for a plan of dtype and head_dim: ANYATTN_CPU_ISA when set
  * (an unknown name or an ISA this machine lacks fails the plan with
- * UNSUPPORTED_CONFIG), else the fastest the machine has. fp32 inputs, and
- * head dims that are not a multiple of 32, always take AA_CPU_ISA_FP32. */
+ * UNSUPPORTED_CONFIG), else the fastest the machine has: AMX, else
+ * vdpbf16ps for bf16 (fp16's three products there lose to fp32 FMA). fp32
+ * inputs, and head dims that are not multiples of 8 or would pad to twice
+ * their length (8, 16), always take AA_CPU_ISA_FP32. */
 AA_HIDDEN anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *isa);
 /* Bytes of one instance of the CPU's last-level cache (the cpuid cache
  * descriptors on x86, else glibc's sysconf of the L3), or 32 MiB where

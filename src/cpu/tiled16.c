@@ -20,34 +20,59 @@ AA_INLINE __m512 aa16_from_bf16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* A row of d fp16 as bf16 terms: hi = bf16(x), lo = bf16(x - hi). fp16 has 11
- * significant bits and bf16 8, so hi + lo == x exactly (the rest has at most 4
- * bits; bf16's exponent range holds fp16's subnormals). The A side of a
- * product (q, P) is laid out (hi, hi, lo), the B side (K, V) (hi, lo, hi), so
- * the three terms multiply to hi.hi + hi.lo + lo.hi; the lo.lo term left out
- * is below 2^-16 of |a||b|. */
-AA_INLINE void aa16_split_f16(const uint16_t *src, int d, uint16_t *dst, int a_side) {
-  for (int c = 0; c < d; c += 16) {
-    const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + c)));
+/* Elements c .. c + 15 of a row of d 16-bit words, zeros past d (a masked
+ * load: nothing past the row is read). */
+AA_INLINE __m256i aa16_load16(const uint16_t *src, int c, int d) {
+  if (c + 16 <= d) return _mm256_loadu_si256((const __m256i *)(src + c));
+  if (c >= d) return _mm256_setzero_si256();
+  return _mm256_maskz_loadu_epi16((__mmask16)((1u << (d - c)) - 1), src + c);
+}
+
+/* A row of d fp16 as bf16 terms of dq words each (d rounded up to 32, zeros
+ * past d): hi = bf16(x), lo = bf16(x - hi). fp16 has 11 significant bits and
+ * bf16 8, so hi + lo == x exactly (the rest has at most 4 bits; bf16's
+ * exponent range holds fp16's subnormals). The A side of a product (q, P) is
+ * laid out (hi, hi, lo), the B side (K, V) (hi, lo, hi), so the three terms
+ * multiply to hi.hi + hi.lo + lo.hi; the lo.lo term left out is below 2^-16
+ * of |a||b|. */
+AA_INLINE void aa16_split_f16(const uint16_t *src, int d, int dq, uint16_t *dst, int a_side) {
+  for (int c = 0; c < dq; c += 16) {
+    const __m512 x = _mm512_cvtph_ps(aa16_load16(src, c, d));
     const __m256i h = aa16_to_bf16(x);
     const __m256i l = aa16_to_bf16(_mm512_sub_ps(x, aa16_from_bf16(h)));
     _mm256_storeu_si256((__m256i *)(dst + c), h);
-    _mm256_storeu_si256((__m256i *)(dst + d + c), a_side ? h : l);
-    _mm256_storeu_si256((__m256i *)(dst + 2 * d + c), a_side ? l : h);
+    _mm256_storeu_si256((__m256i *)(dst + dq + c), a_side ? h : l);
+    _mm256_storeu_si256((__m256i *)(dst + 2 * dq + c), a_side ? l : h);
   }
 }
 
+/* A row of d bf16 as one term of dq words: the row, then zeros. */
+AA_INLINE void aa16_pad_bf16(const uint16_t *src, int d, int dq, uint16_t *dst) {
+  for (int c = 0; c < dq; c += 16) _mm256_storeu_si256((__m256i *)(dst + c), aa16_load16(src, c, d));
+}
+
 /* A row of d fp8 codes (kv an fp8 format) as the bf16 terms aa16_split_f16
- * writes on the B side: (v) for bf16 (terms 1), (v, 0, v) for fp16 (terms 3).
- * Exact: the fp32 widening of a code has no bits in its low half. */
-AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, uint16_t *dst, int terms, anyattn_kv_dtype kv) {
-  for (int c = 0; c < d; c += 16) {
-    const aa_vf x = kv == ANYATTN_KV_FP8_E4M3FNUZ ? aa_load_fp8(src + c, 1) : aa_load_fp8(src + c, 0);
+ * writes on the B side, dq words each (zeros past d): (v) for bf16 (terms 1),
+ * (v, 0, v) for fp16 (terms 3). Exact: the fp32 widening of a code has no
+ * bits in its low half. */
+AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, int dq, uint16_t *dst, int terms, anyattn_kv_dtype kv) {
+  const int fnuz = kv == ANYATTN_KV_FP8_E4M3FNUZ;
+  for (int c = 0; c < dq; c += 16) {
+    __m128i codes;
+    if (c + 16 <= d)
+      codes = _mm_loadu_si128((const __m128i *)(src + c));
+    else if (c < d)
+      codes = _mm_maskz_loadu_epi8((__mmask16)((1u << (d - c)) - 1), src + c); /* code 0 is +0 */
+    else
+      codes = _mm_setzero_si128();
+    uint8_t b[16];
+    _mm_storeu_si128((__m128i *)b, codes);
+    const aa_vf x = fnuz ? aa_load_fp8(b, 1) : aa_load_fp8(b, 0);
     const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32((__m512i)x, 16));
     _mm256_storeu_si256((__m256i *)(dst + c), h);
     if (terms == 3) {
-      _mm256_storeu_si256((__m256i *)(dst + d + c), _mm256_setzero_si256());
-      _mm256_storeu_si256((__m256i *)(dst + 2 * d + c), h);
+      _mm256_storeu_si256((__m256i *)(dst + dq + c), _mm256_setzero_si256());
+      _mm256_storeu_si256((__m256i *)(dst + 2 * dq + c), h);
     }
   }
 }
@@ -110,17 +135,20 @@ AA_INLINE void aa16_stage_v(const uint16_t *a, const uint16_t *b, int d, uint32_
   }
 }
 
-/* Scratch of one 16-bit item, carved from the thread's scratch (cpu.h). */
+/* Scratch of one 16-bit item, carved from the thread's scratch (cpu.h). Rows
+ * of head_dim d are dq words long (d rounded up to 32), zeros past d, so that
+ * the products take whole 32-dim blocks. */
 typedef struct {
   uint16_t *Q;   /* [R32][kd] */
   uint32_t *Kt;  /* [kd/2][bn] */
-  uint32_t *Vp;  /* [terms bn/2][d] */
+  uint32_t *Vp;  /* [terms bn/2][dq] */
   float *S;      /* [R32][bn] */
   uint16_t *P;   /* [R32][terms bn] */
-  float *O;      /* [R32][d] */
-  uint16_t *X;   /* fp16: the split K rows [16][kd], V rows [16][kd] of a key group; then a zero row [kd] */
+  float *O;      /* [R32][dq] */
+  uint16_t
+      *X; /* fp16, fp8, or d < dq: the K rows [16][kd], V rows [16][kd] of a key group as terms; then a zero row [kd] */
   float *m, *l;
-  int d, terms, kd, bn;
+  int d, dq, terms, kd, bn; /* kd = terms dq */
   anyattn_kv_dtype kv; /* the caches' storage: AS_Q (16-bit rows read in place) or fp8 (converted into X) */
   size_t kes;          /* bytes per cache element */
   float scale;         /* the softmax scale times the item's k_descale */
@@ -132,7 +160,7 @@ typedef struct {
  * before ihi (as tiled.c does: a fixed number of bytes ahead). */
 static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_kv_walks *pf,
                        int *prefetched, int ihi) {
-  const int d = T->d, kd = T->kd, bn = T->bn, f16 = T->terms == 3, fp8 = T->kv != ANYATTN_KV_AS_Q;
+  const int d = T->d, dq = T->dq, kd = T->kd, bn = T->bn, f16 = T->terms == 3, fp8 = T->kv != ANYATTN_KV_AS_Q;
   const uint16_t *zero = T->X + (size_t)32 * kd;
   const size_t row_bytes = (size_t)d * T->kes;
   for (int j0 = 0; j0 < nkp; j0 += 16) {
@@ -143,16 +171,18 @@ static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_
         continue;
       }
       const uint16_t *kr = (const uint16_t *)aa_walk_next(&rd->k), *vr = (const uint16_t *)aa_walk_next(&rd->v);
-      if (fp8) {
+      if (fp8 || f16 || dq != d) { /* the rows as terms in X; bf16 rows of dq read in place */
         uint16_t *xk = T->X + (size_t)j * kd, *xv = T->X + (size_t)(16 + j) * kd;
-        aa16_split_fp8((const uint8_t *)kr, d, xk, T->terms, T->kv);
-        aa16_split_fp8((const uint8_t *)vr, d, xv, T->terms, T->kv);
-        kr = xk;
-        vr = xv;
-      } else if (f16) {
-        uint16_t *xk = T->X + (size_t)j * kd, *xv = T->X + (size_t)(16 + j) * kd;
-        aa16_split_f16(kr, d, xk, 0);
-        aa16_split_f16(vr, d, xv, 0);
+        if (fp8) {
+          aa16_split_fp8((const uint8_t *)kr, d, dq, xk, T->terms, T->kv);
+          aa16_split_fp8((const uint8_t *)vr, d, dq, xv, T->terms, T->kv);
+        } else if (f16) {
+          aa16_split_f16(kr, d, dq, xk, 0);
+          aa16_split_f16(vr, d, dq, xv, 0);
+        } else {
+          aa16_pad_bf16(kr, d, dq, xk);
+          aa16_pad_bf16(vr, d, dq, xv);
+        }
         kr = xk;
         vr = xv;
       }
@@ -170,8 +200,8 @@ static void aa16_stage(const aa16_tile *T, int nk, int nkp, aa_kv_walks *rd, aa_
     aa16_stage_k(k, kd, T->Kt, bn, j0);
     for (int t = 0; t < T->terms; t++)
       for (int j = 0; j < 16; j += 2)
-        aa16_stage_v(v[j] + (size_t)t * d, v[j + 1] + (size_t)t * d, d,
-                     T->Vp + ((size_t)t * bn / 2 + (j0 + j) / 2) * d);
+        aa16_stage_v(v[j] + (size_t)t * dq, v[j + 1] + (size_t)t * dq, dq,
+                     T->Vp + ((size_t)t * bn / 2 + (j0 + j) / 2) * dq);
   }
 }
 
@@ -200,7 +230,7 @@ static void aa16_transform(const aa_cpu_job *job, float scale, float *restrict s
  * terms keep 16 bits of P. */
 static void aa16_softmax(const aa_cpu_job *job, const aa16_tile *T, int R, int R32, const int32_t *lo,
                          const int32_t *hi, int j0, int nk, int nkp, int g, int qpos0) {
-  const int bn = T->bn, d = T->d, ldp = T->terms * bn, f16 = T->terms == 3;
+  const int bn = T->bn, dq = T->dq, ldp = T->terms * bn, f16 = T->terms == 3;
   const int transform = job->plan->problem.softcap > 0.0f || job->a->alibi_slopes != NULL;
   for (int r = 0; r < R32; r++) {
     float *restrict sr = T->S + (size_t)r * bn;
@@ -240,18 +270,18 @@ static void aa16_softmax(const aa_cpu_job *job, const aa16_tile *T, int R, int R
     T->l[r] = T->l[r] * alpha + _mm512_reduce_add_ps(vsum);
     T->m[r] = mnew;
     if (alpha != 1.0f) {
-      float *restrict o = T->O + (size_t)r * d;
+      float *restrict o = T->O + (size_t)r * dq;
       const __m512 va = _mm512_set1_ps(alpha);
-      for (int c = 0; c < d; c += 16) _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_loadu_ps(o + c), va));
+      for (int c = 0; c < dq; c += 16) _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_loadu_ps(o + c), va));
     }
   }
 }
 
 /* ---- one work item ---------------------------------------------------------------------- */
-/* q rows as bf16 (raw: the scale is applied to the scores), padding rows
- * zero, m and l from the sinks, O cleared. */
+/* q rows as bf16 terms of dq words (raw: the scale is applied to the
+ * scores), padding rows zero, m and l from the sinks, O cleared. */
 static void aa16_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, int R32, const aa16_tile *T) {
-  const int d = T->d, kd = T->kd, group = job->group;
+  const int d = T->d, dq = T->dq, kd = T->kd, group = job->group;
   const anyattn_args *a = job->a;
   for (int r = 0; r < R32; r++) {
     uint16_t *qr = T->Q + (size_t)r * kd;
@@ -261,12 +291,14 @@ static void aa16_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, int
     }
     const int t = rw->tok0 + r / group, h = g * group + r % group;
     const uint16_t *src = (const uint16_t *)a->q + ((size_t)t * job->nqh + h) * d;
-    if (T->terms == 3) aa16_split_f16(src, d, qr, 1);
-    else memcpy(qr, src, (size_t)d * 2);
+    if (T->terms == 3)
+      aa16_split_f16(src, d, dq, qr, 1);
+    else
+      aa16_pad_bf16(src, d, dq, qr);
     T->m[r] = a->sinks ? a->sinks[h] : -INFINITY;
     T->l[r] = a->sinks ? 1.0f : 0.0f;
   }
-  memset(T->O, 0, (size_t)R32 * d * sizeof(float));
+  memset(T->O, 0, (size_t)R32 * dq * sizeof(float));
 }
 
 /* O / l, times the v_descale of fp8 caches, rounded once to the output dtype,
@@ -280,7 +312,7 @@ static void aa16_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, cons
     const size_t o = (size_t)t * job->nqh + h;
     const int empty = rw->lo[r] >= rw->hi[r];
     const float inv = empty ? 0.0f : T->v_descale / T->l[r];
-    const float *orow = T->O + (size_t)r * d;
+    const float *orow = T->O + (size_t)r * T->dq;
     uint16_t *out = (uint16_t *)a->out + o * d;
     if (T->terms == 3)
       for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(orow[c] * inv);
@@ -296,8 +328,9 @@ void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, int g, int 
   const aa_cpu_layout *L = &job->L;
   aa16_tile T;
   T.d = job->d;
+  T.dq = (int)aa_round_up((size_t)T.d, 32);
   T.terms = L->terms;
-  T.kd = T.terms * T.d;
+  T.kd = T.terms * T.dq;
   T.bn = L->bn;
   T.Q = (uint16_t *)(ws + L->q);
   T.Kt = (uint32_t *)(ws + L->k);
@@ -333,7 +366,7 @@ void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, int g, int 
     aa16_stage(&T, nk, nkp, &rd, &pf, &prefetched, ihi);
     mm->qk(T.Q, T.kd, T.Kt, T.bn, T.S, T.bn, R32, nkp);
     aa16_softmax(job, &T, rw.R, R32, rw.lo, rw.hi, j0, nk, nkp, g, rw.qpos0);
-    mm->pv(T.P, T.terms * T.bn, T.Vp, T.d, T.O, R32, T.terms, T.bn, nkp);
+    mm->pv(T.P, T.terms * T.bn, T.Vp, T.dq, T.O, R32, T.terms, T.bn, nkp);
   }
   if (mm->end) mm->end();
   aa16_store(job, &rw, g, &T);
