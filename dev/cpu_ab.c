@@ -12,6 +12,7 @@
  * AB_THP=1 puts the K/V caches on 2 MiB pages (madvise(MADV_HUGEPAGE), Linux; the
  * huge pages granted are printed), to tell the cost of TLB misses on the
  * shuffled pages.
+ * AB_HEAD_DIM=N runs the case at head dim N (default 128).
  * AB_CLOCK=thread times each call in the calling thread's CPU time instead
  * of wall time: with OMP_NUM_THREADS=1 the time a shared machine gives other
  * processes then stays out of the figures:
@@ -30,7 +31,8 @@
 
 #include "../include/anyattn.h"
 
-enum { HQ = 32, HKV = 8, D = 128, BS = 16, MAXS = 64 };
+enum { HQ = 32, HKV = 8, BS = 16, MAXS = 64 };
+static int D = 128; /* AB_HEAD_DIM */
 
 /* A cache of n bytes: plain malloc, or under AB_THP whole 2 MiB pages asked
  * to be huge. */
@@ -99,6 +101,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int rounds = argc > 5 ? atoi(argv[5]) : 11;
+  if (getenv("AB_HEAD_DIM")) D = atoi(getenv("AB_HEAD_DIM"));
+  if (D < 1 || D > 512) {
+    fprintf(stderr, "cpu_ab: AB_HEAD_DIM %d is not 1..512\n", D);
+    return 2;
+  }
   const anyattn_dtype dt = !strcmp(argv[4], "f32") ? ANYATTN_DTYPE_F32 : !strcmp(argv[4], "f16") ? ANYATTN_DTYPE_F16
                                                                                                   : ANYATTN_DTYPE_BF16;
   int ns = 0, ql[MAXS], kl[MAXS], b, n;
