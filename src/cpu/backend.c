@@ -303,14 +303,8 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     const int g0 = (int)local * job->hpi;
     if (dec16 && job->kv != ANYATTN_KV_AS_Q) aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d);
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
-    else if (dec16) aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
-#if defined(ANYATTN_CPU_MM16)
-    /* a head_dim the fused path does not take in this build, where the
-     * 16-bit products are on (the scratch then has the 16-bit path's tiles,
-     * not the fp32 path's tiles of several heads): a kv head at a time */
-    else if (job->mm16)
-      for (int hb = 0; hb < job->hpi; hb++) aa_cpu_item16(job, ws, s, g0 + hb, 0, q_len);
-#endif
+    else if (dec16)
+      aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
@@ -347,7 +341,7 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
-  const int dec16 = aa_cpu_fused_decode(plan->problem.dtype, job.d);
+  const int dec16 = aa_cpu_fused_decode(plan->problem.dtype, job.kv, job.d);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);

@@ -185,19 +185,22 @@ AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, i
 #endif
 
 /* Whether the fused decode path reads cache rows whose length is not a
- * multiple of 32 (a masked load for the last 32-element block: AVX-512BW and
- * VL; docs/design/cpu.md, Fused decode). */
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && AA_VR == 16
+ * multiple of 32: AVX-512 builds load the block where a row ends masked
+ * (AVX-512BW and VL), builds of 8-lane register vectors (AVX2) 8 elements
+ * at a time (docs/design/cpu.md, Fused decode). */
+#if AA_VR == 8 || (defined(__AVX512BW__) && defined(__AVX512VL__))
 #define AA_DEC_TAILS 1
 #else
 #define AA_DEC_TAILS 0
 #endif
 /* Whether sequences of q_len <= dec_q take the fused decode path (decode.c):
  * bf16 or fp16 (caches of the dtype or fp8), head_dim a multiple of 32, or
- * with AA_DEC_TAILS of 8. */
-AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, int d) {
+ * with AA_DEC_TAILS of 8; in 8-lane builds not over fp8 caches there, which
+ * the fused path read 1.5x slower than the tiled one at d80 (AVX2 build on
+ * the Zen 5 VM, decode 16x1024). */
+AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, anyattn_kv_dtype kv, int d) {
   if (dt != ANYATTN_DTYPE_BF16 && dt != ANYATTN_DTYPE_F16) return 0;
-  return d % 32 == 0 || (AA_DEC_TAILS && d % 8 == 0);
+  return d % 32 == 0 || (AA_DEC_TAILS && d % 8 == 0 && (AA_VR == 16 || kv == ANYATTN_KV_AS_Q));
 }
 
 /* The fused decode path (decode.c): every token of sequence s (q_len <=

@@ -32,8 +32,9 @@
  * fp16 never takes vdpbf16ps or AMX: rounding q and K to bf16 would cost
  * fp16 its 3 extra mantissa bits. 32 dims per step: head_dim % 32 == 0, or
  * with AA_DEC_TAILS (cpu.h) any multiple of 8, whose rows' last block loads
- * masked (aa_dec_load32d) against q and accumulator rows padded with zeros to
- * AA_DEC_DQ(d); the AMX scores take whole blocks only.
+ * masked (aa_dec_load32d; 8-lane builds 8 elements at a time, aa_dec_partt)
+ * against q and accumulator rows padded with zeros to AA_DEC_DQ(d); the AMX
+ * scores take whole blocks only.
  * fp8 caches (kv below) convert exactly where they are read, the row in place
  * as for 16-bit caches (rows are d bytes, half the lines):
  *   AVX512-VBMI: 64 codes at a time to bf16 by two byte lookups
@@ -210,7 +211,10 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
 /* The row length of the path's q and accumulator rows: d rounded up to 32
  * (zeros past d). */
 #define AA_DEC_DQ(d) (((d) + 31) & ~31)
-#if AA_DEC_TAILS
+/* Rows that end inside a 32-element block load it masked (AVX-512 builds;
+ * 8-lane builds read such a block through aa_dec_partt). */
+#define AA_DEC_MASKED (AA_DEC_TAILS && AA_VR == 16)
+#if AA_DEC_MASKED
 /* The n (1..31) fp8 codes at p that end a row, then zeros (code 0 is +0 in
  * both formats), in buf: a masked load, which reads nothing past the row. */
 AA_INLINE const uint8_t *aa_dec_tail8(const char *p, int n, uint8_t buf[32]) {
@@ -238,7 +242,7 @@ AA_INLINE void aa_dec_load32t(const anyattn_dtype dt, const uint16_t *p, int n, 
  * masked load where the row ends inside the block. */
 AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *p, int c, const int d, aa_vf *lo,
                               aa_vf *hi) {
-#if AA_DEC_TAILS
+#if AA_DEC_MASKED
   if (c + 32 > d) {
     if (kv) {
       uint8_t buf[32];
@@ -430,30 +434,79 @@ AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, 
 #endif
   }
 }
+#if defined(__AVX2__)
+/* 16 bytes at p where ok, else zeros. */
+AA_INLINE __m128i aa_dec_ld16(const void *p, int ok) {
+  return ok ? _mm_loadu_si128((const __m128i *)p) : _mm_setzero_si128();
+}
+#endif
+/* aa_dec_part of the block where a row ends: the n (8, 16 or 24) elements
+ * from c, zeros past them; nothing past the row is read. 16-bit rows under
+ * AVX2 as 8-element loads of the row itself; otherwise the elements copied 8
+ * at a time (constant-size copies, each read back by a load of its own size)
+ * into a block of their own. */
+AA_INLINE void aa_dec_partt(const anyattn_dtype dt, const int kv, const char *p, int c, int n, int h, aa_vr *lo,
+                            aa_vr *hi) {
+#if defined(__AVX2__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+  if (!kv && dt == ANYATTN_DTYPE_BF16) { /* elements c + 16h .. + 15 as pairs, as aa_dec_part */
+    const uint16_t *e = (const uint16_t *)p + c + 16 * h;
+    const __m256i u = _mm256_setr_m128i(aa_dec_ld16(e, n >= 16 * h + 8), aa_dec_ld16(e + 8, n >= 16 * h + 16));
+    const __m256i l = _mm256_slli_epi32(u, 16), m = _mm256_and_si256(u, _mm256_set1_epi32((int)0xFFFF0000u));
+    memcpy(lo, &l, sizeof *lo);
+    memcpy(hi, &m, sizeof *hi);
+    return;
+  }
+#if defined(__F16C__)
+  if (!kv) { /* elements c + 8h .. + 7 and c + 16 + 8h .. + 7 */
+    const uint16_t *e = (const uint16_t *)p + c + 8 * h;
+    const __m256 a = _mm256_cvtph_ps(aa_dec_ld16(e, n >= 8 * h + 8)),
+                 b = _mm256_cvtph_ps(aa_dec_ld16(e + 16, n >= 8 * h + 24));
+    memcpy(lo, &a, sizeof a);
+    memcpy(hi, &b, sizeof b);
+    return;
+  }
+#endif
+#endif
+  const int es = AA_DEC_ES(kv);
+  char blk[64] = {0}; /* 32 elements */
+  for (int i = 0; i < n; i += 8) memcpy(blk + i * es, p + (size_t)(c + i) * es, (size_t)8 * es);
+  aa_dec_part(dt, kv, blk, 0, h, lo, hi);
+}
 /* aa_dec_qk4x4 in ymm registers: two keys at a time, per 16 elements their
  * four registers against the four rows' q (8 accumulators, 2 q loads per 4
  * FMAs); a prefetch step per 16 elements. */
+/* One step of aa_dec_qk4x4r: half h of elements c .. c + 31 of keys j0 and
+ * j0 + 1 against the four rows' q (TAIL: the block where the rows end). */
+AA_INLINE void aa_dec_qk2r_step(const anyattn_dtype dt, const int kv, const int TAIL, const float *restrict qf,
+                                const char *const *k, const int d, int j0, int c, int h, aa_dec_pf *pf, aa_vr a[4][2]) {
+  aa_vr kl[2], kh[2];
+  aa_dec_pf_step(pf);
+  for (int jj = 0; jj < 2; jj++) {
+    if (TAIL)
+      aa_dec_partt(dt, kv, k[j0 + jj], c, d - c, h, &kl[jj], &kh[jj]);
+    else
+      aa_dec_part(dt, kv, k[j0 + jj], c, h, &kl[jj], &kh[jj]);
+  }
+  for (int r = 0; r < 4; r++) {
+    const aa_vr ql = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 8 * h),
+                qh = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 16 + 8 * h);
+    for (int jj = 0; jj < 2; jj++) {
+      a[r][jj] += ql * kl[jj];
+      a[r][jj] += qh * kh[jj];
+    }
+  }
+}
 AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float *restrict qf, const char *const *k,
                               const int d, aa_dec_pf *pf) {
   aa_vr acc[16];
   for (int j0 = 0; j0 < 4; j0 += 2) {
     aa_vr a[4][2];
     for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = aa_rsplat(0.0f);
-    for (int c = 0; c < d; c += 32)
-      for (int h = 0; h < 2; h++) {
-        aa_vr kl[2], kh[2];
-        aa_dec_pf_step(pf);
-        aa_dec_part(dt, kv, k[j0], c, h, &kl[0], &kh[0]);
-        aa_dec_part(dt, kv, k[j0 + 1], c, h, &kl[1], &kh[1]);
-        for (int r = 0; r < 4; r++) {
-          const aa_vr ql = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 8 * h),
-                      qh = aa_rld(qf + (size_t)r * AA_DEC_DQ(d) + c + 16 + 8 * h);
-          for (int jj = 0; jj < 2; jj++) {
-            a[r][jj] += ql * kl[jj];
-            a[r][jj] += qh * kh[jj];
-          }
-        }
-      }
+    int c = 0;
+    for (; c + 32 <= d; c += 32)
+      for (int h = 0; h < 2; h++) aa_dec_qk2r_step(dt, kv, 0, qf, k, d, j0, c, h, pf, a);
+    if (c < d) /* where the rows end (AA_DEC_TAILS), outside the loop so that its code stays out of it */
+      for (int h = 0; h < 2; h++) aa_dec_qk2r_step(dt, kv, 1, qf, k, d, j0, c, h, pf, a);
     for (int r = 0; r < 4; r++)
       for (int jj = 0; jj < 2; jj++) acc[r * 4 + j0 + jj] = a[r][jj];
   }
@@ -516,7 +569,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       }
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
-#if AA_DEC_TAILS
+#if AA_DEC_MASKED
         uint8_t tail[32];
 #define AA_DEC_K8(p) (c + 32 <= d ? (const uint8_t *)(p) + c : aa_dec_tail8((p) + c, d - c, tail))
 #else
@@ -528,7 +581,7 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
                                         : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
                                                                    (const uint16_t *)k[j] + c));
 #undef AA_DEC_K8
-#elif AA_DEC_TAILS
+#elif AA_DEC_MASKED
         const __m512bh kb = (__m512bh)(c + 32 <= d ? _mm512_loadu_si512((const uint16_t *)k[j] + c)
                                                    : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
                                                                               (const uint16_t *)k[j] + c));
@@ -677,13 +730,12 @@ AA_INLINE void aa_dec_qk4x16i(const uint16_t *restrict qi, const char *const *k,
 /* acc (4 rows of AA_DEC_DQ(d) floats, aa_dec_load32 order), columns
  * [c0, c0 + 32 NC): acc * alpha + P[0:4, 0:nk] . V[0:nk], with the
  * accumulators in registers. TAIL: the block where the V rows end (NC 1,
- * AA_DEC_TAILS), loaded masked. */
+ * AA_DEC_TAILS), loaded masked or through aa_dec_partt. */
 AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, const int TAIL, float *restrict acc,
                          const int d, int c0, const float *restrict alpha, const float *restrict P,
                          const char *const *v, int64_t hv, int nk, aa_dec_pf *pf) {
 #if AA_VR == 8
-  const int dq = AA_DEC_DQ(d); /* the accumulators' row stride (d % 32 == 0 here) */
-  (void)TAIL;
+  const int dq = AA_DEC_DQ(d); /* the accumulators' row stride */
   /* in ymm registers: per 32 columns, two calls over aa_dec_part's halves
    * (4 rows x 2 registers: 8 accumulators); a prefetch step every other key */
   for (int c = c0; c < c0 + 32 * NC; c += 32)
@@ -698,7 +750,10 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, con
       for (int j = 0; j < nk; j++) {
         if (j & 1) aa_dec_pf_step(pf);
         aa_vr vl, vh;
-        aa_dec_part(dt, kv, v[j] + hv, c, h, &vl, &vh);
+        if (TAIL)
+          aa_dec_partt(dt, kv, v[j] + hv, c, d - c, h, &vl, &vh);
+        else
+          aa_dec_part(dt, kv, v[j] + hv, c, h, &vl, &vh);
         for (int r = 0; r < 4; r++) {
           const aa_vr pb = aa_rsplat(P[r * AA_DEC_KB + j]);
           ar[r][0] += pb * vl;
@@ -999,15 +1054,18 @@ AA_INLINE int aa_dec_scan(const aa_cpu_job *job, const int kv, int nh, const int
       for (size_t o = 0; o < row_bytes; o += 64) {
         aa_vB tk = {0}, tv = {0};
         if (o + 64 > row_bytes) {
-#if AA_DEC_TAILS /* the row's last bytes, masked */
+#if AA_DEC_MASKED /* the row's last bytes, masked */
           const __mmask64 mk = (__mmask64)((1ull << (row_bytes - o)) - 1);
           const __m512i a = _mm512_maskz_loadu_epi8(mk, kr[j] + hb * kh + o),
                         b = _mm512_maskz_loadu_epi8(mk, vr[j] + hb * vh + o);
           memcpy(&tk, &a, 64);
           memcpy(&tv, &b, 64);
-#else /* half a line (d % 32 == 0): two constant-size copies, a variable one is a call */
-          memcpy(&tk, kr[j] + hb * kh + o, 32);
-          memcpy(&tv, vr[j] + hb * vh + o, 32);
+#else /* the row's last bytes, 8 at a time (rows are multiples of 8 bytes): constant-size copies, a variable one is a \
+         call */
+          for (size_t b = 0; b < row_bytes - o; b += 8) {
+            memcpy((char *)&tk + b, kr[j] + hb * kh + o + b, 8);
+            memcpy((char *)&tv + b, vr[j] + hb * vh + o + b, 8);
+          }
 #endif
         } else {
           memcpy(&tk, kr[j] + hb * kh + o, 64);

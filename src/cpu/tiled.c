@@ -488,7 +488,9 @@ AA_INLINE void aa_item_store(const aa_cpu_job *job, const aa_cpu_rows *rw, int s
  * output. Inlined into the two entry points below. */
 AA_INLINE void aa_cpu_item(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int t0, int nq) {
   const aa_cpu_layout *L = &job->L;
-  const int dp = L->dp, bn = nh > 1 ? L->bnh : L->bn;
+  /* L->bn is the 16-bit path's where its products are on (backend.c): the
+   * tiles of several heads then, which the scratch holds for one */
+  const int dp = L->dp, bn = nh > 1 || job->mm16 ? L->bnh : L->bn;
   float *restrict Q = ws + L->q, *restrict acc = ws + L->acc, *restrict Kf = ws + L->k, *restrict Vf = ws + L->v;
   float *restrict S = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l, *restrict alpha = ws + L->alpha;
   float *restrict mx = ws + L->mx;
