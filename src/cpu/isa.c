@@ -94,7 +94,7 @@ anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *
   *isa = AA_CPU_ISA_FP32;
   if (!want16) return ANYATTN_STATUS_OK;
   if (aa_cpu_isa_supported(AA_CPU_ISA_AMX)) *isa = AA_CPU_ISA_AMX;
-  /* fp16 runs three bf16 products per element: on vdpbf16ps 1.6-1.85x
+  /* fp16 runs three bf16 products per element: on vdpbf16ps 1.5-1.9x
    * slower than the fp32 path (prefill and the mixed batch, Zen 5 VM) */
   else if (dtype == ANYATTN_DTYPE_BF16 && aa_cpu_isa_supported(AA_CPU_ISA_AVX512BF16))
     *isa = AA_CPU_ISA_AVX512BF16;
