@@ -303,8 +303,10 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
     const int g0 = (int)local * job->hpi;
     if (dec16 && job->kv != ANYATTN_KV_AS_Q) aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d);
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
-    else if (dec16)
+    else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_F16)
       aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+    else if (dec16)
+      aa_cpu_decode_f32(job, ws, s, g0, job->hpi, job->d);
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */

@@ -194,21 +194,22 @@ AA_HIDDEN void aa_cpu_item16(const aa_cpu_job *job, float *restrict ws, int s, i
 #define AA_DEC_TAILS 0
 #endif
 /* Whether sequences of q_len <= dec_q take the fused decode path (decode.c):
- * bf16 or fp16 (caches of the dtype or fp8), head_dim a multiple of 32, or
- * with AA_DEC_TAILS of 8; in 8-lane builds not over fp8 caches there, which
- * the fused path read 1.5x slower than the tiled one at d80 (AVX2 build on
- * the Zen 5 VM, decode 16x1024). */
+ * bf16, fp16 (caches of the dtype or fp8) or fp32, head_dim a multiple of
+ * 32, or with AA_DEC_TAILS of 8; in 8-lane builds not over fp8 caches there,
+ * which the fused path read 1.5x slower than the tiled one at d80 (AVX2
+ * build on the Zen 5 VM, decode 16x1024). */
 AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, anyattn_kv_dtype kv, int d) {
-  if (dt != ANYATTN_DTYPE_BF16 && dt != ANYATTN_DTYPE_F16) return 0;
+  if (dt != ANYATTN_DTYPE_BF16 && dt != ANYATTN_DTYPE_F16 && dt != ANYATTN_DTYPE_F32) return 0;
   return d % 32 == 0 || (AA_DEC_TAILS && d % 8 == 0 && (AA_VR == 16 || kv == ANYATTN_KV_AS_Q));
 }
 
 /* The fused decode path (decode.c): every token of sequence s (q_len <=
- * dec_q) against kv heads g0 .. g0 + nh - 1, bf16 or fp16, head_dim d as
- * aa_cpu_fused_decode allows; its q and accumulator rows are d rounded up
+ * dec_q) against kv heads g0 .. g0 + nh - 1, bf16, fp16 or fp32, head_dim d
+ * as aa_cpu_fused_decode allows; its q and accumulator rows are d rounded up
  * to 32 long. */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
+AA_HIDDEN void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 /* The same over fp8 caches (job->kv), q and out bf16 or fp16. */
 AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
 

@@ -1,4 +1,5 @@
-/* decode.c: the CPU backend's fused decode path for bf16, fp16 and fp8 caches.
+/* decode.c: the CPU backend's fused decode path for bf16, fp16, fp32 and fp8
+ * caches (fp32 through the fp16 path's loops, with 4-byte elements).
  * Items with a few query rows per kv head read K and V in place, a block of
  * keys at a time, instead of widening them into fp32 tiles as tiled.c does. */
 #include <math.h>
@@ -152,7 +153,7 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #define AA_DEC_NAN 4
 #define AA_DEC_FMT(kv) ((kv) & 3)
 /* bytes per cache element */
-#define AA_DEC_ES(kv) ((kv) ? 1 : 2)
+#define AA_DEC_ES(dt, kv) ((kv) ? 1 : (dt) == ANYATTN_DTYPE_F32 ? 4 : 2)
 /* fp8 K rows converted to bf16 for vdpbf16ps (aa_load_fp8x32_bf16). */
 #define AA_DEC_FP8BF16 (AA_DEC_QBF16 && AA_FP8_F16)
 /* q rows stay raw bf16 (unscaled) for vdpbf16ps over bf16 caches and fp8
@@ -180,14 +181,17 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
  * row of the decode path (q, accumulators) is kept in: bf16 as the even/odd
  * halves of aa_load_bf16_pairs (a shift and a mask, no widening
  * instruction), fp16 in natural order (vcvtph2ps under F16C/AVX-512, the
- * scalar widening elsewhere). dt is a constant at every call, so each dtype
- * compiles to its own straight-line loop. */
-AA_INLINE void aa_dec_load32_(const anyattn_dtype dt, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
+ * scalar widening elsewhere), fp32 as it is. dt is a constant at every call,
+ * so each dtype compiles to its own straight-line loop. */
+AA_INLINE void aa_dec_load32_(const anyattn_dtype dt, const void *p, aa_vf *lo, aa_vf *hi) {
   if (dt == ANYATTN_DTYPE_BF16) {
-    aa_load_bf16_pairs(p, lo, hi);
+    aa_load_bf16_pairs((const uint16_t *)p, lo, hi);
+  } else if (dt == ANYATTN_DTYPE_F32) {
+    *lo = aa_load_f32((const float *)p);
+    *hi = aa_load_f32((const float *)p + AA_VL);
   } else {
-    *lo = aa_load_f16(p);
-    *hi = aa_load_f16(p + AA_VL);
+    *lo = aa_load_f16((const uint16_t *)p);
+    *hi = aa_load_f16((const uint16_t *)p + AA_VL);
   }
 }
 /* Elements c .. c + 31 of a cache row (at byte address p) in that order:
@@ -205,7 +209,7 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
     *hi = aa_load_fp8((const uint8_t *)p + c + AA_VL, AA_DEC_FMT(kv) == 2);
 #endif
   } else {
-    aa_dec_load32_(dt, (const uint16_t *)p + c, lo, hi);
+    aa_dec_load32_(dt, p + (size_t)c * AA_DEC_ES(dt, 0), lo, hi);
   }
 }
 /* The row length of the path's q and accumulator rows: d rounded up to 32
@@ -221,10 +225,17 @@ AA_INLINE const uint8_t *aa_dec_tail8(const char *p, int n, uint8_t buf[32]) {
   _mm256_storeu_si256((__m256i *)buf, _mm256_maskz_loadu_epi8((__mmask32)((1ull << n) - 1), p));
   return buf;
 }
-/* The n (1..31) elements c .. c + n - 1 that end a 16-bit row, in
- * aa_dec_load32's order with zeros for the rest of the block: one masked
- * load, which reads nothing past the row. */
-AA_INLINE void aa_dec_load32t(const anyattn_dtype dt, const uint16_t *p, int n, aa_vf *lo, aa_vf *hi) {
+/* The n (1..31) elements that end a 16-bit or fp32 row at p, in
+ * aa_dec_load32's order with zeros for the rest of the block: masked loads,
+ * which read nothing past the row. */
+AA_INLINE void aa_dec_load32t(const anyattn_dtype dt, const char *p, int n, aa_vf *lo, aa_vf *hi) {
+  if (dt == ANYATTN_DTYPE_F32) {
+    const __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << (n < 16 ? n : 16)) - 1), p),
+                 b = _mm512_maskz_loadu_ps((__mmask16)(n > 16 ? (1u << (n - 16)) - 1 : 0), (const float *)p + 16);
+    memcpy(lo, &a, sizeof a);
+    memcpy(hi, &b, sizeof b);
+    return;
+  }
   const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)((1ull << n) - 1), p);
   if (dt == ANYATTN_DTYPE_BF16) { /* x86: little-endian pairs, as aa_load_bf16_pairs */
     aa_vu u;
@@ -248,7 +259,7 @@ AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *
       uint8_t buf[32];
       aa_dec_load32(dt, kv, (const char *)aa_dec_tail8(p + c, d - c, buf), 0, lo, hi);
     } else {
-      aa_dec_load32t(dt, (const uint16_t *)p + c, d - c, lo, hi);
+      aa_dec_load32t(dt, p + (size_t)c * AA_DEC_ES(dt, 0), d - c, lo, hi);
     }
     return;
   }
@@ -258,10 +269,10 @@ AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *
   aa_dec_load32(dt, kv, p, c, lo, hi);
 }
 /* Elements c .. c + 31 of a q row, in the order its cache rows load in. */
-AA_INLINE void aa_dec_loadq32(const anyattn_dtype dt, const int kv, const uint16_t *p, aa_vf *lo, aa_vf *hi) {
+AA_INLINE void aa_dec_loadq32(const anyattn_dtype dt, const int kv, const void *p, aa_vf *lo, aa_vf *hi) {
   if (kv && dt == ANYATTN_DTYPE_BF16) {
-    *lo = aa_load_bf16(p);
-    *hi = aa_load_bf16(p + AA_VL);
+    *lo = aa_load_bf16((const uint16_t *)p);
+    *hi = aa_load_bf16((const uint16_t *)p + AA_VL);
   } else {
     aa_dec_load32_(dt, p, lo, hi);
   }
@@ -409,6 +420,10 @@ AA_INLINE void aa_dec_part(const anyattn_dtype dt, const int kv, const char *p, 
     memcpy(lo, &w, sizeof *lo);
     memcpy(hi, (const char *)&w + sizeof *lo, sizeof *hi);
 #endif
+  } else if (dt == ANYATTN_DTYPE_F32) {
+    const float *e = (const float *)p + c + 8 * h;
+    memcpy(lo, e, sizeof *lo);
+    memcpy(hi, e + 16, sizeof *hi);
   } else if (dt == ANYATTN_DTYPE_BF16) {
     aa_vru u;
     memcpy(&u, (const uint16_t *)p + c + 16 * h, sizeof u);
@@ -442,9 +457,10 @@ AA_INLINE __m128i aa_dec_ld16(const void *p, int ok) {
 #endif
 /* aa_dec_part of the block where a row ends: the n (8, 16 or 24) elements
  * from c, zeros past them; nothing past the row is read. 16-bit rows under
- * AVX2 as 8-element loads of the row itself; otherwise the elements copied 8
- * at a time (constant-size copies, each read back by a load of its own size)
- * into a block of their own. */
+ * AVX2 as 8-element loads of the row itself; otherwise (fp32, fp8, builds
+ * without AVX2) the elements copied 8 at a time (constant-size copies, each
+ * read back by loads of its own size or within it) into a block of their
+ * own. */
 AA_INLINE void aa_dec_partt(const anyattn_dtype dt, const int kv, const char *p, int c, int n, int h, aa_vr *lo,
                             aa_vr *hi) {
 #if defined(__AVX2__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
@@ -457,7 +473,7 @@ AA_INLINE void aa_dec_partt(const anyattn_dtype dt, const int kv, const char *p,
     return;
   }
 #if defined(__F16C__)
-  if (!kv) { /* elements c + 8h .. + 7 and c + 16 + 8h .. + 7 */
+  if (!kv && dt == ANYATTN_DTYPE_F16) { /* elements c + 8h .. + 7 and c + 16 + 8h .. + 7 */
     const uint16_t *e = (const uint16_t *)p + c + 8 * h;
     const __m256 a = _mm256_cvtph_ps(aa_dec_ld16(e, n >= 8 * h + 8)),
                  b = _mm256_cvtph_ps(aa_dec_ld16(e + 16, n >= 8 * h + 24));
@@ -467,8 +483,8 @@ AA_INLINE void aa_dec_partt(const anyattn_dtype dt, const int kv, const char *p,
   }
 #endif
 #endif
-  const int es = AA_DEC_ES(kv);
-  char blk[64] = {0}; /* 32 elements */
+  const int es = AA_DEC_ES(dt, kv);
+  char blk[128] = {0}; /* 32 elements */
   for (int i = 0; i < n; i += 8) memcpy(blk + i * es, p + (size_t)(c + i) * es, (size_t)8 * es);
   aa_dec_part(dt, kv, blk, 0, h, lo, hi);
 }
@@ -563,9 +579,9 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
     for (; c < d; c += 32) {
       __m512bh qv[4];
       for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_loadu_si512(qb + (size_t)r * dq + c);
-      if (!((c * AA_DEC_ES(kv)) & 63)) { /* at each line of the rows */
-        if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
-        if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(kv));
+      if (!((c * AA_DEC_ES(dt, kv)) & 63)) { /* at each line of the rows */
+        if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(dt, kv));
+        if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(dt, kv));
       }
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
@@ -626,10 +642,11 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       qe[r] = aa_ld(qf + (size_t)r * dq + c);
       qo[r] = aa_ld(qf + (size_t)r * dq + c + 16);
     }
-    if (!((c * AA_DEC_ES(kv)) & 63)) {
-      if (kpf) aa_dec_pf4(pq, c * AA_DEC_ES(kv));
-      if (vpf) aa_dec_pf4(pc, c * AA_DEC_ES(kv));
-    }
+    for (int o = c * AA_DEC_ES(dt, kv); o < (c + 32) * AA_DEC_ES(dt, kv); o += 32)
+      if (!(o & 63)) { /* at each line of the rows: every other step of fp8, two a step of fp32 */
+        if (kpf) aa_dec_pf4(pq, o);
+        if (vpf) aa_dec_pf4(pc, o);
+      }
     for (int j = 0; j < 4; j++) {
       aa_vf ke, ko;
       aa_dec_load32d(dt, kv, k[j], c, d, &ke, &ko);
@@ -774,10 +791,10 @@ AA_INLINE void aa_dec_pv(const anyattn_dtype dt, const int kv, const int NC, con
   }
   for (int j = 0; j < nk; j++) {
     if (pf->on && pf->ks && pf->two && j < pf->nck)
-      for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64)
+      for (int o = c0 * AA_DEC_ES(dt, kv); o < (c0 + 32 * NC) * AA_DEC_ES(dt, kv); o += 64)
         __builtin_prefetch(pf->ck[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
     if (pf->on && j < pf->nr)
-      for (int o = c0 * AA_DEC_ES(kv); o < (c0 + 32 * NC) * AA_DEC_ES(kv); o += 64) {
+      for (int o = c0 * AA_DEC_ES(dt, kv); o < (c0 + 32 * NC) * AA_DEC_ES(dt, kv); o += 64) {
         if (pf->ks) {
           __builtin_prefetch(pf->rv[j] + o, 0, AA_DEC_PF_HINT_SPLIT);
         } else {
@@ -968,13 +985,14 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
                              float *restrict l) {
   const anyattn_args *a = job->a;
   const int group = job->group, R = rw->R, R4 = rw->R4, dq = AA_DEC_DQ(d);
-  const uint16_t *qsrc = (const uint16_t *)a->q;
+  const size_t qes = dt == ANYATTN_DTYPE_F32 ? 4 : 2; /* bytes per q element */
   for (int hb = 0; hb < nh; hb++) {
     const float scale = job->plan->scale * aa_descale_of(a, a->k_descale, s, g0 + hb, job->kvh) * AA_DEC_UNIT(kv);
     for (int r = 0; r < R4; r++) {
       const size_t row = (size_t)hb * R4 + r;
       const int h = (g0 + hb) * group + r % group;
-      const uint16_t *src = qsrc + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d;
+      const char *srcb = (const char *)a->q + ((size_t)(rw->tok0 + r / group) * job->nqh + h) * d * qes;
+      const uint16_t *src = (const uint16_t *)srcb; /* 16-bit q */
       if (AA_DEC_QRAW(dt, kv)) {
         uint16_t *dst = (uint16_t *)Q + row * dq;
         if (r >= R)
@@ -998,10 +1016,10 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
         for (int c = 0; c < d; c += 32) {
           aa_vf e = aa_splat(0.0f), o = aa_splat(0.0f);
           if (r < R && c + 32 <= d) {
-            aa_dec_loadq32(dt, kv, src + c, &e, &o);
+            aa_dec_loadq32(dt, kv, srcb + c * qes, &e, &o);
           } else if (r < R) { /* the row's last elements (AA_DEC_TAILS), then zeros */
-            uint16_t tail[32] = {0};
-            memcpy(tail, src + c, (size_t)(d - c) * sizeof(uint16_t));
+            float tail[32] = {0};
+            memcpy(tail, srcb + c * qes, (size_t)(d - c) * qes);
             aa_dec_loadq32(dt, kv, tail, &e, &o);
           }
           aa_st(dst + c, e * sc);
@@ -1136,7 +1154,9 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
       const float inv = empty ? 0.0f : vd / l[rr];
       const float *ar = acc + rr * AA_DEC_DQ(d);
       uint16_t *out = (uint16_t *)a->out + o * d;
-      if (dt == ANYATTN_DTYPE_BF16)
+      if (dt == ANYATTN_DTYPE_F32)
+        for (int c = 0; c < d; c++) ((float *)a->out + o * d)[c] = ar[aa_dec_slot(dt, kv, d, c)] * inv;
+      else if (dt == ANYATTN_DTYPE_BF16)
         for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       else
         for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
@@ -1231,7 +1251,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
     aa_dec_next_rows(&rd, nk, kr, vr);
     aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
-    if (AA_DEC_CURSOR) aa_dec_pf_rewind(&pf, nh, d * AA_DEC_ES(kv), kh, vh);
+    if (AA_DEC_CURSOR) aa_dec_pf_rewind(&pf, nh, d * AA_DEC_ES(dt, kv), kh, vh);
     const int nan = scan && aa_dec_scan(job, kv, nh, d, nk, kr, vr);
     const int ast = amx && aa_dec_uniform(kr, nk, kst);
 #if defined(ANYATTN_CPU_MM16)
@@ -1277,6 +1297,9 @@ void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0
 }
 void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
   aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d);
+}
+void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d);
 }
 void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
   const int fnuz = job->kv == ANYATTN_KV_FP8_E4M3FNUZ;
