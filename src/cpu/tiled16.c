@@ -55,25 +55,25 @@ AA_INLINE void aa16_pad_bf16(const uint16_t *src, int d, int dq, uint16_t *dst) 
  * writes on the B side, dq words each (zeros past d): (v) for bf16 (terms 1),
  * (v, 0, v) for fp16 (terms 3). Exact: the fp32 widening of a code has no
  * bits in its low half. */
+/* 16 widened codes x as bf16 terms at column c of dst (rows of dq words). */
+AA_INLINE void aa16_put_fp8(aa_vf x, uint16_t *dst, int c, int dq, int terms) {
+  const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32((__m512i)x, 16));
+  _mm256_storeu_si256((__m256i *)(dst + c), h);
+  if (terms == 3) {
+    _mm256_storeu_si256((__m256i *)(dst + dq + c), _mm256_setzero_si256());
+    _mm256_storeu_si256((__m256i *)(dst + 2 * dq + c), h);
+  }
+}
 AA_INLINE void aa16_split_fp8(const uint8_t *src, int d, int dq, uint16_t *dst, int terms, anyattn_kv_dtype kv) {
   const int fnuz = kv == ANYATTN_KV_FP8_E4M3FNUZ;
-  for (int c = 0; c < dq; c += 16) {
-    __m128i codes;
-    if (c + 16 <= d)
-      codes = _mm_loadu_si128((const __m128i *)(src + c));
-    else if (c < d)
-      codes = _mm_maskz_loadu_epi8((__mmask16)((1u << (d - c)) - 1), src + c); /* code 0 is +0 */
-    else
-      codes = _mm_setzero_si128();
+  int c = 0;
+  for (; c + 16 <= d; c += 16)
+    aa16_put_fp8(fnuz ? aa_load_fp8(src + c, 1) : aa_load_fp8(src + c, 0), dst, c, dq, terms);
+  for (; c < dq; c += 16) { /* where the row ends (masked: code 0 is +0), then zeros */
     uint8_t b[16];
-    _mm_storeu_si128((__m128i *)b, codes);
-    const aa_vf x = fnuz ? aa_load_fp8(b, 1) : aa_load_fp8(b, 0);
-    const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32((__m512i)x, 16));
-    _mm256_storeu_si256((__m256i *)(dst + c), h);
-    if (terms == 3) {
-      _mm256_storeu_si256((__m256i *)(dst + dq + c), _mm256_setzero_si256());
-      _mm256_storeu_si256((__m256i *)(dst + 2 * dq + c), h);
-    }
+    const __mmask16 mk = c < d ? (__mmask16)((1u << (d - c)) - 1) : 0;
+    _mm_storeu_si128((__m128i *)b, _mm_maskz_loadu_epi8(mk, src + c));
+    aa16_put_fp8(fnuz ? aa_load_fp8(b, 1) : aa_load_fp8(b, 0), dst, c, dq, terms);
   }
 }
 
