@@ -488,9 +488,6 @@ AA_INLINE void aa_dec_partt(const anyattn_dtype dt, const int kv, const char *p,
   for (int i = 0; i < n; i += 8) memcpy(blk + i * es, p + (size_t)(c + i) * es, (size_t)8 * es);
   aa_dec_part(dt, kv, blk, 0, h, lo, hi);
 }
-/* aa_dec_qk4x4 in ymm registers: two keys at a time, per 16 elements their
- * four registers against the four rows' q (8 accumulators, 2 q loads per 4
- * FMAs); a prefetch step per 16 elements. */
 /* One step of aa_dec_qk4x4r: half h of elements c .. c + 31 of keys j0 and
  * j0 + 1 against the four rows' q (TAIL: the block where the rows end). */
 AA_INLINE void aa_dec_qk2r_step(const anyattn_dtype dt, const int kv, const int TAIL, const float *restrict qf,
@@ -512,6 +509,9 @@ AA_INLINE void aa_dec_qk2r_step(const anyattn_dtype dt, const int kv, const int 
     }
   }
 }
+/* aa_dec_qk4x4 in ymm registers: two keys at a time, per 16 elements their
+ * four registers against the four rows' q (8 accumulators, 2 q loads per 4
+ * FMAs); a prefetch step per 16 elements. */
 AA_INLINE aa_vf aa_dec_qk4x4r(const anyattn_dtype dt, const int kv, const float *restrict qf, const char *const *k,
                               const int d, aa_dec_pf *pf) {
   aa_vr acc[16];
