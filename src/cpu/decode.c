@@ -219,12 +219,6 @@ AA_INLINE void aa_dec_load32(const anyattn_dtype dt, const int kv, const char *p
  * 8-lane builds read such a block through aa_dec_partt). */
 #define AA_DEC_MASKED (AA_DEC_TAILS && AA_VR == 16)
 #if AA_DEC_MASKED
-/* The n (1..31) fp8 codes at p that end a row, then zeros (code 0 is +0 in
- * both formats), in buf: a masked load, which reads nothing past the row. */
-AA_INLINE const uint8_t *aa_dec_tail8(const char *p, int n, uint8_t buf[32]) {
-  _mm256_storeu_si256((__m256i *)buf, _mm256_maskz_loadu_epi8((__mmask32)((1ull << n) - 1), p));
-  return buf;
-}
 /* The n (1..31) elements that end a 16-bit or fp32 row at p, in
  * aa_dec_load32's order with zeros for the rest of the block: masked loads,
  * which read nothing past the row. */
@@ -249,6 +243,32 @@ AA_INLINE void aa_dec_load32t(const anyattn_dtype dt, const char *p, int n, aa_v
   }
 }
 #endif
+/* Codes c .. c + 31 of an fp8 row of d: in place, or where the row ends
+ * inside them its last codes and zeros in buf (code 0 is +0 in both
+ * formats), by a masked load that reads nothing past the row. */
+AA_INLINE const uint8_t *aa_dec_codes32(const char *p, int c, const int d, uint8_t buf[32]) {
+#if AA_DEC_MASKED
+  if (c + 32 > d) {
+    _mm256_storeu_si256((__m256i *)buf, _mm256_maskz_loadu_epi8((__mmask32)((1ull << (d - c)) - 1), p + c));
+    return buf;
+  }
+#else
+  (void)d, (void)buf;
+#endif
+  return (const uint8_t *)p + c;
+}
+#if AA_DEC_QBF16
+/* Words c .. c + 31 of a 16-bit row of d, zeros past d (masked where the row
+ * ends inside them). */
+AA_INLINE __m512i aa_dec_words32(const char *p, int c, const int d) {
+#if AA_DEC_MASKED
+  if (c + 32 > d) return _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1), (const uint16_t *)p + c);
+#else
+  (void)d;
+#endif
+  return _mm512_loadu_si512((const uint16_t *)p + c);
+}
+#endif
 /* Elements c .. c + 31 of a cache row of d elements: aa_dec_load32, or the
  * masked load where the row ends inside the block. */
 AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *p, int c, const int d, aa_vf *lo,
@@ -257,7 +277,7 @@ AA_INLINE void aa_dec_load32d(const anyattn_dtype dt, const int kv, const char *
   if (c + 32 > d) {
     if (kv) {
       uint8_t buf[32];
-      aa_dec_load32(dt, kv, (const char *)aa_dec_tail8(p + c, d - c, buf), 0, lo, hi);
+      aa_dec_load32(dt, kv, (const char *)aa_dec_codes32(p, c, d, buf), 0, lo, hi);
     } else {
       aa_dec_load32t(dt, p + (size_t)c * AA_DEC_ES(dt, 0), d - c, lo, hi);
     }
@@ -585,24 +605,12 @@ AA_INLINE aa_vf aa_dec_qk4x4(const anyattn_dtype dt, const int kv, const void *r
       }
       for (int j = 0; j < 4; j++) {
 #if AA_DEC_FP8BF16
-#if AA_DEC_MASKED
         uint8_t tail[32];
-#define AA_DEC_K8(p) (c + 32 <= d ? (const uint8_t *)(p) + c : aa_dec_tail8((p) + c, d - c, tail))
+        const __m512bh kb = kv ? (__m512bh)aa_load_fp8x32_bf16(aa_dec_codes32(k[j], c, d, tail), AA_DEC_FMT(kv) == 2,
+                                                               (kv & AA_DEC_NAN) != 0)
+                               : (__m512bh)aa_dec_words32(k[j], c, d);
 #else
-#define AA_DEC_K8(p) ((const uint8_t *)(p) + c)
-#endif
-        const __m512bh kb =
-            kv ? (__m512bh)aa_load_fp8x32_bf16(AA_DEC_K8(k[j]), AA_DEC_FMT(kv) == 2, (kv & AA_DEC_NAN) != 0)
-               : (__m512bh)(c + 32 <= d ? _mm512_loadu_si512((const uint16_t *)k[j] + c)
-                                        : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
-                                                                   (const uint16_t *)k[j] + c));
-#undef AA_DEC_K8
-#elif AA_DEC_MASKED
-        const __m512bh kb = (__m512bh)(c + 32 <= d ? _mm512_loadu_si512((const uint16_t *)k[j] + c)
-                                                   : _mm512_maskz_loadu_epi16((__mmask32)((1ull << (d - c)) - 1),
-                                                                              (const uint16_t *)k[j] + c));
-#else
-        const __m512bh kb = (__m512bh)_mm512_loadu_si512((const uint16_t *)k[j] + c);
+        const __m512bh kb = (__m512bh)aa_dec_words32(k[j], c, d);
 #endif
         for (int r = 0; r < 4; r++) t[r * 4 + j] = _mm512_dpbf16_ps(t[r * 4 + j], qv[r], kb);
       }
@@ -1154,8 +1162,9 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
       const float inv = empty ? 0.0f : vd / l[rr];
       const float *ar = acc + rr * AA_DEC_DQ(d);
       uint16_t *out = (uint16_t *)a->out + o * d;
+      float *outf = (float *)a->out + o * d;
       if (dt == ANYATTN_DTYPE_F32)
-        for (int c = 0; c < d; c++) ((float *)a->out + o * d)[c] = ar[aa_dec_slot(dt, kv, d, c)] * inv;
+        for (int c = 0; c < d; c++) outf[c] = ar[aa_dec_slot(dt, kv, d, c)] * inv;
       else if (dt == ANYATTN_DTYPE_BF16)
         for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       else
