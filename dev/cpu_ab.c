@@ -4,8 +4,9 @@
  *
  *   cc -O2 -o /tmp/cpu_ab dev/cpu_ab.c -ldl -lm
  *   /tmp/cpu_ab build/libanyattn.so:fp32 build/libanyattn.so:amx p1x1024 bf16 [rounds]
- * A side is LIB[:ISA][@KV] (ISA: the ANYATTN_CPU_ISA value its plans are made with;
- * KV: fp8 or fnuz for caches of fp8 codes, random finite ones, bf16/f16 only);
+ * A side is LIB[:ISA][@KV][#SPREAD] (ISA: the ANYATTN_CPU_ISA value its plans are made
+ * with; KV: fp8 or fnuz for caches of fp8 codes, random finite ones, bf16/f16 only;
+ * SPREAD: the ANYATTN_CPU_DECODE_SPREAD value, 1, 2 or 4);
  * a case is pBxL (causal prefill), dBxC (decode, B sequences at context C) or
  * mixed (one 512-token prefill and 31 decodes at 1024); shapes as `anyattn bench`
  * (32 q heads, 8 kv heads, head dim 128, page 16, shuffled pages).
@@ -97,7 +98,7 @@ static int cmpd(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: cpu_ab LIB_A[:ISA] LIB_B[:ISA] pBxL|dBxC|mixed bf16|f16|f32 [rounds]\n");
+    fprintf(stderr, "usage: cpu_ab LIB_A[:ISA][@KV][#SPREAD] LIB_B[...] pBxL|dBxC|mixed bf16|f16|f32 [rounds]\n");
     return 2;
   }
   const int rounds = argc > 5 ? atoi(argv[5]) : 11;
@@ -171,6 +172,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s", argv[1 + i]);
+    char *spread = strchr(path, '#');
+    if (spread) *spread++ = '\0';
     char *kvs = strchr(path, '@');
     if (kvs) {
       *kvs++ = '\0';
@@ -196,6 +199,10 @@ int main(int argc, char **argv) {
     *(void **)&S->last_error = sym(h, "anyattn_last_error");
     if (isa) setenv("ANYATTN_CPU_ISA", isa, 1);
     else unsetenv("ANYATTN_CPU_ISA");
+    if (spread)
+      setenv("ANYATTN_CPU_DECODE_SPREAD", spread, 1);
+    else
+      unsetenv("ANYATTN_CPU_DECODE_SPREAD");
     anyattn_context *ctx;
     anyattn_problem pr;
     anyattn_limits lim;

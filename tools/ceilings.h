@@ -12,13 +12,16 @@ extern "C" {
 /* The ceilings of the CPU roofline figures, over all OpenMP threads:
  * - read_gbs: streaming read bandwidth in GB/s (1e9 bytes/s): every thread
  *   sums its share of a 1 GiB buffer, far larger than any last-level cache,
- *   the faster of two loops (a plain sum; four vector accumulators and a
- *   software prefetch into L2, as the decode path reads);
+ *   the fastest of three loops (a plain sum; four vector accumulators and a
+ *   software prefetch into L2; 32 KiB pages in address order read 4 at a
+ *   time, their lines interleaved);
  * - paged_gbs: the read bandwidth of the bench's paged layout: the same 1 GiB
  *   as pages of page_bytes (a block's K or V rows) in a fixed shuffled order,
- *   each thread its share of the order, a page's lines in address order; the
- *   fastest of three loops (no software prefetch, a prefetch into L1 or L2
- *   256 lines ahead in the same order). What paged K/V reads at with no math;
+ *   each thread its share of the order; the fastest of four loops (a page at
+ *   a time, its lines in address order, with no software prefetch or a
+ *   prefetch into L1 or L2 256 lines ahead in the same order; 4 pages at a
+ *   time, their lines interleaved, as the fused decode reads the blocks
+ *   ahead on Intel CPUs). What paged K/V reads at with no math;
  * - fma_gflops: fp32 FMA throughput, independent chains of the native vector
  *   width, 2 flops per lane per FMA. */
 typedef struct {

@@ -42,6 +42,9 @@ typedef struct {
   int block_n;         /* keys per KV tile */
   size_t thread_bytes; /* scratch bytes per thread in the workspace */
   size_t llc_bytes;    /* the last-level cache (aa_cpu_llc_bytes) */
+  size_t l2_bytes;     /* a core's L2 (aa_cpu_l2_bytes) */
+  int intel;           /* aa_cpu_intel */
+  int spread;          /* ANYATTN_CPU_DECODE_SPREAD, 0 where unset (aa_cpu_decode_spread) */
 } aa_cpu_state;
 
 static const aa_cpu_state *aa_cpu_state_of(const anyattn_plan *plan) { return (const aa_cpu_state *)plan->state; }
@@ -197,6 +200,13 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
 
   aa_cpu_isa isa;
   AA_TRY(aa_cpu_isa_choose(pr->dtype, pr->head_dim, &isa));
+  int spread = 0;
+  const char *env = getenv("ANYATTN_CPU_DECODE_SPREAD");
+  if (env && *env && strcmp(env, "auto") != 0) {
+    spread = !strcmp(env, "1") ? 1 : !strcmp(env, "2") ? 2 : !strcmp(env, "4") ? 4 : 0;
+    AA_CHECK(spread, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "ANYATTN_CPU_DECODE_SPREAD='%s' is not one of auto, 1, 2, 4",
+             env);
+  }
   const int bn = isa == AA_CPU_ISA_FP32 ? aa_cpu_block_n32((int)aa_round_up((size_t)pr->head_dim, AA_VL), 0)
                                         : AA_CPU_BLOCK_N16;
   int bq = (isa == AA_CPU_ISA_FP32 ? AA_CPU_TARGET_ROWS : AA_CPU_TARGET_ROWS16) / plan->group;
@@ -209,6 +219,9 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   st->block_q = bq;
   st->block_n = bn;
   st->llc_bytes = aa_cpu_llc_bytes();
+  st->l2_bytes = aa_cpu_l2_bytes();
+  st->intel = aa_cpu_intel();
+  st->spread = spread;
   st->threads = omp_get_max_threads();
   if (st->threads < 1) st->threads = 1;
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
@@ -235,6 +248,7 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.bq = aa_cpu_state_of(plan)->block_q;
   job.hpi = 1;
   job.dec_pf2 = 0;
+  job.dec_spread = 1;
   job.mm16 = NULL;
 #if defined(ANYATTN_CPU_MM16)
   const aa_cpu_isa isa = aa_cpu_state_of(plan)->isa;
@@ -265,7 +279,7 @@ static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
  * last-level cache, the rows of a run come from memory. Below that they may
  * stay in cache from call to call, where the second prefetch costs
  * (docs/design/cpu.md, Fused decode). */
-static int aa_cpu_decode_from_memory(const aa_cpu_job *job, size_t llc_bytes) {
+static double aa_cpu_decode_bytes(const aa_cpu_job *job) {
   const anyattn_args *a = job->a;
   const double row = (double)job->kvh * job->d * (double)job->kes * 2.0; /* K and V bytes per key */
   double bytes = 0.0;
@@ -273,7 +287,19 @@ static int aa_cpu_decode_from_memory(const aa_cpu_job *job, size_t llc_bytes) {
     const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
     if (q_len > 0 && q_len <= job->L.dec_q) bytes += (double)a->seq_lens_k[s] * row;
   }
-  return bytes > (double)llc_bytes;
+  return bytes;
+}
+
+/* Blocks of keys whose K and V pages the fused decode's prefetch reads at
+ * once (decode.c, aa_dec_pf_head): ANYATTN_CPU_DECODE_SPREAD where set; else
+ * 4 on Intel CPUs for runs whose decode rows are more than the threads' L2
+ * caches hold, 1 otherwise. On the 2-core Xeon VM 4 pages at a time read
+ * decode from memory 1.06-1.43x faster than one block's 2 (AMX, vdpbf16ps,
+ * fp16, fp32 and fp8 caches; 1x512, with its rows in L2, 0.91-0.96x); AMD
+ * CPUs keep 1 until measured (docs/design/cpu.md, Fused decode). */
+static int aa_cpu_decode_spread(const aa_cpu_job *job, const aa_cpu_state *st, int nt) {
+  if (st->spread) return st->spread;
+  return st->intel && aa_cpu_decode_bytes(job) > (double)st->l2_bytes * nt ? 4 : 1;
 }
 
 /* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
@@ -330,7 +356,8 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   int nt = omp_get_max_threads();
   if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
   job.hpi = aa_cpu_heads_per_item(&job, nt);
-  job.dec_pf2 = aa_cpu_decode_from_memory(&job, st->llc_bytes);
+  job.dec_pf2 = aa_cpu_decode_bytes(&job) > (double)st->llc_bytes;
+  job.dec_spread = aa_cpu_decode_spread(&job, st, nt);
 
   /* Work items per sequence, as prefix sums, so that one flat dynamic loop
    * covers a ragged batch without empty iterations. */

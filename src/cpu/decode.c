@@ -86,6 +86,9 @@ AA_INLINE aa_vB aa_dec_bmax(aa_vB a, aa_vB b) {
 #ifndef AA_DEC_PF_HINT
 #define AA_DEC_PF_HINT 2
 #endif
+/* The most blocks whose pages the prefetch reads at once (job->dec_spread,
+ * aa_dec_pf_head). */
+#define AA_DEC_PF_SPREAD_MAX 4
 /* The hint of the split prefetch (AA_DEC_PF_KSCORES, below): T0 (3). On the
  * 2-core Zen 5 EPYC, with the rows in address order (AA_DEC_PF_ADDR),
  * decode from memory ran 1.03-1.29x faster with T0 than with T1 (with the
@@ -342,8 +345,9 @@ AA_INLINE int aa_dec_slot(const anyattn_dtype dt, const int kv, const int d, int
  * 16 dims of the scores and at every other key of P.V, which for 16-bit and
  * fp8 rows alike covers the block by the end of its math. */
 typedef struct {
-  const char *pk[AA_DEC_KB], *pv[AA_DEC_KB];
-  int n, on;
+  /* the rows of the blocks 1 .. sp ahead (sp: job->dec_spread), n[b] keys of block b + 1 ahead */
+  const char *pk[AA_DEC_PF_SPREAD_MAX][AA_DEC_KB], *pv[AA_DEC_PF_SPREAD_MAX][AA_DEC_KB];
+  int n[AA_DEC_PF_SPREAD_MAX], sp, on;
   int ks; /* AA_DEC_PF_KSCORES: the vector scores prefetch the K lines, P.V the V lines only */
   /* the K and V rows (head offset included) the head the math is on
    * prefetches, nr of them (aa_dec_pf_head) */
@@ -380,32 +384,59 @@ AA_INLINE void aa_dec_pf_pad(const char **rows, int n) {
  * (key 0 head 0, key 0 head 1, ...), else key j of its own head. */
 AA_INLINE void aa_dec_pf_head(aa_dec_pf *pf, int hb, int nh, int64_t kh, int64_t vh, int addr) {
   if (AA_DEC_CURSOR) return; /* aa_dec_pf_step walks pk, pv itself */
-  if (!addr) {
-    pf->nr = pf->n;
-    for (int j = 0; j < pf->n; j++) {
-      pf->rk[j] = pf->pk[j] + hb * kh;
-      pf->rv[j] = pf->pv[j] + hb * vh;
-    }
-  } else {
-    const int r0 = hb * AA_DEC_KB, left = pf->n * nh - r0;
-    pf->nr = left < 0 ? 0 : left < AA_DEC_KB ? left : AA_DEC_KB;
-    int key = r0 / nh, h = r0 % nh;
-    for (int j = 0; j < pf->nr; j++) {
-      pf->rk[j] = pf->pk[key] + h * kh;
-      pf->rv[j] = pf->pv[key] + h * vh;
-      if (++h == nh) {
-        h = 0;
-        key++;
+  if (pf->sp == 1) {
+    if (!addr) {
+      pf->nr = pf->n[0];
+      for (int j = 0; j < pf->n[0]; j++) {
+        pf->rk[j] = pf->pk[0][j] + hb * kh;
+        pf->rv[j] = pf->pv[0][j] + hb * vh;
+      }
+    } else {
+      const int r0 = hb * AA_DEC_KB, left = pf->n[0] * nh - r0;
+      pf->nr = left < 0 ? 0 : left < AA_DEC_KB ? left : AA_DEC_KB;
+      int key = r0 / nh, h = r0 % nh;
+      for (int j = 0; j < pf->nr; j++) {
+        pf->rk[j] = pf->pk[0][key] + h * kh;
+        pf->rv[j] = pf->pv[0][key] + h * vh;
+        if (++h == nh) {
+          h = 0;
+          key++;
+        }
       }
     }
+  } else {
+    /* AA_DEC_KB / P slots of each block b ahead, from its portion P - 1 - b
+     * (of P): a block's portions go out over the P blocks of math before it;
+     * the blocks' rows alternate, so that all 2 P pages are read at once */
+    const int P = pf->sp, SP = AA_DEC_KB / P;
+    int key[AA_DEC_PF_SPREAD_MAX], h[AA_DEC_PF_SPREAD_MAX]; /* each block's next slot: key, head */
+    for (int b = 0; b < P; b++) {
+      const int r = (P - 1 - b) * SP * nh + hb * SP;
+      key[b] = addr ? r / nh : (P - 1 - b) * SP;
+      h[b] = addr ? r % nh : hb;
+    }
+    pf->nr = 0;
+    for (int i = 0; i < SP; i++)
+      for (int b = 0; b < P; b++) {
+        if (key[b] < pf->n[b]) {
+          pf->rk[pf->nr] = pf->pk[b][key[b]] + h[b] * kh;
+          pf->rv[pf->nr++] = pf->pv[b][key[b]] + h[b] * vh;
+        }
+        if (!addr)
+          key[b]++;
+        else if (++h[b] == nh) {
+          h[b] = 0;
+          key[b]++;
+        }
+      }
   }
   aa_dec_pf_pad(pf->rk, pf->nr); /* the scores index it by key */
 }
 
 /* One line of the block ahead, then the cursor moves on (AA_DEC_CURSOR). */
 AA_INLINE void aa_dec_pf_step(aa_dec_pf *pf) {
-  if (!pf->on || pf->j >= pf->n) return;
-  const char *row = pf->isv ? pf->pv[pf->j] + pf->hb * pf->sv : pf->pk[pf->j] + pf->hb * pf->sk;
+  if (!pf->on || pf->j >= pf->n[0]) return;
+  const char *row = pf->isv ? pf->pv[0][pf->j] + pf->hb * pf->sv : pf->pk[0][pf->j] + pf->hb * pf->sk;
   __builtin_prefetch(row + pf->o, 0, AA_DEC_PF_HINT);
   if (!pf->isv) {
     pf->isv = 1;
@@ -1115,13 +1146,20 @@ AA_INLINE void aa_dec_next_rows(aa_kv_walks *w, int n, const char **kr, const ch
   }
 }
 
-/* The prefetch's next block: the keys AA_DEC_PF_BLOCKS blocks ahead of the
- * one the math is on, walked by w up to key ihi (next: w's position). */
+/* The prefetch's next block: the lists of the blocks ahead move up one, and
+ * the last takes the keys AA_DEC_PF_BLOCKS + sp - 1 blocks ahead of the one
+ * the math is on, walked by w up to key ihi (next: w's position). */
 AA_INLINE void aa_dec_pf_next(aa_dec_pf *pf, aa_kv_walks *w, int *next, int ihi) {
-  pf->n = ihi - *next < AA_DEC_KB ? ihi - *next : AA_DEC_KB;
-  if (pf->n < 0) pf->n = 0;
-  aa_dec_next_rows(w, pf->n, pf->pk, pf->pv);
-  *next += pf->n;
+  const int B = pf->sp - 1;
+  for (int b = 0; b < B; b++) {
+    pf->n[b] = pf->n[b + 1];
+    memcpy(pf->pk[b], pf->pk[b + 1], sizeof pf->pk[b]);
+    memcpy(pf->pv[b], pf->pv[b + 1], sizeof pf->pv[b]);
+  }
+  pf->n[B] = ihi - *next < AA_DEC_KB ? ihi - *next : AA_DEC_KB;
+  if (pf->n[B] < 0) pf->n[B] = 0;
+  aa_dec_next_rows(w, pf->n[B], pf->pk[B], pf->pv[B]);
+  *next += pf->n[B];
 }
 
 /* The first AA_DEC_PF_BLOCKS blocks, which no P.V loop prefetches: all
@@ -1238,12 +1276,18 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 
   aa_kv_walks rd = {0}, pw = {0};
   int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
+  aa_dec_pf pf = {.n = {0}, .sp = AA_DEC_CURSOR ? 1 : job->dec_spread};
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g0, ilo);
     aa_walks_init(&pw, job, s, g0, pf_next);
-    aa_dec_pf_first(job, nh, d, rd, pf_next - ilo, AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
+    /* the first block whole, which no block's math before it prefetches;
+     * with a spread, the second as well; the first portions of blocks 2 ..
+     * sp - 1 go without (prefetching those blocks whole at the start too
+     * made decode 1x512 slower; docs/design/cpu.md, Fused decode) */
+    const int pf_end = ilo + (AA_DEC_PF_BLOCKS + (pf.sp > 1)) * AA_DEC_KB;
+    aa_dec_pf_first(job, nh, d, rd, (pf_end < ihi ? pf_end : ihi) - ilo, AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
+    for (int b = 1; b < pf.sp; b++) aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
   }
-  aa_dec_pf pf = {.n = 0};
 #if AA_DEC_PF_TWICE == 2
   pf.two = !AA_DEC_CURSOR && job->dec_pf2;
 #else
@@ -1275,8 +1319,8 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
       if (pf.two && !ast) { /* the second prefetch's rows */
         pf.ncv = nk;
         for (int j = 0; j < nk; j++) pf.cv[j] = vr[j] + hb * vh;
-        pf.nck = hb + 1 < nh ? nk : pf.n;
-        for (int j = 0; j < pf.nck; j++) pf.ck[j] = hb + 1 < nh ? kr[j] + (hb + 1) * kh : pf.pk[j];
+        pf.nck = hb + 1 < nh ? nk : pf.n[0];
+        for (int j = 0; j < pf.nck; j++) pf.ck[j] = hb + 1 < nh ? kr[j] + (hb + 1) * kh : pf.pk[0][j];
         aa_dec_pf_pad(pf.cv, pf.ncv); /* the scores index it by key */
       }
       for (int rc = 0; rc < R4; rc += 4) {

@@ -102,12 +102,12 @@ anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa_cpu_isa *
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-/* The largest data or unified cache level of the cpuid cache descriptors
- * (AMD's leaf 0x8000001D where the CPU has it, else leaf 4): the size of one
- * instance, the part of the cache a core reaches (an EPYC's L3 is one per
- * core complex, 32 MiB on Zen 5, where glibc's sysconf reports the whole
- * socket's); 0 if the CPU describes none. */
-static size_t aa_cpuid_llc(void) {
+/* A data or unified cache level of the cpuid cache descriptors (AMD's leaf
+ * 0x8000001D where the CPU has it, else leaf 4): want 0 the largest, else
+ * level want; the size of one instance, the part of the cache a core
+ * reaches (an EPYC's L3 is one per core complex, 32 MiB on Zen 5, where
+ * glibc's sysconf reports the whole socket's); 0 if the CPU describes none. */
+static size_t aa_cpuid_cache(unsigned want) {
   unsigned a, b, c, d, leaf = 4;
   if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x8000001Du && __get_cpuid(0x80000001u, &a, &b, &c, &d) &&
       (c >> 22 & 1)) /* TOPOEXT */
@@ -120,7 +120,7 @@ static size_t aa_cpuid_llc(void) {
     __cpuid_count(leaf, i, a, b, c, d);
     const unsigned type = a & 31, level = a >> 5 & 7;
     if (type == 0) break;
-    if (type == 2 || level < top) continue; /* instruction caches */
+    if (type == 2 || level < top || (want && level != want)) continue; /* instruction caches */
     top = level;
     const double n = (double)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) * ((b & 4095) + 1) * ((double)c + 1);
     bytes = n < 0x1p40 ? (size_t)n : 0; /* ways x partitions x line x sets; a nonsense size counts as none */
@@ -132,7 +132,7 @@ static size_t aa_cpuid_llc(void) {
 size_t aa_cpu_llc_bytes(void) {
   size_t n = 0;
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-  n = aa_cpuid_llc();
+  n = aa_cpuid_cache(0);
 #endif
 #if defined(_SC_LEVEL3_CACHE_SIZE)
   if (n == 0) {
@@ -141,4 +141,28 @@ size_t aa_cpu_llc_bytes(void) {
   }
 #endif
   return n ? n : (size_t)32 << 20;
+}
+
+size_t aa_cpu_l2_bytes(void) {
+  size_t n = 0;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  n = aa_cpuid_cache(2);
+#endif
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  if (n == 0) {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (v > 0) n = (size_t)v;
+  }
+#endif
+  return n ? n : (size_t)1 << 20;
+}
+
+int aa_cpu_intel(void) {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a, b, c, d;
+  /* the vendor string in ebx, edx, ecx: "Genu" "ineI" "ntel" */
+  return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+#else
+  return 0;
+#endif
 }

@@ -32,6 +32,11 @@ AA_HIDDEN anyattn_status aa_cpu_isa_choose(anyattn_dtype dtype, int head_dim, aa
  * descriptors on x86, else glibc's sysconf of the L3), or 32 MiB where
  * neither tells. */
 AA_HIDDEN size_t aa_cpu_llc_bytes(void);
+/* Bytes of one instance of the CPU's L2 cache (as above, the L2), or 1 MiB
+ * where neither tells. */
+AA_HIDDEN size_t aa_cpu_l2_bytes(void);
+/* Whether the CPU says it is Intel's (cpuid vendor string); 0 off x86. */
+AA_HIDDEN int aa_cpu_intel(void);
 
 /* The 16-bit products over the layouts of tiled16.c (all row-major, strides in
  * elements; "pairs" are two bf16 in one 32-bit word, the first in the low half):
