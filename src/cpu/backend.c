@@ -274,11 +274,7 @@ static int aa_cpu_heads_per_item(const aa_cpu_job *job, int nt) {
   return hpi;
 }
 
-/* Whether the decode items' second prefetch pays (decode.c,
- * AA_DEC_PF_TWICE): where their K and V rows together are more than the
- * last-level cache, the rows of a run come from memory. Below that they may
- * stay in cache from call to call, where the second prefetch costs
- * (docs/design/cpu.md, Fused decode). */
+/* The K and V bytes of the run's decode-like sequences. */
 static double aa_cpu_decode_bytes(const aa_cpu_job *job) {
   const anyattn_args *a = job->a;
   const double row = (double)job->kvh * job->d * (double)job->kes * 2.0; /* K and V bytes per key */
@@ -293,10 +289,11 @@ static double aa_cpu_decode_bytes(const aa_cpu_job *job) {
 /* Blocks of keys whose K and V pages the fused decode's prefetch reads at
  * once (decode.c, aa_dec_pf_head): ANYATTN_CPU_DECODE_SPREAD where set; else
  * 4 on Intel CPUs for runs whose decode rows are more than the threads' L2
- * caches hold, 1 otherwise. On the 2-core Xeon VM 4 pages at a time read
- * decode from memory 1.06-1.43x faster than one block's 2 (AMX, vdpbf16ps,
- * fp16, fp32 and fp8 caches; 1x512, with its rows in L2, 0.91-0.96x); AMD
- * CPUs keep 1 until measured (docs/design/cpu.md, Fused decode). */
+ * caches hold, 1 otherwise. On the 2-core Xeon VM 4 blocks' pages at a time
+ * read decode from memory 1.06-1.43x faster than one block's (AMX,
+ * vdpbf16ps, fp16, fp32 and fp8 caches); decode 1x512, its rows in L2, ran
+ * 0.91-0.96x with 4, hence the L2 bound. AMD CPUs keep 1 until measured
+ * (docs/design/cpu.md, Fused decode). */
 static int aa_cpu_decode_spread(const aa_cpu_job *job, const aa_cpu_state *st, int nt) {
   if (st->spread) return st->spread;
   return st->intel && aa_cpu_decode_bytes(job) > (double)st->l2_bytes * nt ? 4 : 1;
@@ -356,6 +353,10 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   int nt = omp_get_max_threads();
   if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
   job.hpi = aa_cpu_heads_per_item(&job, nt);
+  /* the second prefetch (decode.c, AA_DEC_PF_TWICE) pays where the decode
+   * rows are more than the last-level cache: from memory; below that they may
+   * stay in cache from call to call, where it costs (docs/design/cpu.md,
+   * Fused decode) */
   job.dec_pf2 = aa_cpu_decode_bytes(&job) > (double)st->llc_bytes;
   job.dec_spread = aa_cpu_decode_spread(&job, st, nt);
 

@@ -26,7 +26,8 @@
  *   from the V rows into fp32 accumulators kept in aa_dec_load32's element
  *   order until the output is written. The scores and P.V also prefetch
  *   the block ahead (aa_dec_pf), each head a share of its rows in address
- *   order, so the reads go on under the math, and where the rows come from
+ *   order, so the reads go on under the math (with job->dec_spread > 1, a
+ *   share of each of that many blocks ahead), and where the rows come from
  *   memory every line once more shortly before its math (AA_DEC_PF_TWICE);
  *   builds with 16 registers (AVX2) walk the block ahead with a cursor
  *   (aa_dec_pf_step, AA_DEC_CURSOR).

@@ -120,7 +120,7 @@ static size_t aa_cpuid_cache(unsigned want) {
     __cpuid_count(leaf, i, a, b, c, d);
     const unsigned type = a & 31, level = a >> 5 & 7;
     if (type == 0) break;
-    if (type == 2 || level < top || (want && level != want)) continue; /* instruction caches */
+    if (type == 2 || level < top || (want && level != want)) continue; /* type 2: instruction caches */
     top = level;
     const double n = (double)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) * ((b & 4095) + 1) * ((double)c + 1);
     bytes = n < 0x1p40 ? (size_t)n : 0; /* ways x partitions x line x sets; a nonsense size counts as none */
