@@ -14,6 +14,8 @@
  * huge pages granted are printed), to tell the cost of TLB misses on the
  * shuffled pages.
  * AB_HEAD_DIM=N runs the case at head dim N (default 128).
+ * AB_PAGES=ordered gives each sequence its pages in address order, one after
+ * another (the caches read as one stream), instead of a shuffled order.
  * AB_CLOCK=thread times each call in the calling thread's CPU time instead
  * of wall time: with OMP_NUM_THREADS=1 the time a shared machine gives other
  * processes then stays out of the figures:
@@ -133,7 +135,8 @@ int main(int argc, char **argv) {
   int32_t *bt = calloc((size_t)ns * maxp, 4), *perm = malloc((size_t)pages * 4);
   for (int i = 0; i < pages; i++) perm[i] = i;
   srand(7);
-  for (int i = pages - 1; i > 0; i--) {
+  const int ordered = getenv("AB_PAGES") && !strcmp(getenv("AB_PAGES"), "ordered");
+  for (int i = pages - 1; i > 0 && !ordered; i--) {
     const int j = rand() % (i + 1), t = perm[i];
     perm[i] = perm[j];
     perm[j] = t;
