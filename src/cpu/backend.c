@@ -45,6 +45,7 @@ typedef struct {
   size_t l2_bytes;     /* a core's L2 (aa_cpu_l2_bytes) */
   int intel;           /* aa_cpu_intel */
   int spread;          /* ANYATTN_CPU_DECODE_SPREAD, 0 where unset (aa_cpu_decode_spread) */
+  int isa_forced;      /* ANYATTN_CPU_ISA named the products */
 } aa_cpu_state;
 
 static const aa_cpu_state *aa_cpu_state_of(const anyattn_plan *plan) { return (const aa_cpu_state *)plan->state; }
@@ -200,6 +201,8 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
 
   aa_cpu_isa isa;
   AA_TRY(aa_cpu_isa_choose(pr->dtype, pr->head_dim, &isa));
+  const char *isa_env = getenv("ANYATTN_CPU_ISA");
+  const int isa_forced = isa_env && *isa_env && strcmp(isa_env, "auto") != 0;
   int spread = 0;
   const char *env = getenv("ANYATTN_CPU_DECODE_SPREAD");
   if (env && *env && strcmp(env, "auto") != 0) {
@@ -222,6 +225,7 @@ static anyattn_status aa_cpu_plan(anyattn_plan *plan) {
   st->l2_bytes = aa_cpu_l2_bytes();
   st->intel = aa_cpu_intel();
   st->spread = spread;
+  st->isa_forced = isa_forced;
   st->threads = omp_get_max_threads();
   if (st->threads < 1) st->threads = 1;
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
@@ -249,6 +253,7 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.hpi = 1;
   job.dec_pf2 = 0;
   job.dec_spread = 1;
+  job.dec_amx = 1;
   job.mm16 = NULL;
 #if defined(ANYATTN_CPU_MM16)
   const aa_cpu_isa isa = aa_cpu_state_of(plan)->isa;
@@ -359,6 +364,14 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
    * Fused decode) */
   job.dec_pf2 = aa_cpu_decode_bytes(&job) > (double)st->llc_bytes;
   job.dec_spread = aa_cpu_decode_spread(&job, st, nt);
+  /* The fused decode's scores on AMX, where the plan has it, unless the run
+   * reads its decode rows from memory: there the vdpbf16ps scores, which
+   * prefetch the K lines from their own loop, read faster (on the 2-core
+   * Xeon VM 1.08-1.12x from 134 MB of rows up, level at 100 MB, 0.91x at 67
+   * MB, whose rows stay in part in its L3; its cpuid L3 is 480 MB: a quarter
+   * of it is the bound). ANYATTN_CPU_ISA=amx keeps AMX for every run
+   * (docs/design/cpu.md, Fused decode). */
+  job.dec_amx = st->isa_forced || aa_cpu_decode_bytes(&job) <= (double)st->llc_bytes / 4;
 
   /* Work items per sequence, as prefix sums, so that one flat dynamic loop
    * covers a ragged batch without empty iterations. */

@@ -64,6 +64,7 @@ typedef struct {
   int hpi; /* kv heads per decode item in this run */
   int dec_pf2;             /* decode items prefetch each line twice (decode.c, AA_DEC_PF_TWICE) */
   int dec_spread;          /* blocks whose pages decode's prefetch reads at once: 1, 2 or 4 (decode.c) */
+  int dec_amx;             /* decode items may take the AMX scores (backend.c, aa_cpu_run) */
   const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
 } aa_cpu_job;
 

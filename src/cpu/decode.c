@@ -1264,7 +1264,8 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   const int64_t kst = a->k_stride_token * (int64_t)job->kes;
 #if defined(ANYATTN_CPU_MM16)
   const aa_mm16_ops *mm = job->mm16;
-  const int amx = AA_DEC_QRAW(dt, kv) && !kv && mm && mm->dec_qk && d % 32 == 0; /* whole 32-dim tiles */
+  /* whole 32-dim tiles; vdpbf16ps instead where the run reads from memory (job->dec_amx) */
+  const int amx = AA_DEC_QRAW(dt, kv) && !kv && mm && mm->dec_qk && d % 32 == 0 && job->dec_amx;
   uint32_t *qt = (uint32_t *)((uint16_t *)Q + (size_t)nh * R4 * dq);             /* after the bf16 rows */
   if (amx) {
     aa_dec_load_qt((const uint16_t *)Q, nh * R4, d, qt);
