@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
     ql[0] = kl[0] = 512;
     for (ns = 1; ns < 32; ns++) ql[ns] = 1, kl[ns] = 1024;
   }
-  int nt = 0, pages = 0, maxp = 0;
+  int nt = 0, pages = 0, maxp = 0, maxk = 0;
+  for (int s = 0; s < ns; s++) maxk = kl[s] > maxk ? kl[s] : maxk;
   double flops = 0;
   int32_t cu[MAXS + 1] = {0};
   for (int s = 0; s < ns; s++) {
@@ -220,7 +221,7 @@ int main(int argc, char **argv) {
     S->limits_init(&lim);
     lim.max_seqs = ns;
     lim.max_tokens = nt;
-    lim.max_context = 8192;
+    lim.max_context = maxk > 8192 ? maxk : 8192;
     if (S->context_create(ANYATTN_BACKEND_CPU, 0, &ctx) || S->plan_create(ctx, &pr, &lim, &S->plan)) {
       fprintf(stderr, "cpu_ab: %s: %s\n", argv[1 + i], S->last_error());
       return 1;

@@ -182,8 +182,28 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
 }
 
 /* The shared head of the workspace: prefix sums of work items per sequence. */
-static size_t aa_cpu_shared_bytes(const anyattn_plan *plan) {
+/* Keys per chunk of a decode sequence split over its keys, at least
+ * (aa_cpu_decode_split). */
+#define AA_CPU_DECODE_CHUNK_MIN 256
+
+/* Floats of one decode item's partial result (aa_cpu_decode16's part): the
+ * accumulator rows (head dim rounded up to 32), their maxima and sums. */
+static size_t aa_cpu_decode_slot(const aa_cpu_layout *L, int group, int d) {
+  const size_t rows = (size_t)L->max_hpi * aa_round_up((size_t)L->dec_q * group, 4);
+  return rows * (aa_round_up((size_t)d, 32) + 2);
+}
+
+/* The workspace before the threads' scratch: the items' prefix sums, then
+ * the partial results of decode items split over their keys: fewer than 2 *
+ * AA_CPU_ITEMS_PER_THREAD * threads items (aa_cpu_decode_split). */
+static size_t aa_cpu_prefix_bytes(const anyattn_plan *plan) {
   return aa_round_up(((size_t)plan->limits.max_seqs + 1) * sizeof(int64_t), 256);
+}
+static size_t aa_cpu_shared_bytes(const anyattn_plan *plan) {
+  const aa_cpu_layout L = aa_cpu_layout_of(plan);
+  const size_t slots = (size_t)2 * AA_CPU_ITEMS_PER_THREAD * (size_t)aa_cpu_state_of(plan)->threads;
+  return aa_cpu_prefix_bytes(plan) +
+         aa_round_up(slots * aa_cpu_decode_slot(&L, plan->group, plan->problem.head_dim) * sizeof(float), 256);
 }
 
 /* ---- plan ---------------------------------------------------------------- */
@@ -254,6 +274,9 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.dec_pf2 = 0;
   job.dec_spread = 1;
   job.dec_amx = 1;
+  job.dec_chunks = 1;
+  job.dec_slot = 0;
+  job.dec_part = NULL;
   job.mm16 = NULL;
 #if defined(ANYATTN_CPU_MM16)
   const aa_cpu_isa isa = aa_cpu_state_of(plan)->isa;
@@ -304,11 +327,46 @@ static int aa_cpu_decode_spread(const aa_cpu_job *job, const aa_cpu_state *st, i
   return st->intel && aa_cpu_decode_bytes(job) > (double)st->l2_bytes * nt ? 4 : 1;
 }
 
+/* Decode batches too small to give every thread AA_CPU_ITEMS_PER_THREAD
+ * items of whole head groups split each sequence's keys into dec_chunks
+ * chunks instead of its heads into smaller groups (aa_cpu_heads_per_item):
+ * an item of 2 of 8 kv heads reads a quarter of each token's row, and the
+ * hardware prefetchers fetch the rest with it. Batches of decode-like
+ * sequences only (a prefill item gives the threads work enough), fused
+ * decode path only, chunks of AA_CPU_DECODE_CHUNK_MIN keys or more; the
+ * chunks' partial results are merged after the items (aa_cpu_decode_merge).
+ * On the 2-core Xeon VM decode 1x32768 took 9.3 ms against 5.4 for 4x8192,
+ * the same bytes (docs/design/cpu.md, Work items). */
+static void aa_cpu_decode_split(aa_cpu_job *job, int nt, int dec16) {
+  const anyattn_args *a = job->a;
+  int n_dec = 0, maxk = 0;
+  for (int s = 0; s < a->num_seqs; s++) {
+    const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
+    if (q_len > job->L.dec_q) return;
+    if (q_len > 0) {
+      n_dec++;
+      maxk = a->seq_lens_k[s] > maxk ? a->seq_lens_k[s] : maxk;
+    }
+  }
+  int hpi = job->L.max_hpi;
+  while (hpi > 1 && job->kvh % hpi != 0) hpi--;
+  const int64_t groups = (int64_t)n_dec * (job->kvh / hpi), want = (int64_t)AA_CPU_ITEMS_PER_THREAD * nt;
+  if (!dec16 || n_dec == 0 || groups >= want) return;
+  int64_t c = (want + groups - 1) / groups;
+  if (c > maxk / AA_CPU_DECODE_CHUNK_MIN) c = maxk / AA_CPU_DECODE_CHUNK_MIN;
+  if (c < 2) return;
+  job->hpi = hpi;
+  job->dec_chunks = (int)c;
+  job->dec_slot = aa_cpu_decode_slot(&job->L, job->group, job->d);
+  job->dec_part = (float *)((char *)a->workspace + aa_cpu_prefix_bytes(job->plan));
+}
+
 /* Work items of sequence s: decode-like sequences (q_len <= dec_q) take
- * hpi kv heads per item, the others one kv head and block_q tokens. */
+ * hpi kv heads per item (and dec_chunks chunks of their keys), the others
+ * one kv head and block_q tokens. */
 AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
   if (q_len == 0) return 0;
-  if (q_len <= job->L.dec_q) return job->kvh / job->hpi;
+  if (q_len <= job->L.dec_q) return (int64_t)(job->kvh / job->hpi) * job->dec_chunks;
   return (((int64_t)q_len + job->bq - 1) / job->bq) * job->kvh;
 }
 
@@ -328,13 +386,16 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const 
   const int64_t local = it - prefix[s];
   const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
   if (q_len <= job->L.dec_q) {
-    const int g0 = (int)local * job->hpi;
-    if (dec16 && job->kv != ANYATTN_KV_AS_Q) aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d);
-    else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16) aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d);
+    const int g0 = (int)(local / job->dec_chunks) * job->hpi, chunk = (int)(local % job->dec_chunks);
+    float *part = job->dec_chunks > 1 ? job->dec_part + (size_t)it * job->dec_slot : NULL;
+    if (dec16 && job->kv != ANYATTN_KV_AS_Q)
+      aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d, chunk, part);
+    else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16)
+      aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d, chunk, part);
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_F16)
-      aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d);
+      aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d, chunk, part);
     else if (dec16)
-      aa_cpu_decode_f32(job, ws, s, g0, job->hpi, job->d);
+      aa_cpu_decode_f32(job, ws, s, g0, job->hpi, job->d, chunk, part);
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
@@ -357,7 +418,9 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   aa_cpu_job job = aa_cpu_job_of(plan, a);
   int nt = omp_get_max_threads();
   if (nt > st->threads) nt = st->threads; /* the workspace holds that many scratches */
+  const int dec16 = aa_cpu_fused_decode(plan->problem.dtype, job.kv, job.d);
   job.hpi = aa_cpu_heads_per_item(&job, nt);
+  aa_cpu_decode_split(&job, nt, dec16);
   /* the second prefetch (decode.c, AA_DEC_PF_TWICE) pays where the decode
    * rows are more than the last-level cache: from memory; below that they may
    * stay in cache from call to call, where it costs (docs/design/cpu.md,
@@ -384,13 +447,22 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
-  const int dec16 = aa_cpu_fused_decode(plan->problem.dtype, job.kv, job.d);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);
     /* dynamic: items differ in cost (causal diagonal, ragged lengths) */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < total; it++) aa_cpu_run_item(&job, ws, prefix, it, dec16);
+    if (job.dec_chunks > 1) { /* after the loop's barrier: every chunk's partial result is in */
+      const int groups = job.kvh / job.hpi;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t p = 0; p < (int64_t)a->num_seqs * groups; p++) {
+        const int s = (int)(p / groups), g = (int)(p % groups);
+        if (prefix[s + 1] == prefix[s]) continue; /* no query tokens */
+        aa_cpu_decode_merge(&job, ws, s, g * job.hpi, job.hpi,
+                            job.dec_part + (size_t)(prefix[s] + (int64_t)g * job.dec_chunks) * job.dec_slot);
+      }
+    }
   }
   return ANYATTN_STATUS_OK;
 }

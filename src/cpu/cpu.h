@@ -65,6 +65,9 @@ typedef struct {
   int dec_pf2;             /* decode items prefetch each line twice (decode.c, AA_DEC_PF_TWICE) */
   int dec_spread;          /* blocks whose pages decode's prefetch reads at once: 1, 2 or 4 (decode.c) */
   int dec_amx;             /* decode items may take the AMX scores (backend.c, aa_cpu_run) */
+  int dec_chunks;          /* key chunks per decode sequence and head group (backend.c, aa_cpu_decode_split) */
+  size_t dec_slot;         /* floats of one chunk's partial result in dec_part */
+  float *dec_part;         /* the chunks' partial results, one slot per work item (dec_chunks > 1) */
   const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
 } aa_cpu_job;
 
@@ -209,10 +212,21 @@ AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, anyattn_kv_dtype kv, int d) 
  * dec_q) against kv heads g0 .. g0 + nh - 1, bf16, fp16 or fp32, head_dim d
  * as aa_cpu_fused_decode allows; its q and accumulator rows are d rounded up
  * to 32 long. */
-AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
-AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
-AA_HIDDEN void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
+/* With job->dec_chunks > 1 the item covers key chunk `chunk` of the
+ * sequence's keys and leaves its unnormalised partial result in part
+ * (job->dec_slot floats) for aa_cpu_decode_merge. */
+AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                                  float *part);
+AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                                 float *part);
+AA_HIDDEN void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                                 float *part);
 /* The same over fp8 caches (job->kv), q and out bf16 or fp16. */
-AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d);
+AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                                 float *part);
+/* The output (and LSE) of sequence s, kv heads g0 .. g0 + nh - 1, from the
+ * job->dec_chunks partial results at parts (job->dec_slot floats apart). */
+AA_HIDDEN void aa_cpu_decode_merge(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh,
+                                   const float *parts);
 
 #endif /* AA_CPU_H */

@@ -1250,7 +1250,7 @@ AA_INLINE void aa_dec_scores_amx(const aa_mm16_ops *mm, const char *k0, int64_t 
  * (unless AMX made them), the softmax and P.V, which also prefetches the
  * block AA_DEC_PF_BLOCKS ahead. */
 AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, float *restrict ws, int s,
-                               int g0, int nh, const int d) {
+                               int g0, int nh, const int d, int chunk, float *part) {
   const anyattn_args *a = job->a;
   const aa_cpu_layout *L = &job->L;
   const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
@@ -1258,8 +1258,18 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
   float *St = P + 4 * AA_DEC_KB; /* AMX scores, after P in the scores segment */
   const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
-  const int R4 = rw.R4, ilo = rw.ilo, ihi = rw.ihi, dq = AA_DEC_DQ(d);
+  const int R4 = rw.R4, dq = AA_DEC_DQ(d);
   aa_dec_load_q(job, dt, kv, &rw, s, g0, nh, d, Q, acc, m, l);
+  int ilo = rw.ilo, ihi = rw.ihi;
+  if (part) { /* key chunk `chunk` of dec_chunks, whole blocks; the sinks count in chunk 0 only */
+    const int c = job->dec_chunks, n = ihi > ilo ? ihi - ilo : 0;
+    const int span = (int)aa_round_up((size_t)((n + c - 1) / c), AA_DEC_KB);
+    const int lo = ilo + chunk * span < ihi ? ilo + chunk * span : ihi;
+    ihi = lo + span < ihi ? lo + span : ihi;
+    ilo = lo;
+    if (chunk > 0)
+      for (int r = 0; r < nh * R4; r++) m[r] = -INFINITY, l[r] = 0.0f;
+  }
   const int64_t kh = a->k_stride_head * (int64_t)job->kes, vh = a->v_stride_head * (int64_t)job->kes; /* bytes */
   const int64_t kst = a->k_stride_token * (int64_t)job->kes;
 #if defined(ANYATTN_CPU_MM16)
@@ -1344,25 +1354,96 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 #if defined(ANYATTN_CPU_MM16)
   if (amx) mm->end();
 #endif
+  if (part) { /* the rows' accumulators (in their load order), maxima and sums */
+    const size_t nr = (size_t)nh * R4;
+    memcpy(part, acc, nr * dq * sizeof(float));
+    memcpy(part + nr * dq, m, nr * sizeof(float));
+    memcpy(part + nr * dq + nr, l, nr * sizeof(float));
+  } else
+    aa_dec_store(job, dt, kv, &rw, s, g0, nh, d, acc, m, l);
+}
+
+/* aa_cpu_decode_merge for one (dtype, cache format): per row, the chunks'
+ * maxima M = max m_k, then l = sum l_k e^(m_k - M) and acc = sum acc_k
+ * e^(m_k - M), which aa_dec_store normalises as an item's own. A NaN max
+ * (NaN scores) is kept, so NaN propagates as in one item; a chunk whose row
+ * saw no key (m_k = -inf) adds nothing. */
+AA_INLINE void aa_cpu_decode_merge16(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, float *restrict ws,
+                                     int s, int g0, int nh, const int d, const float *parts) {
+  const anyattn_args *a = job->a;
+  const aa_cpu_layout *L = &job->L;
+  const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s], c = job->dec_chunks, dq = AA_DEC_DQ(d);
+  float *restrict acc = ws + L->acc, *restrict m = ws + L->m, *restrict l = ws + L->l;
+  const aa_cpu_rows rw = aa_rows_of(job, s, 0, nq, (int32_t *)(ws + L->lo), (int32_t *)(ws + L->hi));
+  const size_t nr = (size_t)nh * rw.R4;
+  for (size_t r = 0; r < nr; r++) {
+    float M = -INFINITY;
+    for (int k = 0; k < c; k++) {
+      const float mk = parts[(size_t)k * job->dec_slot + nr * dq + r];
+      if (mk > M || isnan(mk)) M = mk;
+      if (isnan(M)) break;
+    }
+    float *restrict ar = acc + r * dq, lr = 0.0f;
+    memset(ar, 0, (size_t)dq * sizeof(float));
+    for (int k = 0; k < c; k++) {
+      const float *p = parts + (size_t)k * job->dec_slot;
+      const float mk = p[nr * dq + r];
+      if (mk == -INFINITY) continue;
+      const float f = expf(mk - M); /* NaN where M or mk is */
+      lr += p[nr * dq + nr + r] * f;
+      for (int i = 0; i < dq; i++) ar[i] += p[r * dq + i] * f;
+    }
+    m[r] = M;
+    l[r] = lr;
+  }
   aa_dec_store(job, dt, kv, &rw, s, g0, nh, d, acc, m, l);
 }
 
-void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d);
+void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                        float *part) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d, chunk, part);
 }
-void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d);
+void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                       float *part) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d, chunk, part);
 }
-void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d);
+void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                       float *part) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d, chunk, part);
 }
-void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d) {
+void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
+                       float *part) {
   const int fnuz = job->kv == ANYATTN_KV_FP8_E4M3FNUZ;
   if (job->plan->problem.dtype == ANYATTN_DTYPE_BF16) {
-    if (fnuz) aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d);
-    else aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d);
+    if (fnuz)
+      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d, chunk, part);
+    else
+      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d, chunk, part);
   } else {
-    if (fnuz) aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d);
-    else aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d);
+    if (fnuz)
+      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d, chunk, part);
+    else
+      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d, chunk, part);
+  }
+}
+void aa_cpu_decode_merge(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, const float *parts) {
+  const anyattn_dtype dt = job->plan->problem.dtype;
+  const int d = job->d, fmt = job->kv == ANYATTN_KV_AS_Q ? 0 : job->kv == ANYATTN_KV_FP8_E4M3FNUZ ? 2 : 1;
+  if (dt == ANYATTN_DTYPE_F32)
+    aa_cpu_decode_merge16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d, parts);
+  else if (dt == ANYATTN_DTYPE_BF16) {
+    if (fmt == 0)
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d, parts);
+    else if (fmt == 1)
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d, parts);
+    else
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d, parts);
+  } else {
+    if (fmt == 0)
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d, parts);
+    else if (fmt == 1)
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d, parts);
+    else
+      aa_cpu_decode_merge16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d, parts);
   }
 }
