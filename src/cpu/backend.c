@@ -181,7 +181,6 @@ static aa_cpu_layout aa_cpu_layout_of(const anyattn_plan *plan) {
   return L;
 }
 
-/* The shared head of the workspace: prefix sums of work items per sequence. */
 /* Keys per chunk of a decode sequence split over its keys, at least
  * (aa_cpu_decode_split). */
 #define AA_CPU_DECODE_CHUNK_MIN 256
@@ -193,9 +192,10 @@ static size_t aa_cpu_decode_slot(const aa_cpu_layout *L, int group, int d) {
   return rows * (aa_round_up((size_t)d, 32) + 2);
 }
 
-/* The workspace before the threads' scratch: the items' prefix sums, then
- * the partial results of decode items split over their keys: fewer than 2 *
- * AA_CPU_ITEMS_PER_THREAD * threads items (aa_cpu_decode_split). */
+/* The workspace before the threads' scratch (aa_cpu_shared_bytes): the
+ * prefix sums of work items per sequence, then the partial results of decode
+ * items split over their keys, one slot per item, fewer than 2 *
+ * AA_CPU_ITEMS_PER_THREAD * threads of them (aa_cpu_decode_split). */
 static size_t aa_cpu_prefix_bytes(const anyattn_plan *plan) {
   return aa_round_up(((size_t)plan->limits.max_seqs + 1) * sizeof(int64_t), 256);
 }
