@@ -129,33 +129,35 @@ static size_t aa_cpuid_cache(unsigned want) {
 }
 #endif
 
-size_t aa_cpu_llc_bytes(void) {
+/* A cache level's bytes (level 0: the largest): cpuid, else glibc's sysconf
+ * name sc (-1: none), else fallback. */
+static size_t aa_cpu_cache_bytes(unsigned level, int sc, size_t fallback) {
   size_t n = 0;
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-  n = aa_cpuid_cache(0);
+  n = aa_cpuid_cache(level);
+#else
+  (void)level;
 #endif
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-  if (n == 0) {
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+  if (n == 0 && sc >= 0) {
+    const long v = sysconf(sc);
     if (v > 0) n = (size_t)v;
   }
+#else
+  (void)sc;
 #endif
-  return n ? n : (size_t)32 << 20;
+  return n ? n : fallback;
 }
 
-size_t aa_cpu_l2_bytes(void) {
-  size_t n = 0;
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-  n = aa_cpuid_cache(2);
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+#define AA_SC_L2 _SC_LEVEL2_CACHE_SIZE
+#define AA_SC_L3 _SC_LEVEL3_CACHE_SIZE
+#else
+#define AA_SC_L2 (-1)
+#define AA_SC_L3 (-1)
 #endif
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-  if (n == 0) {
-    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (v > 0) n = (size_t)v;
-  }
-#endif
-  return n ? n : (size_t)1 << 20;
-}
+size_t aa_cpu_llc_bytes(void) { return aa_cpu_cache_bytes(0, AA_SC_L3, (size_t)32 << 20); }
+size_t aa_cpu_l2_bytes(void) { return aa_cpu_cache_bytes(2, AA_SC_L2, (size_t)1 << 20); }
 
 int aa_cpu_intel(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
