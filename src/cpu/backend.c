@@ -322,9 +322,9 @@ static double aa_cpu_decode_bytes(const aa_cpu_job *job) {
  * vdpbf16ps, fp16, fp32 and fp8 caches); decode 1x512, its rows in L2, ran
  * 0.91-0.96x with 4, hence the L2 bound. AMD CPUs keep 1 until measured
  * (docs/design/cpu.md, Fused decode). */
-static int aa_cpu_decode_spread(const aa_cpu_job *job, const aa_cpu_state *st, int nt) {
+static int aa_cpu_decode_spread(double dec_bytes, const aa_cpu_state *st, int nt) {
   if (st->spread) return st->spread;
-  return st->intel && aa_cpu_decode_bytes(job) > (double)st->l2_bytes * nt ? 4 : 1;
+  return st->intel && dec_bytes > (double)st->l2_bytes * nt ? 4 : 1;
 }
 
 /* Decode batches too small to give every thread AA_CPU_ITEMS_PER_THREAD
@@ -425,8 +425,9 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
    * rows are more than the last-level cache: from memory; below that they may
    * stay in cache from call to call, where it costs (docs/design/cpu.md,
    * Fused decode) */
-  job.dec_pf2 = aa_cpu_decode_bytes(&job) > (double)st->llc_bytes;
-  job.dec_spread = aa_cpu_decode_spread(&job, st, nt);
+  const double dec_bytes = aa_cpu_decode_bytes(&job);
+  job.dec_pf2 = dec_bytes > (double)st->llc_bytes;
+  job.dec_spread = aa_cpu_decode_spread(dec_bytes, st, nt);
   /* The fused decode's scores on AMX, where the plan has it, unless the run
    * reads its decode rows from memory: there the vdpbf16ps scores, which
    * prefetch the K lines from their own loop, read faster (on the 2-core
@@ -434,7 +435,7 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
    * MB, whose rows stay in part in its L3; its cpuid L3 is 480 MB: a quarter
    * of it is the bound). ANYATTN_CPU_ISA=amx keeps AMX for every run
    * (docs/design/cpu.md, Fused decode). */
-  job.dec_amx = st->isa_forced || aa_cpu_decode_bytes(&job) <= (double)st->llc_bytes / 4;
+  job.dec_amx = st->isa_forced || dec_bytes <= (double)st->llc_bytes / 4;
 
   /* Work items per sequence, as prefix sums, so that one flat dynamic loop
    * covers a ragged batch without empty iterations. */
