@@ -34,7 +34,7 @@
 
 #include "../include/anyattn.h"
 
-enum { HQ = 32, HKV = 8, BS = 16, MAXS = 64 };
+enum { HQ = 32, HKV = 8, BS = 16, MAXS = 1024 };
 static int D = 128; /* AB_HEAD_DIM */
 
 /* A cache of n bytes: plain malloc, or under AB_THP whole 2 MiB pages asked
@@ -113,6 +113,10 @@ int main(int argc, char **argv) {
                                                                                                   : ANYATTN_DTYPE_BF16;
   int ns = 0, ql[MAXS], kl[MAXS], b, n;
   if (sscanf(argv[3], "p%dx%d", &b, &n) == 2 || sscanf(argv[3], "d%dx%d", &b, &n) == 2) {
+    if (b < 1 || b > MAXS || n < 1) {
+      fprintf(stderr, "cpu_ab: case %s: 1 to %d sequences of 1 key or more\n", argv[3], MAXS);
+      return 2;
+    }
     for (ns = 0; ns < b && ns < MAXS; ns++) {
       ql[ns] = argv[3][0] == 'p' ? n : 1;
       kl[ns] = n;

@@ -370,32 +370,26 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
   return (((int64_t)q_len + job->bq - 1) / job->bq) * job->kvh;
 }
 
-/* Work item `it` of the run on this thread's scratch ws: prefix[s] is the
- * first item of sequence s. dec16: decode items take the fused path
- * (aa_cpu_fused_decode). */
-AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, const int64_t *prefix, int64_t it,
-                               int dec16) {
+/* Work item `it` of the run (q) on this thread's scratch ws. dec16: decode
+ * items take the fused path (aa_cpu_fused_decode), which may claim the
+ * thread's next item (q->next). */
+AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, aa_cpu_items *q, int64_t it, int dec16) {
   const anyattn_args *a = job->a;
-  int lo = 0, hi = a->num_seqs; /* largest s with prefix[s] <= it */
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (prefix[mid] <= it) lo = mid;
-    else hi = mid;
-  }
-  const int s = lo;
+  const int64_t *prefix = q->prefix;
+  const int s = aa_cpu_item_seq(prefix, a->num_seqs, it);
   const int64_t local = it - prefix[s];
   const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
   if (q_len <= job->L.dec_q) {
     const int g0 = (int)(local / job->dec_chunks) * job->hpi, chunk = (int)(local % job->dec_chunks);
     float *part = job->dec_chunks > 1 ? job->dec_part + (size_t)it * job->dec_slot : NULL;
     if (dec16 && job->kv != ANYATTN_KV_AS_Q)
-      aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d, chunk, part);
+      aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d, chunk, part, q);
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_BF16)
-      aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d, chunk, part);
+      aa_cpu_decode_bf16(job, ws, s, g0, job->hpi, job->d, chunk, part, q);
     else if (dec16 && job->plan->problem.dtype == ANYATTN_DTYPE_F16)
-      aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d, chunk, part);
+      aa_cpu_decode_f16(job, ws, s, g0, job->hpi, job->d, chunk, part, q);
     else if (dec16)
-      aa_cpu_decode_f32(job, ws, s, g0, job->hpi, job->d, chunk, part);
+      aa_cpu_decode_f32(job, ws, s, g0, job->hpi, job->d, chunk, part, q);
     else aa_cpu_item_heads(job, ws, s, g0, job->hpi, q_len);
   } else {
     /* the last query blocks see the most keys under a causal mask: start them first */
@@ -448,13 +442,21 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
+  int64_t counter = 0; /* the next unclaimed item */
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     float *ws = (float *)(thread_base + (size_t)omp_get_thread_num() * st->thread_bytes);
-    /* dynamic: items differ in cost (causal diagonal, ragged lengths) */
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < total; it++) aa_cpu_run_item(&job, ws, prefix, it, dec16);
-    if (job.dec_chunks > 1) { /* after the loop's barrier: every chunk's partial result is in */
+    /* Items claimed one at a time, as they differ in cost (causal diagonal,
+     * ragged lengths); a decode item claims its thread's next one before its
+     * end (aa_cpu_items). */
+    aa_cpu_items q = {.counter = &counter, .total = total, .prefix = prefix, .next = -1, .warm = 0};
+    for (int64_t it = aa_cpu_claim(&q); it < total;) {
+      q.next = -1;
+      aa_cpu_run_item(&job, ws, &q, it, dec16);
+      it = q.next >= 0 ? q.next : aa_cpu_claim(&q);
+    }
+#pragma omp barrier
+    if (job.dec_chunks > 1) { /* after the barrier: every chunk's partial result is in */
       const int groups = job.kvh / job.hpi;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t p = 0; p < (int64_t)a->num_seqs * groups; p++) {

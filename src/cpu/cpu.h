@@ -71,6 +71,39 @@ typedef struct {
   const aa_mm16_ops *mm16; /* the 16-bit products of prefill items, or NULL (fp32 FMA) */
 } aa_cpu_job;
 
+/* Bytes a fused decode item hands to its thread's next one (decode.c,
+ * aa_dec_carry). */
+#define AA_CPU_DEC_CARRY 4096
+
+/* The run's work items, claimed one at a time from a counter the threads
+ * share (aa_cpu_run); prefix[s] is sequence s's first item. A fused decode
+ * item claims its thread's next item when its prefetch has no block of its
+ * own left, walks on into that item's first blocks, and hands its prefetch
+ * over in carry (decode.c, aa_dec_claim). */
+typedef struct {
+  int64_t *counter;      /* the next unclaimed item, shared */
+  int64_t total;         /* the run's items */
+  const int64_t *prefix; /* [num_seqs + 1] */
+  int64_t next;          /* the item claimed to run after the current one; -1: none yet */
+  int warm;              /* carry holds the current item's prefetch */
+  _Alignas(64) unsigned char carry[AA_CPU_DEC_CARRY];
+} aa_cpu_items;
+
+AA_INLINE int64_t aa_cpu_claim(aa_cpu_items *q) { return __atomic_fetch_add(q->counter, 1, __ATOMIC_RELAXED); }
+
+/* The sequence of item it: the largest s with prefix[s] <= it. */
+AA_INLINE int aa_cpu_item_seq(const int64_t *prefix, int num_seqs, int64_t it) {
+  int lo = 0, hi = num_seqs;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (prefix[mid] <= it)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* The query rows of a work item: tokens [t0, t0 + nq) of sequence s, each
  * with every q head of a kv head's group. Row r of kv head g is token
  * r / group, q head g * group + r % group; rows R..R4 pad to a multiple of 4
@@ -83,6 +116,33 @@ typedef struct {
   int32_t *lo;   /* [R] first key row r sees */
   int32_t *hi;   /* [R] one past its last */
 } aa_cpu_rows;
+
+/* The keys [*lo, *hi) a query at position p sees among kv_len (causal,
+ * sliding window). */
+AA_INLINE void aa_row_keys(const anyattn_problem *pr, int p, int kv_len, int *lo, int *hi) {
+  int rlo = pr->window_left >= 0 ? p - pr->window_left : 0;
+  int rhi = pr->causal ? p + 1 : pr->window_right >= 0 ? p + pr->window_right + 1 : kv_len;
+  *lo = rlo < 0 ? 0 : rlo;
+  *hi = rhi > kv_len ? kv_len : rhi;
+}
+
+/* The keys [*ilo, *ihi) that any of the q_len tokens of sequence s sees (an
+ * empty range where none sees a key), as aa_rows_of finds them. */
+AA_INLINE void aa_keys_of(const aa_cpu_job *job, int s, int *ilo, int *ihi) {
+  const anyattn_args *a = job->a;
+  const int q0 = a->cu_seqlens_q[s], q_len = a->cu_seqlens_q[s + 1] - q0, kv_len = a->seq_lens_k[s];
+  const int qpos0 = a->q_pos ? a->q_pos[s] : kv_len - q_len;
+  *ilo = kv_len;
+  *ihi = 0;
+  for (int ti = 0; ti < q_len; ti++) {
+    int rlo, rhi;
+    aa_row_keys(&job->plan->problem, qpos0 + ti, kv_len, &rlo, &rhi);
+    if (rlo < rhi) {
+      if (rlo < *ilo) *ilo = rlo;
+      if (rhi > *ihi) *ihi = rhi;
+    }
+  }
+}
 
 /* The rows of tokens [t0, t0 + nq) of sequence s and the key range [lo, hi)
  * each sees (causal, sliding window), written to the scratch arrays lo, hi. */
@@ -103,11 +163,8 @@ AA_INLINE aa_cpu_rows aa_rows_of(const aa_cpu_job *job, int s, int t0, int nq, i
   rw.ilo = kv_len;
   rw.ihi = 0;
   for (int ti = 0; ti < nq; ti++) {
-    const int p = rw.qpos0 + ti;
-    int rlo = pr->window_left >= 0 ? p - pr->window_left : 0;
-    int rhi = pr->causal ? p + 1 : pr->window_right >= 0 ? p + pr->window_right + 1 : kv_len;
-    if (rlo < 0) rlo = 0;
-    if (rhi > kv_len) rhi = kv_len;
+    int rlo, rhi;
+    aa_row_keys(pr, rw.qpos0 + ti, kv_len, &rlo, &rhi);
     if (rlo < rhi) {
       if (rlo < rw.ilo) rw.ilo = rlo;
       if (rhi > rw.ihi) rw.ihi = rhi;
@@ -216,14 +273,14 @@ AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, anyattn_kv_dtype kv, int d) 
  * sequence's keys and leaves its unnormalised partial result in part
  * (job->dec_slot floats) for aa_cpu_decode_merge. */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                                  float *part);
+                                  float *part, aa_cpu_items *q);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                                 float *part);
+                                 float *part, aa_cpu_items *q);
 AA_HIDDEN void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                                 float *part);
+                                 float *part, aa_cpu_items *q);
 /* The same over fp8 caches (job->kv), q and out bf16 or fp16. */
 AA_HIDDEN void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                                 float *part);
+                                 float *part, aa_cpu_items *q);
 /* The output (and LSE) of sequence s, kv heads g0 .. g0 + nh - 1, from the
  * job->dec_chunks partial results at parts (job->dec_slot floats apart). */
 AA_HIDDEN void aa_cpu_decode_merge(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh,

@@ -1184,6 +1184,59 @@ AA_INLINE void aa_dec_pf_first(const aa_cpu_job *job, int nh, const int d, aa_kv
   }
 }
 
+/* The keys [*ilo, *ihi) of chunk `chunk` of job->dec_chunks of an item's
+ * keys [*ilo, *ihi): whole blocks, the last chunk the rest. */
+AA_INLINE void aa_dec_chunk_keys(const aa_cpu_job *job, int chunk, int *ilo, int *ihi) {
+  const int c = job->dec_chunks, n = *ihi > *ilo ? *ihi - *ilo : 0;
+  const int span = (int)aa_round_up((size_t)((n + c - 1) / c), AA_DEC_KB);
+  const int lo = *ilo + chunk * span < *ihi ? *ilo + chunk * span : *ihi;
+  *ihi = lo + span < *ihi ? lo + span : *ihi;
+  *ilo = lo;
+}
+
+/* The keys from ilo whose blocks aa_dec_pf_first prefetches: the first
+ * block, and with a spread the second as well; the first portions of blocks
+ * 2 .. sp - 1 go without (prefetching those blocks whole at the start too
+ * made decode 1x512 slower; docs/design/cpu.md, Fused decode). */
+AA_INLINE int aa_dec_first_keys(const aa_cpu_job *job, int ilo, int ihi) {
+  const int n = (AA_DEC_PF_BLOCKS + (job->dec_spread > 1 && !AA_DEC_CURSOR)) * AA_DEC_KB;
+  return ihi - ilo < n ? ihi - ilo : n;
+}
+
+/* The prefetch a decode item hands to its thread's next item
+ * (aa_cpu_items.carry): its block lists and its walk, already into the next
+ * item's keys. */
+typedef struct {
+  aa_dec_pf pf;
+  aa_kv_walks pw;
+  int next; /* the walk's next key (its end: the next item's last key) */
+} aa_dec_carry;
+_Static_assert(sizeof(aa_dec_carry) <= AA_CPU_DEC_CARRY, "aa_cpu_items.carry holds an aa_dec_carry");
+
+/* Claims the thread's next work item (q->next) when the current item's
+ * prefetch has no block left; where that item is a decode item with keys,
+ * the prefetch's walk (pw, up to *hi from *next) moves on into its keys and
+ * returns 1: the math of the current item's last blocks then prefetches
+ * the next one's first blocks, as in the middle of an item. Without it a
+ * thread's reads stopped before every item's end and started again with a
+ * burst of prefetches at the next one's (docs/design/cpu.md, Fused decode). */
+AA_INLINE int aa_dec_claim(const aa_cpu_job *job, aa_cpu_items *q, aa_kv_walks *pw, int *next, int *hi) {
+  q->next = aa_cpu_claim(q);
+  if (q->next >= q->total) return 0;
+  const anyattn_args *a = job->a;
+  const int s = aa_cpu_item_seq(q->prefix, a->num_seqs, q->next);
+  if (a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s] > job->L.dec_q) return 0; /* a prefill item */
+  const int64_t local = q->next - q->prefix[s];
+  int ilo, ihi;
+  aa_keys_of(job, s, &ilo, &ihi);
+  if (job->dec_chunks > 1) aa_dec_chunk_keys(job, (int)(local % job->dec_chunks), &ilo, &ihi);
+  if (ilo >= ihi) return 0;
+  aa_walks_init(pw, job, s, (int)(local / job->dec_chunks) * job->hpi, ilo);
+  *next = ilo;
+  *hi = ihi;
+  return 1;
+}
+
 /* Normalises the accumulators (times the v_descale of fp8 caches), undoes
  * aa_dec_load32's order and rounds once to the output dtype; writes the LSE
  * (without v_descale) when asked. */
@@ -1250,9 +1303,12 @@ AA_INLINE void aa_dec_scores_amx(const aa_mm16_ops *mm, const char *k0, int64_t 
  * (unless AMX made them), the softmax and P.V, which also prefetches the
  * block AA_DEC_PF_BLOCKS ahead. */
 AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, const int kv, float *restrict ws, int s,
-                               int g0, int nh, const int d, int chunk, float *part) {
+                               int g0, int nh, const int d, int chunk, float *part, aa_cpu_items *q) {
   const anyattn_args *a = job->a;
   const aa_cpu_layout *L = &job->L;
+  aa_dec_carry *cy = (aa_dec_carry *)q->carry;
+  const int warm = q->warm; /* the thread's item before this one streams its first blocks (aa_dec_claim) */
+  q->warm = 0;
   const int nq = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
   void *Q = ws + L->q; /* raw bf16 rows or fp32 rows, d elements each (aa_dec_load_q) */
   float *restrict acc = ws + L->acc, *restrict P = ws + L->s, *restrict m = ws + L->m, *restrict l = ws + L->l;
@@ -1261,12 +1317,8 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   const int R4 = rw.R4, dq = AA_DEC_DQ(d);
   aa_dec_load_q(job, dt, kv, &rw, s, g0, nh, d, Q, acc, m, l);
   int ilo = rw.ilo, ihi = rw.ihi;
-  if (part) { /* key chunk `chunk` of dec_chunks, whole blocks; the sinks count in chunk 0 only */
-    const int c = job->dec_chunks, n = ihi > ilo ? ihi - ilo : 0;
-    const int span = (int)aa_round_up((size_t)((n + c - 1) / c), AA_DEC_KB);
-    const int lo = ilo + chunk * span < ihi ? ilo + chunk * span : ihi;
-    ihi = lo + span < ihi ? lo + span : ihi;
-    ilo = lo;
+  if (part) { /* key chunk `chunk` of dec_chunks; the sinks count in chunk 0 only */
+    aa_dec_chunk_keys(job, chunk, &ilo, &ihi);
     if (chunk > 0)
       for (int r = 0; r < nh * R4; r++) m[r] = -INFINITY, l[r] = 0.0f;
   }
@@ -1288,17 +1340,19 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 
   aa_kv_walks rd = {0}, pw = {0};
   int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
+  int pf_hi = ihi, carried = 0; /* the prefetch's end: the next item's (carried) once it walks there */
   aa_dec_pf pf = {.n = {0}, .sp = AA_DEC_CURSOR ? 1 : job->dec_spread};
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g0, ilo);
-    aa_walks_init(&pw, job, s, g0, pf_next);
-    /* the first block whole, which no block's math before it prefetches;
-     * with a spread, the second as well; the first portions of blocks 2 ..
-     * sp - 1 go without (prefetching those blocks whole at the start too
-     * made decode 1x512 slower; docs/design/cpu.md, Fused decode) */
-    const int pf_end = ilo + (AA_DEC_PF_BLOCKS + (pf.sp > 1)) * AA_DEC_KB;
-    aa_dec_pf_first(job, nh, d, rd, (pf_end < ihi ? pf_end : ihi) - ilo, AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
-    for (int b = 1; b < pf.sp; b++) aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
+    if (warm) { /* the prefetch of the item before, into this one's blocks */
+      pf = cy->pf;
+      pw = cy->pw;
+      pf_next = cy->next;
+    } else { /* the first blocks, which no block's math before them prefetches */
+      aa_walks_init(&pw, job, s, g0, pf_next);
+      aa_dec_pf_first(job, nh, d, rd, aa_dec_first_keys(job, ilo, ihi), AA_DEC_PF_KSCORES && !amx && !AA_DEC_CURSOR);
+      for (int b = 1; b < pf.sp; b++) aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
+    }
   }
 #if AA_DEC_PF_TWICE == 2
   pf.two = !AA_DEC_CURSOR && job->dec_pf2;
@@ -1315,7 +1369,8 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
   for (int j0 = ilo; j0 < ihi; j0 += AA_DEC_KB) {
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
     aa_dec_next_rows(&rd, nk, kr, vr);
-    aa_dec_pf_next(&pf, &pw, &pf_next, ihi);
+    aa_dec_pf_next(&pf, &pw, &pf_next, pf_hi);
+    if (q->next < 0 && pf_next >= pf_hi) carried = aa_dec_claim(job, q, &pw, &pf_next, &pf_hi);
     if (AA_DEC_CURSOR) aa_dec_pf_rewind(&pf, nh, d * AA_DEC_ES(dt, kv), kh, vh);
     const int nan = scan && aa_dec_scan(job, kv, nh, d, nk, kr, vr);
     const int ast = amx && aa_dec_uniform(kr, nk, kst);
@@ -1354,6 +1409,12 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 #if defined(ANYATTN_CPU_MM16)
   if (amx) mm->end();
 #endif
+  if (carried) {
+    cy->pf = pf;
+    cy->pw = pw;
+    cy->next = pf_next;
+    q->warm = 1;
+  }
   if (part) { /* the rows' accumulators (in their load order), maxima and sums */
     const size_t nr = (size_t)nh * R4;
     memcpy(part, acc, nr * dq * sizeof(float));
@@ -1399,31 +1460,31 @@ AA_INLINE void aa_cpu_decode_merge16(const aa_cpu_job *job, const anyattn_dtype 
   aa_dec_store(job, dt, kv, &rw, s, g0, nh, d, acc, m, l);
 }
 
-void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                        float *part) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d, chunk, part);
+void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk, float *part,
+                        aa_cpu_items *q) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 0, ws, s, g0, nh, d, chunk, part, q);
 }
-void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                       float *part) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d, chunk, part);
+void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk, float *part,
+                       aa_cpu_items *q) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 0, ws, s, g0, nh, d, chunk, part, q);
 }
-void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                       float *part) {
-  aa_cpu_decode16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d, chunk, part);
+void aa_cpu_decode_f32(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk, float *part,
+                       aa_cpu_items *q) {
+  aa_cpu_decode16(job, ANYATTN_DTYPE_F32, 0, ws, s, g0, nh, d, chunk, part, q);
 }
-void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
-                       float *part) {
+void aa_cpu_decode_fp8(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk, float *part,
+                       aa_cpu_items *q) {
   const int fnuz = job->kv == ANYATTN_KV_FP8_E4M3FNUZ;
   if (job->plan->problem.dtype == ANYATTN_DTYPE_BF16) {
     if (fnuz)
-      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d, chunk, part);
+      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 2, ws, s, g0, nh, d, chunk, part, q);
     else
-      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d, chunk, part);
+      aa_cpu_decode16(job, ANYATTN_DTYPE_BF16, 1, ws, s, g0, nh, d, chunk, part, q);
   } else {
     if (fnuz)
-      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d, chunk, part);
+      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 2, ws, s, g0, nh, d, chunk, part, q);
     else
-      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d, chunk, part);
+      aa_cpu_decode16(job, ANYATTN_DTYPE_F16, 1, ws, s, g0, nh, d, chunk, part, q);
   }
 }
 void aa_cpu_decode_merge(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, const float *parts) {
