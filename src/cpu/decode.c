@@ -1237,6 +1237,47 @@ AA_INLINE int aa_dec_claim(const aa_cpu_job *job, aa_cpu_items *q, aa_kv_walks *
   return 1;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* 16 floats to bf16, rounded as aa_f32_to_bf16 does: to nearest even, NaN
+ * kept quiet (vcvtneps2bf16 would flush subnormals). */
+AA_INLINE __m256i aa_dec_bf16x16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+  const __m512i qnan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), qnan));
+}
+#endif
+
+/* Row ar of the accumulators times inv into out (dt), undoing their order
+ * (aa_dec_slot): 32 elements at a time where AVX-512 has them in bf16 pairs
+ * or in order, the same bits as the scalar loop; returns the elements done. */
+AA_INLINE int aa_dec_store_vec(const anyattn_dtype dt, const int kv, const int d, const float *restrict ar, float inv,
+                               void *out) {
+  int c = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (kv) return 0;
+  const __m512 vi = _mm512_set1_ps(inv);
+  if (dt == ANYATTN_DTYPE_BF16) { /* 16 even elements, then 16 odd, per 32 */
+    const __m512i pos = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (; c + 32 <= d; c += 32) {
+      const __m256i e = aa_dec_bf16x16(_mm512_mul_ps(_mm512_loadu_ps(ar + c), vi));
+      const __m256i o = aa_dec_bf16x16(_mm512_mul_ps(_mm512_loadu_ps(ar + c + 16), vi));
+      const __m512i eo = _mm512_inserti64x4(_mm512_castsi256_si512(e), o, 1);
+      _mm512_storeu_si512((uint16_t *)out + c, _mm512_permutexvar_epi16(pos, eo));
+    }
+  } else if (dt == ANYATTN_DTYPE_F16) {
+    for (; c + 16 <= d; c += 16)
+      _mm256_storeu_si256((__m256i *)((uint16_t *)out + c),
+                          _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(ar + c), vi), _MM_FROUND_TO_NEAREST_INT));
+  }
+#else
+  (void)dt, (void)kv, (void)d, (void)ar, (void)inv, (void)out;
+#endif
+  return c;
+}
+
 /* Normalises the accumulators (times the v_descale of fp8 caches), undoes
  * aa_dec_load32's order and rounds once to the output dtype; writes the LSE
  * (without v_descale) when asked. */
@@ -1258,9 +1299,11 @@ AA_INLINE void aa_dec_store(const aa_cpu_job *job, const anyattn_dtype dt, const
       if (dt == ANYATTN_DTYPE_F32)
         for (int c = 0; c < d; c++) outf[c] = ar[aa_dec_slot(dt, kv, d, c)] * inv;
       else if (dt == ANYATTN_DTYPE_BF16)
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
+        for (int c = aa_dec_store_vec(dt, kv, d, ar, inv, out); c < d; c++)
+          out[c] = aa_f32_to_bf16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       else
-        for (int c = 0; c < d; c++) out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
+        for (int c = aa_dec_store_vec(dt, kv, d, ar, inv, out); c < d; c++)
+          out[c] = aa_f32_to_f16(ar[aa_dec_slot(dt, kv, d, c)] * inv);
       if (a->lse) a->lse[o] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
