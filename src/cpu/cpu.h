@@ -271,7 +271,8 @@ AA_INLINE int aa_cpu_fused_decode(anyattn_dtype dt, anyattn_kv_dtype kv, int d) 
  * to 32 long. */
 /* With job->dec_chunks > 1 the item covers key chunk `chunk` of the
  * sequence's keys and leaves its unnormalised partial result in part
- * (job->dec_slot floats) for aa_cpu_decode_merge. */
+ * (job->dec_slot floats) for aa_cpu_decode_merge. q: the run's items, of
+ * which the item may claim its thread's next one (q->next). */
 AA_HIDDEN void aa_cpu_decode_bf16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
                                   float *part, aa_cpu_items *q);
 AA_HIDDEN void aa_cpu_decode_f16(const aa_cpu_job *job, float *restrict ws, int s, int g0, int nh, int d, int chunk,
