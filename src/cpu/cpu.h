@@ -85,6 +85,7 @@ typedef struct {
   int64_t total;         /* the run's items */
   const int64_t *prefix; /* [num_seqs + 1] */
   int64_t next;          /* the item claimed to run after the current one; -1: none yet */
+  int threads;           /* the run's threads */
   int warm;              /* carry holds the current item's prefetch */
   _Alignas(64) unsigned char carry[AA_CPU_DEC_CARRY];
 } aa_cpu_items;

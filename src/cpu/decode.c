@@ -1219,8 +1219,13 @@ _Static_assert(sizeof(aa_dec_carry) <= AA_CPU_DEC_CARRY, "aa_cpu_items.carry hol
  * returns 1: the math of the current item's last blocks then prefetches
  * the next one's first blocks, as in the middle of an item. Without it a
  * thread's reads stopped before every item's end and started again with a
- * burst of prefetches at the next one's (docs/design/cpu.md, Fused decode). */
+ * burst of prefetches at the next one's (docs/design/cpu.md, Work items).
+ * No claim while fewer items than threads are left: a thread still waking
+ * up would find none, and one thread would run two items where each of two
+ * threads could run one (decode 1x512, two items on two threads, took up
+ * to 2.3x as long). */
 AA_INLINE int aa_dec_claim(const aa_cpu_job *job, aa_cpu_items *q, aa_kv_walks *pw, int *next, int *hi) {
+  if (q->total - __atomic_load_n(q->counter, __ATOMIC_RELAXED) < q->threads) return 0;
   q->next = aa_cpu_claim(q);
   if (q->next >= q->total) return 0;
   const anyattn_args *a = job->a;
@@ -1383,7 +1388,7 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
 
   aa_kv_walks rd = {0}, pw = {0};
   int pf_next = ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB < ihi ? ilo + AA_DEC_PF_BLOCKS * AA_DEC_KB : ihi;
-  int pf_hi = ihi, carried = 0; /* the prefetch's end: the next item's (carried) once it walks there */
+  int pf_hi = ihi, claim = 1, carried = 0; /* the prefetch's end: the next item's (carried) once it walks there */
   aa_dec_pf pf = {.n = {0}, .sp = AA_DEC_CURSOR ? 1 : job->dec_spread};
   if (ilo < ihi) {
     aa_walks_init(&rd, job, s, g0, ilo);
@@ -1413,7 +1418,10 @@ AA_INLINE void aa_cpu_decode16(const aa_cpu_job *job, const anyattn_dtype dt, co
     const int nk = ihi - j0 < AA_DEC_KB ? ihi - j0 : AA_DEC_KB;
     aa_dec_next_rows(&rd, nk, kr, vr);
     aa_dec_pf_next(&pf, &pw, &pf_next, pf_hi);
-    if (q->next < 0 && pf_next >= pf_hi) carried = aa_dec_claim(job, q, &pw, &pf_next, &pf_hi);
+    if (claim && pf_next >= pf_hi) { /* once per item */
+      claim = 0;
+      carried = aa_dec_claim(job, q, &pw, &pf_next, &pf_hi);
+    }
     if (AA_DEC_CURSOR) aa_dec_pf_rewind(&pf, nh, d * AA_DEC_ES(dt, kv), kh, vh);
     const int nan = scan && aa_dec_scan(job, kv, nh, d, nk, kr, vr);
     const int ast = amx && aa_dec_uniform(kr, nk, kst);
