@@ -8,12 +8,16 @@
  * their own on the shared context while the others run, and each thread's
  * anyattn_last_error() must name its own error, whatever the others did.
  *
- * usage: test_threads [cpu|cuda] [--share-workspace]
+ * usage: test_threads [cpu|cuda] [--share-workspace] [--omp]
  *   --share-workspace breaks the contract on purpose (one workspace for all
  *   threads), to show the check catches it: expect FAIL (or a crash).
+ *   --omp starts the threads as an OpenMP parallel region instead: the CPU
+ *   backend's own parallel region is then nested, and runs with a team of
+ *   one thread where its plan asked for more.
  * Exit: 0 pass, 1 fail, 77 skip (backend not built or no device). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,11 +372,13 @@ static void free_inputs(shared_state *S) {
 int main(int argc, char **argv) {
   static shared_state S; /* large: static storage, zeroed */
   S.be = ANYATTN_BACKEND_CPU;
-  int share = 0;
+  int share = 0, omp = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--share-workspace")) share = 1;
+    else if (!strcmp(argv[i], "--omp"))
+      omp = 1;
     else if (anyattn_backend_from_name(argv[i], &S.be) != ANYATTN_STATUS_OK || S.be == ANYATTN_BACKEND_AUTO) {
-      fprintf(stderr, "usage: test_threads [cpu|cuda] [--share-workspace]\n");
+      fprintf(stderr, "usage: test_threads [cpu|cuda] [--share-workspace] [--omp]\n");
       return 2;
     }
   }
@@ -412,25 +418,44 @@ int main(int argc, char **argv) {
   pthread_t tid[THREADS];
   int started = 0;
   if (!fails && pthread_barrier_init(&S.barrier, NULL, THREADS) == 0) {
-    for (; started < THREADS; started++) {
-      T[started] = (thread_state){&S, started, 0, 0, 0};
-      if (pthread_create(&tid[started], NULL, thread_main, &T[started]) != 0) break;
-    }
-    if (started < THREADS) {
-      printf("FAIL: pthread_create for thread %d\n", started);
-      fails++;
-      exit(1); /* the barrier would wait forever for the missing thread */
+    if (omp) {
+      int team = 0;
+      omp_set_dynamic(0);
+#pragma omp parallel num_threads(THREADS)
+      {
+#pragma omp single
+        team = omp_get_num_threads();
+        /* the implicit barrier of single: every thread sees team */
+        if (team == THREADS) {
+          const int i = omp_get_thread_num();
+          T[i] = (thread_state){&S, i, 0, 0, 0};
+          thread_main(&T[i]);
+        }
+      }
+      if (team != THREADS) {
+        printf("FAIL: the OpenMP team has %d threads, not %d\n", team, THREADS);
+        exit(1);
+      }
+    } else {
+      for (; started < THREADS; started++) {
+        T[started] = (thread_state){&S, started, 0, 0, 0};
+        if (pthread_create(&tid[started], NULL, thread_main, &T[started]) != 0) break;
+      }
+      if (started < THREADS) {
+        printf("FAIL: pthread_create for thread %d\n", started);
+        fails++;
+        exit(1); /* the barrier would wait forever for the missing thread */
+      }
+      for (int i = 0; i < THREADS; i++) pthread_join(tid[i], NULL);
     }
     int runs = 0, mismatched = 0, errors = 0;
-    for (int i = 0; i < THREADS; i++) {
-      pthread_join(tid[i], NULL);
-      runs += T[i].runs, mismatched += T[i].mismatches, errors += T[i].errors;
-    }
+    for (int i = 0; i < THREADS; i++) runs += T[i].runs, mismatched += T[i].mismatches, errors += T[i].errors;
     pthread_barrier_destroy(&S.barrier);
-    printf("%s %d threads, one shared context and plan%s: %d runs, %d outputs differ from the single-threaded "
-           "run, %d errors\n",
-           mismatched || errors ? "FAIL" : "PASS", THREADS, share ? ", ONE SHARED WORKSPACE" : ", a workspace each",
-           runs, mismatched, errors);
+    printf(
+        "%s %d %s threads, one shared context and plan%s: %d runs, %d outputs differ from the single-threaded "
+        "run, %d errors\n",
+        mismatched || errors ? "FAIL" : "PASS", THREADS, omp ? "OpenMP" : "POSIX",
+        share ? ", ONE SHARED WORKSPACE" : ", a workspace each", runs, mismatched, errors);
     fails += mismatched + errors;
   } else if (!fails) {
     printf("FAIL: pthread_barrier_init\n");

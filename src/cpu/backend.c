@@ -442,10 +442,11 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
-  int64_t counter = nt; /* the next unclaimed item: thread t starts with item t */
+  int64_t counter = 0; /* items claimed after the threads' first ones */
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    const int tid = omp_get_thread_num();
+    /* the team may have fewer threads than asked for (nested in a caller's parallel region) */
+    const int tid = omp_get_thread_num(), team = omp_get_num_threads();
     float *ws = (float *)(thread_base + (size_t)tid * st->thread_bytes);
     /* Items claimed one at a time after the first, as they differ in cost
      * (causal diagonal, ragged lengths); a decode item claims its thread's
@@ -454,7 +455,8 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
      * caches (decode 1x512, two items on two threads, whose rows fit the
      * cores' L2: claimed in order of arrival, the items changed cores from
      * call to call and read from memory, 2.5x slower). */
-    aa_cpu_items q = {.counter = &counter, .total = total, .prefix = prefix, .next = -1, .threads = nt, .warm = 0};
+    aa_cpu_items q = {
+        .counter = &counter, .first = team, .total = total, .prefix = prefix, .next = -1, .threads = team, .warm = 0};
     for (int64_t it = tid; it < total;) {
       q.next = -1;
       aa_cpu_run_item(&job, ws, &q, it, dec16);

@@ -81,16 +81,23 @@ typedef struct {
  * own left, walks on into that item's first blocks, and hands its prefetch
  * over in carry (decode.c, aa_dec_claim). */
 typedef struct {
-  int64_t *counter;      /* the next unclaimed item, shared */
+  int64_t *counter;      /* items claimed after the threads' first ones, shared */
+  int64_t first;         /* items taken first, one a thread: the team's threads */
   int64_t total;         /* the run's items */
   const int64_t *prefix; /* [num_seqs + 1] */
   int64_t next;          /* the item claimed to run after the current one; -1: none yet */
-  int threads;           /* the run's threads */
+  int threads;           /* the team's threads */
   int warm;              /* carry holds the current item's prefetch */
   _Alignas(64) unsigned char carry[AA_CPU_DEC_CARRY];
 } aa_cpu_items;
 
-AA_INLINE int64_t aa_cpu_claim(aa_cpu_items *q) { return __atomic_fetch_add(q->counter, 1, __ATOMIC_RELAXED); }
+/* The next unclaimed item (total or more: none left), and how many are left. */
+AA_INLINE int64_t aa_cpu_claim(aa_cpu_items *q) {
+  return q->first + __atomic_fetch_add(q->counter, 1, __ATOMIC_RELAXED);
+}
+AA_INLINE int64_t aa_cpu_items_left(const aa_cpu_items *q) {
+  return q->total - q->first - __atomic_load_n(q->counter, __ATOMIC_RELAXED);
+}
 
 /* The sequence of item it: the largest s with prefix[s] <= it. */
 AA_INLINE int aa_cpu_item_seq(const int64_t *prefix, int num_seqs, int64_t it) {

@@ -1225,7 +1225,7 @@ _Static_assert(sizeof(aa_dec_carry) <= AA_CPU_DEC_CARRY, "aa_cpu_items.carry hol
  * threads could run one (decode 1x512, two items on two threads, took up
  * to 2.3x as long). */
 AA_INLINE int aa_dec_claim(const aa_cpu_job *job, aa_cpu_items *q, aa_kv_walks *pw, int *next, int *hi) {
-  if (q->total - __atomic_load_n(q->counter, __ATOMIC_RELAXED) < q->threads) return 0;
+  if (aa_cpu_items_left(q) < q->threads) return 0;
   q->next = aa_cpu_claim(q);
   if (q->next >= q->total) return 0;
   const anyattn_args *a = job->a;
