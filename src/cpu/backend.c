@@ -375,12 +375,11 @@ AA_INLINE int64_t aa_cpu_items_of(const aa_cpu_job *job, int q_len) {
  * thread's next item (q->next). */
 AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, aa_cpu_items *q, int64_t it, int dec16) {
   const anyattn_args *a = job->a;
-  const int64_t *prefix = q->prefix;
-  const int s = aa_cpu_item_seq(prefix, a->num_seqs, it);
-  const int64_t local = it - prefix[s];
+  int s, g0, chunk;
+  int64_t local;
+  const int dec = aa_cpu_item_at(job, q->prefix, it, &s, &local, &g0, &chunk);
   const int q_len = a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s];
-  if (q_len <= job->L.dec_q) {
-    const int g0 = (int)(local / job->dec_chunks) * job->hpi, chunk = (int)(local % job->dec_chunks);
+  if (dec) {
     float *part = job->dec_chunks > 1 ? job->dec_part + (size_t)it * job->dec_slot : NULL;
     if (dec16 && job->kv != ANYATTN_KV_AS_Q)
       aa_cpu_decode_fp8(job, ws, s, g0, job->hpi, job->d, chunk, part, q);

@@ -99,9 +99,14 @@ AA_INLINE int64_t aa_cpu_items_left(const aa_cpu_items *q) {
   return q->total - q->first - __atomic_load_n(q->counter, __ATOMIC_RELAXED);
 }
 
-/* The sequence of item it: the largest s with prefix[s] <= it. */
-AA_INLINE int aa_cpu_item_seq(const int64_t *prefix, int num_seqs, int64_t it) {
-  int lo = 0, hi = num_seqs;
+/* Work item it of the run (prefix[s]: sequence s's first item): its
+ * sequence *s and its index *local among that sequence's items; for a decode
+ * item (q_len <= job->L.dec_q; returns 1) its first kv head *g0 and its key
+ * chunk *chunk, in aa_cpu_items_of's order. */
+AA_INLINE int aa_cpu_item_at(const aa_cpu_job *job, const int64_t *prefix, int64_t it, int *s, int64_t *local, int *g0,
+                             int *chunk) {
+  const anyattn_args *a = job->a;
+  int lo = 0, hi = a->num_seqs; /* the largest s with prefix[s] <= it */
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
     if (prefix[mid] <= it)
@@ -109,7 +114,12 @@ AA_INLINE int aa_cpu_item_seq(const int64_t *prefix, int num_seqs, int64_t it) {
     else
       hi = mid;
   }
-  return lo;
+  *s = lo;
+  *local = it - prefix[lo];
+  if (a->cu_seqlens_q[lo + 1] - a->cu_seqlens_q[lo] > job->L.dec_q) return 0;
+  *g0 = (int)(*local / job->dec_chunks) * job->hpi;
+  *chunk = (int)(*local % job->dec_chunks);
+  return 1;
 }
 
 /* The query rows of a work item: tokens [t0, t0 + nq) of sequence s, each

@@ -1220,23 +1220,18 @@ _Static_assert(sizeof(aa_dec_carry) <= AA_CPU_DEC_CARRY, "aa_cpu_items.carry hol
  * the next one's first blocks, as in the middle of an item. Without it a
  * thread's reads stopped before every item's end and started again with a
  * burst of prefetches at the next one's (docs/design/cpu.md, Work items).
- * No claim while fewer items than threads are left: a thread still waking
- * up would find none, and one thread would run two items where each of two
- * threads could run one (decode 1x512, two items on two threads, took up
- * to 2.3x as long). */
+ * No claim while fewer items than threads are left: the item would wait
+ * for this one's end while another thread may be free to run it. */
 AA_INLINE int aa_dec_claim(const aa_cpu_job *job, aa_cpu_items *q, aa_kv_walks *pw, int *next, int *hi) {
   if (aa_cpu_items_left(q) < q->threads) return 0;
   q->next = aa_cpu_claim(q);
-  if (q->next >= q->total) return 0;
-  const anyattn_args *a = job->a;
-  const int s = aa_cpu_item_seq(q->prefix, a->num_seqs, q->next);
-  if (a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s] > job->L.dec_q) return 0; /* a prefill item */
-  const int64_t local = q->next - q->prefix[s];
-  int ilo, ihi;
+  int s, g0, chunk, ilo, ihi;
+  int64_t local;
+  if (q->next >= q->total || !aa_cpu_item_at(job, q->prefix, q->next, &s, &local, &g0, &chunk)) return 0;
   aa_keys_of(job, s, &ilo, &ihi);
-  if (job->dec_chunks > 1) aa_dec_chunk_keys(job, (int)(local % job->dec_chunks), &ilo, &ihi);
+  if (job->dec_chunks > 1) aa_dec_chunk_keys(job, chunk, &ilo, &ihi);
   if (ilo >= ihi) return 0;
-  aa_walks_init(pw, job, s, (int)(local / job->dec_chunks) * job->hpi, ilo);
+  aa_walks_init(pw, job, s, g0, ilo);
   *next = ilo;
   *hi = ihi;
   return 1;
