@@ -34,6 +34,12 @@ _KV_CACHE_DTYPES = {"auto": None, "fp8": KVDType.FP8_E4M3, "fp8_e4m3": KVDType.F
 # (thresholds and scratch buffers): anyattn chooses its own, so they are ignored.
 _VLLM_SCRATCH = ("seq_threshold_3D", "num_par_softmax_segments", "softmax_segm_output",
                  "softmax_segm_max", "softmax_segm_expsum")
+# vLLM's KVQuantMode (an IntEnum in vllm.v1.kv_cache_interface): the values
+# every version of it agrees on. NONE: the caches hold q's dtype; FP8_PER_TENSOR:
+# fp8 codes times k_descale / v_descale. Its other modes (per-token-head int8
+# and fp8 scale caches, int4, NVFP4) have numbers that differ between versions
+# and are refused by number, named by the enum's own name.
+_KV_QUANT_NONE, _KV_QUANT_FP8_PER_TENSOR = 0, 1
 _INT_MAX = 2**31 - 1
 _MAX_STAGE_KV_TOKENS = 2**29  # the library's bound on limits.stage_kv_tokens (AA_MAX_CONTEXT)
 
@@ -358,6 +364,24 @@ def _kv_dtype(ka, va, qa, kv_cache_dtype):
     return kv
 
 
+def _kv_quant_mode(mode):
+    """vLLM's kv_quant_mode (its KVQuantMode enum, or the enum's int) -> 0
+    (NONE) or 1 (FP8_PER_TENSOR); None (not passed) stays None. Other modes
+    raise NotImplementedError naming the mode."""
+    if mode is None:
+        return None
+    if isinstance(mode, bool) or not hasattr(mode, "__index__"):
+        raise TypeError("kv_quant_mode: expected vLLM's KVQuantMode (an int enum), got %s"
+                        % type(mode).__name__)
+    m = operator.index(mode)
+    if m in (_KV_QUANT_NONE, _KV_QUANT_FP8_PER_TENSOR):
+        return m
+    name = getattr(mode, "name", None) or str(m)
+    raise NotImplementedError("kv_quant_mode %s is not supported by anyattn: it reads caches of "
+                              "q's dtype (NONE) and fp8 caches with per-tensor or per-(sequence, "
+                              "kv head) descales (FP8_PER_TENSOR)" % name)
+
+
 def _descale(name, obj, qa, num_seqs, num_kv_heads):
     """(address, DescaleLayout) of a k or v descale: one element (any shape,
     e.g. vLLM's scalar expanded to [num_seqs, num_kv_heads] with stride 0) is
@@ -412,7 +436,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                       q_descale=None, k_descale=None, v_descale=None, alibi_slopes=None,
                       output_scale=None, qq_bias=None, sinks=None, lse=None, *,
                       validate=None, config=None, kv_cache_dtype=None, sum_seqlen_k=None,
-                      stage_kv_tokens=None, **kwargs):
+                      stage_kv_tokens=None, kv_quant_mode=None, use_alibi_sqrt=False,
+                      mm_prefix_range=None, k_scale_cache=None, v_scale_cache=None, **kwargs):
     """Paged attention over a ragged batch, vLLM's argument names and shapes.
 
     q            [num_tokens, num_q_heads, head_dim], contiguous
@@ -463,8 +488,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     num_kv_heads] counts as one) or contiguous [num_seqs, num_kv_heads];
     read by the library during the call (no host sync); None is 1.0. With
     16-bit caches the descales are dropped, as vLLM's kernel ignores them
-    there. q_descale (fp8 q), output_scale (fp8 out), qq_bias and any other
-    keyword of vLLM's kernels anyattn does not compute raise
+    there. kv_quant_mode (vLLM's KVQuantMode): None (not passed) takes the
+    cache kind from the dtypes; NONE needs caches of q's dtype and
+    FP8_PER_TENSOR fp8 caches (else ValueError); its other modes raise
+    NotImplementedError. q_descale (fp8 q), output_scale (fp8 out), qq_bias,
+    use_alibi_sqrt=True, mm_prefix_range, k_scale_cache / v_scale_cache and any
+    other keyword of vLLM's kernels anyattn does not compute raise
     NotImplementedError naming it; vLLM's split thresholds and scratch
     buffers (seq_threshold_3D, softmax_segm_*, ...) are ignored, and an
     unknown keyword passed as None is ignored too.
@@ -493,6 +522,18 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                                   "pass None")
     if qq_bias is not None:
         raise NotImplementedError("qq_bias is not supported by anyattn; pass None")
+    if use_alibi_sqrt:
+        raise NotImplementedError("use_alibi_sqrt: anyattn's ALiBi bias is linear in the distance "
+                                  "(slope x distance), not its square root; pass False")
+    if mm_prefix_range is not None:
+        raise NotImplementedError("mm_prefix_range: bidirectional attention over multimodal "
+                                  "prefix ranges is not supported by anyattn; pass None")
+    for name, val in (("k_scale_cache", k_scale_cache), ("v_scale_cache", v_scale_cache)):
+        if val is not None:
+            raise NotImplementedError("%s: per-token-head scale caches are not supported by "
+                                      "anyattn (fp8 caches take k_descale and v_descale); pass "
+                                      "None" % name)
+    quant = _kv_quant_mode(kv_quant_mode)
 
     # -- tensors: kinds, dtypes, devices, shapes
     qa = info("q", q)
@@ -513,6 +554,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     cua, ska, bta = arrays["cu_seqlens_q"], arrays["seqused_k"], arrays["block_table"]
     _need(oa.dtype == qa.dtype, TypeError, "out: dtype %s differs from q's %s", oa.dtype, qa.dtype)
     kv = _kv_dtype(ka, va, qa, kv_cache_dtype)
+    if quant == _KV_QUANT_NONE and kv != KVDType.AS_Q:
+        raise ValueError("kv_quant_mode is NONE but k holds fp8 codes (vLLM's kernel would read "
+                         "them without k_descale and v_descale); pass FP8_PER_TENSOR")
+    if quant == _KV_QUANT_FP8_PER_TENSOR and kv == KVDType.AS_Q:
+        raise ValueError("kv_quant_mode is FP8_PER_TENSOR but k holds %s, not fp8 codes (a uint8 "
+                         "cache needs kv_cache_dtype='fp8' or 'fp8_e4m3fnuz')" % ka.dtype)
     for a in (cua, ska, bta):
         _need(a.dtype == "int32", TypeError, "%s: dtype must be int32, got %s", a.name, a.dtype)
 

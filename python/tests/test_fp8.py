@@ -4,13 +4,14 @@ per-(sequence, kv head) descales, vLLM's stride-0 expanded scalar among them;
 against a float64 reference that dequantises the codes exactly. Plus the
 arguments the binding refuses. Seeds are printed; ANYATTN_SEED reruns one."""
 
+import enum
 import math
 
 import numpy as np
 import pytest
 
 from anyattn import AnyattnError, unified_attention
-from test_cpu import make_case, reference
+from test_cpu import make_case, reference, run_and_check
 
 FNUZ = {"fp8": False, "fp8_e4m3": False, "fp8_e4m3fn": False, "fp8_e4m3fnuz": True}
 
@@ -180,8 +181,6 @@ def test_refusals(rng):
         unified_attention(**dict(case, q_descale=np.ones(1, np.float32)))
     with pytest.raises(NotImplementedError, match="output_scale"):
         unified_attention(**dict(case, output_scale=np.ones(1, np.float32)))
-    with pytest.raises(NotImplementedError, match="kv_quant_mode"):
-        unified_attention(**dict(case, kv_quant_mode=1))
     with pytest.raises(NotImplementedError, match="k_scale_nvfp4"):
         unified_attention(**dict(case, k_scale_nvfp4=np.ones(1, np.float32)))
     with pytest.raises(ValueError, match="k_descale: shape"):
@@ -193,6 +192,65 @@ def test_refusals(rng):
     # vLLM's split thresholds and scratch buffers, and unknown keywords passed as None
     unified_attention(**dict(case, seq_threshold_3D=128, softmax_segm_output=np.empty(1),
                              kv_quant_mode=None))
+
+
+class KVQuantMode(enum.IntEnum):
+    """vLLM's KVQuantMode (vllm.v1.kv_cache_interface), the values its versions share."""
+    NONE = 0
+    FP8_PER_TENSOR = 1
+    INT8_PER_TOKEN_HEAD = 2
+    FP8_PER_TOKEN_HEAD = 3
+
+
+def vllm_keywords(case, mode):
+    """The keywords vLLM's Triton backend passes beside the problem (vLLM's
+    split thresholds and scratch buffers, its ALiBi and multimodal switches,
+    kv_quant_mode and the scale caches of its per-token-head modes)."""
+    hq, d = case["q"].shape[1:]
+    return dict(case, seq_threshold_3D=8, num_par_softmax_segments=16,
+                softmax_segm_output=np.empty((8, hq, 16, d), np.float32),
+                softmax_segm_max=np.empty((8, hq, 16), np.float32),
+                softmax_segm_expsum=np.empty((8, hq, 16), np.float32), alibi_slopes=None,
+                output_scale=None, qq_bias=None, sinks=None, mm_prefix_range=None,
+                use_alibi_sqrt=False, kv_quant_mode=mode, k_scale_cache=None, v_scale_cache=None)
+
+
+@pytest.mark.parametrize("as_int", [False, True])
+def test_vllm_kv_quant_mode(rng, as_int):
+    """vLLM's backend passes kv_quant_mode (NONE over caches of q's dtype,
+    FP8_PER_TENSOR over fp8 caches) and its other switches on every call."""
+    mode = (lambda m: int(m)) if as_int else (lambda m: m)
+    case, kq, vq = fp8_case(rng, "fp8", q_lens=(1, 6), kv_lens=(30, 6))
+    check(vllm_keywords(case, mode(KVQuantMode.FP8_PER_TENSOR)), kq, vq)
+    case16 = make_case(rng, dtype="float16", q_lens=(1, 6), kv_lens=(30, 6))
+    run_and_check(vllm_keywords(case16, mode(KVQuantMode.NONE)), "float16")
+    with pytest.raises(ValueError, match="kv_quant_mode is NONE but k holds fp8 codes"):
+        unified_attention(**vllm_keywords(case, mode(KVQuantMode.NONE)))
+    with pytest.raises(ValueError, match="kv_quant_mode is FP8_PER_TENSOR but k holds float16"):
+        unified_attention(**vllm_keywords(case16, mode(KVQuantMode.FP8_PER_TENSOR)))
+    name = "3" if as_int else "FP8_PER_TOKEN_HEAD"
+    with pytest.raises(NotImplementedError, match="kv_quant_mode %s is not supported" % name):
+        unified_attention(**vllm_keywords(case, mode(KVQuantMode.FP8_PER_TOKEN_HEAD)))
+
+
+def test_vllm_switches_refused(rng):
+    case, _, _ = fp8_case(rng, "fp8", q_lens=(1, 6), kv_lens=(30, 6))
+    args = vllm_keywords(case, KVQuantMode.FP8_PER_TENSOR)
+    for name, val, needle in (
+            ("use_alibi_sqrt", True, "use_alibi_sqrt: anyattn's ALiBi bias is linear"),
+            ("mm_prefix_range", np.zeros((2, 1, 2), np.int32), "mm_prefix_range: bidirectional"),
+            ("k_scale_cache", np.ones(1, np.float32), "k_scale_cache: per-token-head"),
+            ("v_scale_cache", np.ones(1, np.float32), "v_scale_cache: per-token-head"),
+            ("kv_quant_mode", 5, "kv_quant_mode 5 is not supported")):
+        out = args["out"].copy()
+        args["out"][:] = np.nan
+        with pytest.raises(NotImplementedError, match=needle):
+            unified_attention(**dict(args, **{name: val}))
+        assert np.isnan(args["out"]).all(), name  # nothing written
+        args["out"][:] = out
+    for bad in ("fp8", 1.0, True):
+        with pytest.raises(TypeError, match="kv_quant_mode: expected vLLM's KVQuantMode"):
+            unified_attention(**dict(args, kv_quant_mode=bad))
 
 
 def test_descales_dropped_for_16bit_caches(rng):
