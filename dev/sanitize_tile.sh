@@ -12,7 +12,7 @@ c=${1:?config name}
 filter=${2:-_d128_}
 tree=$(mktemp /tmp/aa_tree_XXXX.json)
 printf '{"device": "any", "family": "any", "tuned": 0, "provenance": "sanitize_tile.sh", "legend": "one leaf",\n "nodes": [{"config": "%s", "splits": 0}]}\n' "$c" >"$tree"
-ANYATTN_TREE=$tree build/anyattn info | grep -E "config selection" | head -1
+ANYATTN_TREE=$tree build/anyattn info | sed -n "/^backend cuda/,/^backend hip/p" | grep -E "config selection" | head -1
 for tool in ${TOOLS:-memcheck racecheck}; do
   out=$(ANYATTN_TREE=$tree timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
     build/anyattn check --backend cuda --quick --filter "$filter" 2>&1)
