@@ -204,6 +204,31 @@ def test_sinks(rng):
     run_and_check(case, sinks=sinks)
 
 
+def test_sinks_and_slopes_in_16_bits(rng):
+    """bf16 and fp16 sinks and slopes (vLLM passes gpt-oss's bf16 sinks
+    parameter as it is) compute what their fp32 values do."""
+    case = make_case(rng, dtype="float16", hq=4, hkv=2, q_lens=(5, 1), kv_lens=(11, 20))
+    sinks = np.array([-1.5, 0.25, 3.0, 6.5], dtype=np.float16)  # exact in fp16 and bf16
+    slopes = np.array([0.5, 0.125, 0.0625, 0.25], dtype=np.float16)
+    run_and_check(case, "float16", sinks=sinks, alibi_slopes=slopes)
+    want = case["out"].copy()
+    case["out"][:] = np.nan
+    unified_attention(**dict(case, sinks=sinks.astype(np.float32),
+                             alibi_slopes=slopes.astype(np.float32)))
+    np.testing.assert_array_equal(case["out"], want)
+    with pytest.raises(TypeError, match="sinks: dtype must be float32, bfloat16 or float16, got "
+                                        "float64"):
+        unified_attention(**dict(case, sinks=sinks.astype(np.float64)))
+    with pytest.raises(ValueError, match=r"sinks: shape must be \(4,\)"):
+        unified_attention(**dict(case, sinks=sinks[:3]))
+    torch = pytest.importorskip("torch")  # torch bf16, as vLLM passes gpt-oss's sinks
+    targs = {n: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for n, v in case.items()}
+    targs["out"] = torch.full_like(targs["q"], float("nan"))
+    unified_attention(**dict(targs, sinks=torch.from_numpy(sinks.astype(np.float32)).bfloat16(),
+                             alibi_slopes=torch.from_numpy(slopes).bfloat16()))
+    np.testing.assert_array_equal(targs["out"].numpy(), want)
+
+
 def test_decode_only_without_lse(rng):
     case = make_case(rng, q_lens=(1,) * 6, kv_lens=(1, 2, 9, 33, 64, 5), bs=16)
     run_and_check(case, with_lse=False)

@@ -177,6 +177,13 @@ def test_cuda_window_softcap_alibi_sinks(gen, dtype, causal):
     slopes = (2.0 ** -torch.arange(1, 9, dtype=torch.float32)).cuda()
     run_case(case, causal=causal, window_size=(32, 8), softcap=30.0, alibi_slopes=slopes,
              sinks=sinks)
+    # sinks as the model's bf16 parameter, as vLLM passes gpt-oss's: what their fp32 values give
+    sinks16 = sinks.bfloat16()
+    unified_attention(**dict(case, sinks=sinks16.float()))
+    want = case["out"].clone()
+    case["out"].fill_(float("nan"))
+    unified_attention(**dict(case, sinks=sinks16))
+    assert torch.equal(case["out"], want)
 
 
 @needs_cuda
