@@ -576,8 +576,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
         raise ValueError("kv_quant_mode is NONE but k holds fp8 codes (vLLM's kernel would read "
                          "them without k_descale and v_descale); pass FP8_PER_TENSOR")
     if quant == _KV_QUANT_FP8_PER_TENSOR and kv == KVDType.AS_Q:
-        raise ValueError("kv_quant_mode is FP8_PER_TENSOR but k holds %s, not fp8 codes (a uint8 "
-                         "cache needs kv_cache_dtype='fp8' or 'fp8_e4m3fnuz')" % ka.dtype)
+        raise ValueError("kv_quant_mode is FP8_PER_TENSOR but k holds %s, not fp8 codes (vLLM's "
+                         "kernel would scale them by k_descale and v_descale)" % ka.dtype)
     for a in (cua, ska, bta):
         _need(a.dtype == "int32", TypeError, "%s: dtype must be int32, got %s", a.name, a.dtype)
 
