@@ -219,7 +219,7 @@ def vllm_keywords(case, mode):
 def test_vllm_kv_quant_mode(rng, as_int):
     """vLLM's backend passes kv_quant_mode (NONE over caches of q's dtype,
     FP8_PER_TENSOR over fp8 caches) and its other switches on every call."""
-    mode = (lambda m: int(m)) if as_int else (lambda m: m)
+    mode = int if as_int else (lambda m: m)
     case, kq, vq = fp8_case(rng, "fp8", q_lens=(1, 6), kv_lens=(30, 6))
     check(vllm_keywords(case, mode(KVQuantMode.FP8_PER_TENSOR)), kq, vq)
     case16 = make_case(rng, dtype="float16", q_lens=(1, 6), kv_lens=(30, 6))
@@ -236,18 +236,16 @@ def test_vllm_kv_quant_mode(rng, as_int):
 def test_vllm_switches_refused(rng):
     case, _, _ = fp8_case(rng, "fp8", q_lens=(1, 6), kv_lens=(30, 6))
     args = vllm_keywords(case, KVQuantMode.FP8_PER_TENSOR)
+    args["out"][:] = np.nan
     for name, val, needle in (
             ("use_alibi_sqrt", True, "use_alibi_sqrt: anyattn's ALiBi bias is linear"),
             ("mm_prefix_range", np.zeros((2, 1, 2), np.int32), "mm_prefix_range: bidirectional"),
             ("k_scale_cache", np.ones(1, np.float32), "k_scale_cache: per-token-head"),
             ("v_scale_cache", np.ones(1, np.float32), "v_scale_cache: per-token-head"),
             ("kv_quant_mode", 5, "kv_quant_mode 5 is not supported")):
-        out = args["out"].copy()
-        args["out"][:] = np.nan
         with pytest.raises(NotImplementedError, match=needle):
             unified_attention(**dict(args, **{name: val}))
         assert np.isnan(args["out"]).all(), name  # nothing written
-        args["out"][:] = out
     for bad in ("fp8", 1.0, True):
         with pytest.raises(TypeError, match="kv_quant_mode: expected vLLM's KVQuantMode"):
             unified_attention(**dict(args, kv_quant_mode=bad))
