@@ -369,8 +369,11 @@ def render(root):
            "the same run with stream launches. Configs are what run launched for the case's batch (`anyattn_run_describe`; the plan's choice in files written before bench recorded it; `anyattn info` lists them).", ""]
     for gpu in gpus:
         data = load_gpu_dir(os.path.join(root, gpu))
-        out += [f"## {gpu}", ""] + report_line(os.path.join(root, gpu), gpu) + ["| file | date | commit | device | command |", "| --- | --- | --- | --- | --- |"]
+        out += [f"## {gpu}", ""] + report_line(os.path.join(root, gpu), gpu)
         stems = sorted(data, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
+        if not stems:  # a folder with only a report
+            continue
+        out += ["| file | date | commit | device | command |", "| --- | --- | --- | --- | --- |"]
         for s in stems:
             f = data[s]["facts"]
             ext = ".csv" if data[s]["kind"] == "sweep" else ".json"
