@@ -341,8 +341,8 @@ typedef struct {
    * stride_head = block_size * head_dim. */
   int64_t k_stride_block, k_stride_token, k_stride_head;
   int64_t v_stride_block, v_stride_token, v_stride_head;
-  const float *alibi_slopes; /* [num_q_heads] fp32 or NULL */
-  const float *sinks;        /* [num_q_heads] fp32 logits or NULL */
+  const void *alibi_slopes; /* [num_q_heads] of alibi_slopes_dtype, or NULL */
+  const void *sinks;        /* [num_q_heads] logits of sinks_dtype, or NULL */
   void *out;                 /* [num_tokens, num_q_heads, head_dim], dense */
   float *lse;                /* [num_tokens, num_q_heads] fp32 or NULL; never includes v_descale */
   /* Dequantisation factors of fp8 caches (problem->kv_dtype not AS_Q), fp32
@@ -354,6 +354,14 @@ typedef struct {
   const float *k_descale;
   const float *v_descale;
   anyattn_descale_layout descale_layout; /* init: ANYATTN_DESCALE_PER_TENSOR */
+  /* The element types of alibi_slopes and sinks: ANYATTN_DTYPE_F32 (init),
+   * BF16 or F16 (a model's parameters as it holds them, such as gpt-oss's
+   * bf16 sinks), in the same memory as the other tensors and aligned to
+   * their element size; each value is widened to fp32 exactly where it is
+   * read, nothing is copied. Another value is INVALID_OPTION.
+   * anyattn_cp_decode takes fp32 sinks only (UNSUPPORTED_OPTION). */
+  anyattn_dtype alibi_slopes_dtype;
+  anyattn_dtype sinks_dtype;
 } anyattn_tensors;
 
 ANYATTN_API void anyattn_tensors_init(anyattn_tensors *tensors);

@@ -594,20 +594,24 @@ typedef struct {
   int64_t num_blocks, ks[3], vs[3], k_elems, v_elems;
   size_t es, kes, q_elems, out_elems, lse_elems; /* kes: bytes per cache element */
   void *q, *k, *v, *out_init, *out_back, *q_back, *k_back, *v_back;
-  float *alibi, *sinks, *lse_init, *lse_back;
+  float *alibi, *sinks, *lse_init, *lse_back; /* alibi and sinks exact in bf16 and f16 */
+  uint16_t *alibi16, *sinks16;                 /* the same values in vec16, read by the second run */
+  anyattn_dtype vec16;
   float kds[TL_MAX_SEQS * 4], vds[TL_MAX_SEQS * 4]; /* descales, [num_seqs, num_kv_heads] (<= 4 kv heads) */
   double *ref_out, *ref_lse, *ref_abs, *ref_xmag;
   /* device */
   void *d_q, *d_k, *d_v, *d_out, *d_lse, *d_ws, *d_cu, *d_kl, *d_table, *d_alibi, *d_sinks, *d_qp, *d_kds, *d_vds;
+  void *d_alibi16, *d_sinks16;
 } tl_bufs;
 
 static void bufs_free(anyattn_backend be, tl_bufs *b) {
   free(b->table), free(b->q), free(b->k), free(b->v), free(b->out_init), free(b->out_back);
   free(b->q_back), free(b->k_back), free(b->v_back), free(b->alibi), free(b->sinks);
+  free(b->alibi16), free(b->sinks16);
   free(b->lse_init), free(b->lse_back), free(b->ref_out), free(b->ref_lse), free(b->ref_abs);
   free(b->ref_xmag);
   void *dev[] = {b->d_q, b->d_k, b->d_v, b->d_out, b->d_lse, b->d_ws, b->d_cu, b->d_kl, b->d_table,
-                 b->d_alibi, b->d_sinks, b->d_qp, b->d_kds, b->d_vds};
+                 b->d_alibi, b->d_sinks, b->d_qp, b->d_kds, b->d_vds, b->d_alibi16, b->d_sinks16};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(be, dev[i]);
 }
 
@@ -725,6 +729,8 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
   b->v_back = malloc((size_t)b->v_elems * b->kes);
   b->alibi = (float *)malloc(sizeof(float) * (size_t)b->hq);
   b->sinks = (float *)malloc(sizeof(float) * (size_t)b->hq);
+  b->alibi16 = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)b->hq);
+  b->sinks16 = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)b->hq);
   b->lse_init = (float *)malloc(sizeof(float) * b->lse_elems);
   b->lse_back = (float *)malloc(sizeof(float) * b->lse_elems);
   const size_t rows = (size_t)b->num_tokens * b->hq;
@@ -733,7 +739,7 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
   b->ref_lse = (double *)malloc(sizeof(double) * (rows + 1));
   b->ref_xmag = (double *)malloc(sizeof(double) * (rows + 1));
   if (!b->q || !b->k || !b->v || !b->out_init || !b->out_back || !b->q_back || !b->k_back || !b->v_back ||
-      !b->alibi || !b->sinks || !b->lse_init || !b->lse_back || !b->ref_out || !b->ref_abs || !b->ref_lse ||
+      !b->alibi || !b->sinks || !b->alibi16 || !b->sinks16 || !b->lse_init || !b->lse_back || !b->ref_out || !b->ref_abs || !b->ref_lse ||
       !b->ref_xmag)
     return -1;
 
@@ -786,9 +792,17 @@ static int build_data(const tl_case *c, uint64_t *r, tl_bufs *b) {
       }
     }
   }
+  /* Slopes and sinks rounded to bf16, which f16 holds too at these
+   * magnitudes: the second run reads them as 16-bit values (vec16) and must
+   * give the first run's bits. */
   for (int h = 0; h < b->hq; h++) {
-    b->alibi[h] = (float)pow(2.0, -8.0 * (h + 1) / b->hq); /* the ALiBi paper's slopes */
-    b->sinks[h] = (float)(1.5 * tl_rng_normal(r)) + c->sink_bias;
+    b->alibi[h] = tl_bf16_to_f32(tl_f32_to_bf16((float)pow(2.0, -8.0 * (h + 1) / b->hq))); /* the ALiBi paper's slopes */
+    b->sinks[h] = tl_bf16_to_f32(tl_f32_to_bf16((float)(1.5 * tl_rng_normal(r)) + c->sink_bias));
+  }
+  b->vec16 = tl_rng_int(r, 0, 1) ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16;
+  for (int h = 0; h < b->hq; h++) {
+    b->alibi16[h] = b->vec16 == ANYATTN_DTYPE_BF16 ? tl_f32_to_bf16(b->alibi[h]) : tl_f32_to_f16(b->alibi[h]);
+    b->sinks16[h] = b->vec16 == ANYATTN_DTYPE_BF16 ? tl_f32_to_bf16(b->sinks[h]) : tl_f32_to_f16(b->sinks[h]);
   }
   /* Poison: NaN where run must write, a fixed pattern in the guard row. */
   tl_fill_nan(c->dtype, b->out_init, b->q_elems);
@@ -1010,6 +1024,8 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   TL_DEV(b.d_table, sizeof(int32_t) * (size_t)b.num_seqs * b.table_stride);
   TL_DEV(b.d_alibi, sizeof(float) * (size_t)b.hq);
   TL_DEV(b.d_sinks, sizeof(float) * (size_t)b.hq);
+  TL_DEV(b.d_alibi16, sizeof(uint16_t) * (size_t)b.hq);
+  TL_DEV(b.d_sinks16, sizeof(uint16_t) * (size_t)b.hq);
   TL_DEV(b.d_qp, sizeof(int32_t) * (size_t)(b.num_seqs + 1));
   if (dm_to_device(backend, b.d_q, b.q, b.q_elems * b.es) || dm_to_device(backend, b.d_k, b.k, (size_t)b.k_elems * b.kes) ||
       dm_to_device(backend, b.d_v, b.v, (size_t)b.v_elems * b.kes) ||
@@ -1019,6 +1035,8 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
       dm_to_device(backend, b.d_table, b.table, sizeof(int32_t) * (size_t)b.num_seqs * b.table_stride) ||
       dm_to_device(backend, b.d_alibi, b.alibi, sizeof(float) * (size_t)b.hq) ||
       dm_to_device(backend, b.d_sinks, b.sinks, sizeof(float) * (size_t)b.hq) ||
+      dm_to_device(backend, b.d_alibi16, b.alibi16, sizeof(uint16_t) * (size_t)b.hq) ||
+      dm_to_device(backend, b.d_sinks16, b.sinks16, sizeof(uint16_t) * (size_t)b.hq) ||
       dm_to_device(backend, b.d_qp, b.qp, sizeof(int32_t) * (size_t)b.num_seqs)) {
     snprintf(why, sizeof why, "copy to device failed");
     goto internal;
@@ -1042,7 +1060,9 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     goto fail;
   }
   /* Two runs on the same workspace: the second must not depend on what the
-   * first left there (split-KV counters come back to zero). */
+   * first left there (split-KV counters come back to zero), and reads the
+   * slopes and sinks as 16-bit values (tensors' alibi_slopes_dtype and
+   * sinks_dtype), which must give the same bits. */
   tl_stats st[2];
   int bitwise_same = 1;
   void *first_out = NULL;
@@ -1052,10 +1072,17 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
       snprintf(why, sizeof why, "copy to device failed");
       free(first_out);
   if (!bitwise_same) { /* every backend's merges run in a fixed order (docs/semantics.md, determinism) */
-    snprintf(why, sizeof why, "two runs of the same inputs differ bitwise");
+    snprintf(why, sizeof why, "two runs of the same inputs differ bitwise%s",
+             c->alibi || c->sinks ? (b.vec16 == ANYATTN_DTYPE_BF16 ? " (the second read alibi_slopes and sinks as bf16)"
+                                                                  : " (the second read alibi_slopes and sinks as f16)")
+                                  : "");
     goto fail;
   }
       goto internal;
+    }
+    if (pass == 1) { /* the same slopes and sinks, as 16-bit values */
+      if (c->alibi) dt.alibi_slopes = b.d_alibi16, dt.alibi_slopes_dtype = b.vec16;
+      if (c->sinks) dt.sinks = b.d_sinks16, dt.sinks_dtype = b.vec16;
     }
     s = anyattn_run(plan, &db, &dt, b.d_ws, ws_size, NULL);
     if (s != ANYATTN_STATUS_OK) {
@@ -1080,7 +1107,8 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     if (compare(c, &b, opt, out, &st[pass], why, sizeof why)) {
       if (pass == 1) {
         size_t n = strlen(why);
-        snprintf(why + n, sizeof why - n, " (second run on a used workspace)");
+        snprintf(why + n, sizeof why - n, " (second run on a used workspace%s)",
+                 c->alibi || c->sinks ? ", alibi_slopes and sinks as 16-bit values" : "");
       }
       free(first_out);
       goto fail;

@@ -133,7 +133,7 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
           double xj = scale * dot, mj = fabs(scale) * adot; /* softcap's slope is at most 1 */
           if (softcap > 0.0) xj = softcap * tanh(xj / softcap);
           if (t->alibi_slopes) {
-            const double al = (double)t->alibi_slopes[h] * (double)(j - p);
+            const double al = (double)tl_load(t->alibi_slopes_dtype, t->alibi_slopes, (size_t)h) * (double)(j - p);
             xj += al;
             mj += fabs(al);
           }
@@ -151,13 +151,13 @@ int tl_reference(const anyattn_problem *pr, const anyattn_batch *b, const anyatt
           continue;
         }
         if (t->sinks) {
-          const double sink = t->sinks[h];
+          const double sink = tl_load(t->sinks_dtype, t->sinks, (size_t)h);
           if (sink > m) m = sink;
           if (fabs(sink) > mag) mag = fabs(sink);
         }
 
         /* The sink joins the max and the denominator, never the numerator. */
-        double denom = t->sinks ? exp((double)t->sinks[h] - m) : 0.0;
+        double denom = t->sinks ? exp((double)tl_load(t->sinks_dtype, t->sinks, (size_t)h) - m) : 0.0;
         for (int j = 0; j < kv_len; j++)
           if (vis[j]) denom += exp(x[j] - m);
         for (int c = 0; c < d; c++) o[c] = 0.0;

@@ -408,6 +408,13 @@ static void test_run_and_validate(anyattn_context *ctx) {
   EXPECT_RUN(t_.k_cache = (const char *)k_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "k_cache");
   EXPECT_RUN(t_.out = (char *)out_buf + 1, ANYATTN_STATUS_BAD_STRIDE, "out");
   EXPECT_RUN(t_.lse = (float *)((char *)lse_buf + 2), ANYATTN_STATUS_BAD_STRIDE, "tensors->lse");
+  /* alibi_slopes and sinks: fp32, bf16 or f16, aligned to their elements (k_buf: never written) */
+  EXPECT_RUN(t_.sinks_dtype = (anyattn_dtype)7, ANYATTN_STATUS_INVALID_OPTION, "tensors->sinks_dtype is 7");
+  EXPECT_RUN(t_.alibi_slopes_dtype = (anyattn_dtype)-1, ANYATTN_STATUS_INVALID_OPTION, "tensors->alibi_slopes_dtype");
+  EXPECT_RUN(t_.sinks = (const char *)k_buf + 2, ANYATTN_STATUS_BAD_STRIDE, "tensors->sinks");
+  EXPECT_RUN((t_.alibi_slopes = (const char *)k_buf + 1, t_.alibi_slopes_dtype = ANYATTN_DTYPE_F16),
+             ANYATTN_STATUS_BAD_STRIDE, "tensors->alibi_slopes");
+  EXPECT_RUN((t_.sinks = (const char *)k_buf + 2, t_.sinks_dtype = ANYATTN_DTYPE_BF16), ANYATTN_STATUS_OK, NULL);
   /* Strides: negative, partly zero, overlapping rows, overlapping heads/blocks. */
   EXPECT_RUN((t_.k_stride_block = -2048, t_.k_stride_token = 128, t_.k_stride_head = 64), ANYATTN_STATUS_BAD_STRIDE,
              "k_stride");

@@ -610,7 +610,11 @@ static void misuse_decode(anyattn_cp_plan *plan, anyattn_cp_plan *wplan, anyattn
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_OK, NULL);
   b.q_pos = NULL;
   EXPECT(anyattn_cp_decode(wplan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_UNSUPPORTED_OPTION, "q_pos");
-  t.alibi_slopes = NULL, b.struct_size = 0;
+  t.alibi_slopes = NULL;
+  static uint16_t sinks16[2];
+  t.sinks = sinks16, t.sinks_dtype = ANYATTN_DTYPE_BF16; /* the merge reads fp32 sinks */
+  EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_UNSUPPORTED_OPTION, "sinks_dtype");
+  t.sinks = NULL, t.sinks_dtype = ANYATTN_DTYPE_F32, b.struct_size = 0;
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_STRUCT_SIZE, "batch->struct_size");
   b.struct_size = sizeof b, b.num_tokens = 9;
   EXPECT(anyattn_cp_decode(plan, &b, &t, 0, ws, wsz, NULL), ANYATTN_STATUS_LIMIT_EXCEEDED, "num_tokens");

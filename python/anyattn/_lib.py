@@ -153,6 +153,8 @@ class Tensors(ctypes.Structure):
         ("k_descale", ctypes.c_void_p),
         ("v_descale", ctypes.c_void_p),
         ("descale_layout", ctypes.c_int),
+        ("alibi_slopes_dtype", ctypes.c_int),
+        ("sinks_dtype", ctypes.c_int),
     ]
 
 

@@ -326,20 +326,15 @@ def _vector(name, obj, length, dtype, device):
     return a
 
 
-def _f32_vector(name, obj, length, device):
-    """A float32 [length] vector (alibi_slopes, sinks). bfloat16 and float16
-    ones are read through a float32 copy made here (on a GPU, a kernel on the
-    current stream; the caching allocator keeps its memory until the stream
-    has run the call): vLLM hands gpt-oss's sinks over as the model's bf16
-    parameter. The returned info holds the copy."""
+def _float_vector(name, obj, length, device):
+    """A [length] vector of float32, bfloat16 or float16 (alibi_slopes, sinks),
+    passed as it is with its dtype (anyattn_tensors' alibi_slopes_dtype,
+    sinks_dtype): vLLM hands gpt-oss's sinks over as the model's bf16
+    parameter."""
     a = info(name, obj)
-    if a.dtype in ("bfloat16", "float16"):
-        _vector(name, obj, length, a.dtype, device)
-        obj = obj.float() if a.kind == "torch" else obj.astype("float32")
-    else:
-        _need(a.dtype == "float32", TypeError, "%s: dtype must be float32, bfloat16 or float16, "
-              "got %s", name, a.dtype)
-    return _vector(name, obj, length, "float32", device)
+    _need(a.dtype in _DTYPES, TypeError, "%s: dtype must be float32, bfloat16 or float16, got %s",
+          name, a.dtype)
+    return _vector(name, obj, length, a.dtype, device)
 
 
 def _kv_dtype(ka, va, qa, kv_cache_dtype):
@@ -468,9 +463,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
                  max_seqlen_k also sizes the plan, rounded up to a power of two
     softmax_scale  None: 1/sqrt(head_dim);  softcap 0: none
     window_size  (left, right), -1 = unbounded; right only applies when not causal
-    alibi_slopes, sinks  fp32 [num_q_heads] or None (bf16 and fp16 are read
-                 through an fp32 copy made each call: vLLM passes gpt-oss's bf16
-                 sinks parameter as it is)
+    alibi_slopes, sinks  [num_q_heads] of fp32, bf16 or fp16, or None (read as
+                 they are, no copy: vLLM passes gpt-oss's bf16 sinks parameter)
     lse          fp32 [num_tokens, num_q_heads] or None, written (natural log)
     validate     check the metadata contents with anyattn_validate first.
                  None: yes on the CPU, no on GPUs (there it copies the metadata
@@ -636,9 +630,9 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
               *device)
         _need(lsea.is_contiguous(), ValueError, "lse must be contiguous")
         _need(lsea.writable, ValueError, "lse is read-only")
-    slopes = _f32_vector("alibi_slopes", alibi_slopes, num_q_heads, device) \
+    slopes = _float_vector("alibi_slopes", alibi_slopes, num_q_heads, device) \
         if alibi_slopes is not None else None
-    sinka = _f32_vector("sinks", sinks, num_q_heads, device) if sinks is not None else None
+    sinka = _float_vector("sinks", sinks, num_q_heads, device) if sinks is not None else None
     for a in (slopes, sinka):
         if a is not None:
             _need(a.kind == qa.kind, TypeError, "%s is a %s array but q is a %s array", a.name,
@@ -706,7 +700,9 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
     tensors = Tensors(ctypes.sizeof(Tensors), qa.ptr, ka.ptr, va.ptr, num_blocks, ks[0], ks[1],
                       ks[2], vs[0], vs[1], vs[2], slopes.ptr if slopes else None,
                       sinka.ptr if sinka else None, oa.ptr, lsea.ptr if lsea else None,
-                      kds[0] if kds else None, vds[0] if vds else None, int(layout))
+                      kds[0] if kds else None, vds[0] if vds else None, int(layout),
+                      int(_DTYPES[slopes.dtype]) if slopes else int(DType.F32),
+                      int(_DTYPES[sinka.dtype]) if sinka else int(DType.F32))
 
     if validate is None:
         validate = backend == Backend.CPU

@@ -186,6 +186,8 @@ void anyattn_tensors_init(anyattn_tensors *t) {
   t->k_descale = NULL;
   t->v_descale = NULL;
   t->descale_layout = ANYATTN_DESCALE_PER_TENSOR;
+  t->alibi_slopes_dtype = ANYATTN_DTYPE_F32;
+  t->sinks_dtype = ANYATTN_DTYPE_F32;
 }
 
 /* ---- sizes ------------------------------------------------------------------ */
@@ -434,6 +436,16 @@ static anyattn_status aa_check_descales(const anyattn_problem *pr, const anyattn
 
 static int aa_aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
+/* alibi_slopes and sinks: fp32, bf16 or f16, aligned to their element. */
+static anyattn_status aa_check_vector(const char *name, const void *v, anyattn_dtype dt) {
+  AA_CHECK(dt == ANYATTN_DTYPE_F32 || dt == ANYATTN_DTYPE_BF16 || dt == ANYATTN_DTYPE_F16,
+           ANYATTN_STATUS_INVALID_OPTION, "tensors->%s_dtype is %d, not one of F32 (0), F16 (1), BF16 (2)", name,
+           (int)dt);
+  AA_CHECK(aa_aligned(v, anyattn_dtype_size(dt)), ANYATTN_STATUS_BAD_STRIDE,
+           "tensors->%s is not aligned to its %zu-byte elements", name, anyattn_dtype_size(dt));
+  return ANYATTN_STATUS_OK;
+}
+
 /* The batch's part of a backend's arguments (the rest zero). */
 static void aa_batch_args(anyattn_args *a, const anyattn_batch *b) {
   memset(a, 0, sizeof *a);
@@ -485,6 +497,8 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   const anyattn_problem *pr = &plan->problem;
   const size_t es = anyattn_dtype_size(pr->dtype), kes = anyattn_kv_dtype_size(pr->kv_dtype, pr->dtype);
   AA_TRY(aa_check_descales(pr, t));
+  AA_TRY(aa_check_vector("alibi_slopes", t->alibi_slopes, t->alibi_slopes_dtype));
+  AA_TRY(aa_check_vector("sinks", t->sinks, t->sinks_dtype));
   anyattn_args a;
   aa_batch_args(&a, batch);
   a.q = t->q;
@@ -493,6 +507,8 @@ anyattn_status anyattn_run(const anyattn_plan *plan, const anyattn_batch *batch,
   a.num_blocks = t->num_blocks;
   a.alibi_slopes = t->alibi_slopes;
   a.sinks = t->sinks;
+  a.alibi_slopes_dtype = t->alibi_slopes_dtype;
+  a.sinks_dtype = t->sinks_dtype;
   a.out = t->out;
   a.lse = t->lse;
   a.workspace = workspace;

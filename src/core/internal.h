@@ -76,8 +76,9 @@ typedef struct {
   int64_t num_blocks;
   int64_t k_stride_block, k_stride_token, k_stride_head;
   int64_t v_stride_block, v_stride_token, v_stride_head;
-  const float *alibi_slopes;
-  const float *sinks;
+  const void *alibi_slopes; /* of alibi_slopes_dtype (checked: F32, BF16 or F16) */
+  const void *sinks;        /* of sinks_dtype; the CPU backend's run widens both to fp32 first */
+  anyattn_dtype alibi_slopes_dtype, sinks_dtype;
   void *out;
   float *lse;
   void *workspace;

@@ -127,7 +127,7 @@ static anyattn_status cp_do_call(cp_run *r, const cp_op *op, const cp_call *c, c
   t.k_cache = r->ws + z->off_k;
   t.v_cache = r->ws + z->off_v;
   t.num_blocks = 2 * (int64_t)z->buf_pages + 2 * (int64_t)z->spare_pages;
-  t.alibi_slopes = r->t->alibi_slopes;
+  t.alibi_slopes = r->t->alibi_slopes; /* anyattn_cp_tensors: fp32 */
   t.out = (char *)r->t->out + (size_t)c->row0 * qrow;
   t.lse = lse_step;
   /* q_pos gives every entry its true distance: the problem's own mask serves diagonal, past and future blocks */
@@ -204,7 +204,7 @@ anyattn_status cp_exec_decode(const anyattn_cp_plan *p, const anyattn_batch *b, 
   a.lse = lt.lse;
   a.part = (float *)(void *)(ws + z->off_send);
   a.gathered = (const float *)(const void *)(ws + z->off_recv);
-  a.sinks = t->sinks;
+  a.sinks = (const float *)t->sinks; /* fp32: anyattn_cp_decode refuses other types */
   a.final_out = t->out;
   a.final_lse = t->lse;
   a.cu_end = b->cu_seqlens_q + b->num_seqs;

@@ -124,8 +124,11 @@ anyattn_status anyattn_cp_decode(const anyattn_cp_plan *plan, const anyattn_batc
            ANYATTN_STATUS_UNSUPPORTED_OPTION,
            "problem has a sliding window and batch->q_pos is NULL: a window needs the queries' position among "
            "this rank's keys (set batch->q_pos)");
-  CP_CHECK(tensors->alibi_slopes == NULL || cp_aligned(tensors->alibi_slopes, 4), ANYATTN_STATUS_BAD_STRIDE,
-           "tensors->alibi_slopes is not 4-byte aligned");
+  /* alibi_slopes go to the local run, which checks their type and alignment; the sinks enter in
+   * this library's merge, which reads fp32 */
+  CP_CHECK(tensors->sinks == NULL || tensors->sinks_dtype == ANYATTN_DTYPE_F32, ANYATTN_STATUS_UNSUPPORTED_OPTION,
+           "tensors->sinks_dtype is %d: context-parallel decode takes fp32 sinks (ANYATTN_DTYPE_F32)",
+           (int)tensors->sinks_dtype);
   CP_CHECK(tensors->sinks == NULL || cp_aligned(tensors->sinks, 4), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->sinks is not 4-byte aligned");
   CP_CHECK(batch->num_tokens <= plan->limits.max_tokens, ANYATTN_STATUS_LIMIT_EXCEEDED,

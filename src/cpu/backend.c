@@ -195,15 +195,21 @@ static size_t aa_cpu_decode_slot(const aa_cpu_layout *L, int group, int d) {
 /* The workspace before the threads' scratch (aa_cpu_shared_bytes): the
  * prefix sums of work items per sequence, then the partial results of decode
  * items split over their keys, one slot per item, fewer than 2 *
- * AA_CPU_ITEMS_PER_THREAD * threads of them (aa_cpu_decode_split). */
+ * AA_CPU_ITEMS_PER_THREAD * threads of them (aa_cpu_decode_split), then
+ * fp32 copies of 16-bit alibi_slopes and sinks (aa_cpu_vectors). */
 static size_t aa_cpu_prefix_bytes(const anyattn_plan *plan) {
   return aa_round_up(((size_t)plan->limits.max_seqs + 1) * sizeof(int64_t), 256);
+}
+static size_t aa_cpu_slot_bytes(const anyattn_plan *plan, size_t slots, const aa_cpu_layout *L) {
+  return aa_round_up(slots * aa_cpu_decode_slot(L, plan->group, plan->problem.head_dim) * sizeof(float), 256);
+}
+static size_t aa_cpu_vector_bytes(const anyattn_plan *plan) {
+  return aa_round_up((size_t)2 * (size_t)plan->problem.num_q_heads * sizeof(float), 256);
 }
 static size_t aa_cpu_shared_bytes(const anyattn_plan *plan) {
   const aa_cpu_layout L = aa_cpu_layout_of(plan);
   const size_t slots = (size_t)2 * AA_CPU_ITEMS_PER_THREAD * (size_t)aa_cpu_state_of(plan)->threads;
-  return aa_cpu_prefix_bytes(plan) +
-         aa_round_up(slots * aa_cpu_decode_slot(&L, plan->group, plan->problem.head_dim) * sizeof(float), 256);
+  return aa_cpu_prefix_bytes(plan) + aa_cpu_slot_bytes(plan, slots, &L) + aa_cpu_vector_bytes(plan);
 }
 
 /* ---- plan ---------------------------------------------------------------- */
@@ -405,8 +411,25 @@ AA_INLINE void aa_cpu_run_item(const aa_cpu_job *job, float *restrict ws, aa_cpu
   }
 }
 
-static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a) {
-  if (a->num_tokens == 0 || a->num_seqs == 0) return ANYATTN_STATUS_OK;
+/* A 16-bit alibi_slopes or sinks vector widened into dst (num_q_heads fp32);
+ * the kernels read fp32 only. */
+static const float *aa_cpu_widen(const void *v, anyattn_dtype dt, int n, float *dst) {
+  if (v == NULL || dt == ANYATTN_DTYPE_F32) return (const float *)v;
+  const uint16_t *h = (const uint16_t *)v;
+  for (int i = 0; i < n; i++) dst[i] = dt == ANYATTN_DTYPE_BF16 ? aa_bf16_to_f32(h[i]) : aa_f16_to_f32(h[i]);
+  return dst;
+}
+
+static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a_in) {
+  if (a_in->num_tokens == 0 || a_in->num_seqs == 0) return ANYATTN_STATUS_OK;
+  /* the vectors as fp32, in the workspace after the decode slots */
+  const int hq = plan->problem.num_q_heads;
+  float *vec = (float *)((char *)a_in->workspace + aa_cpu_shared_bytes(plan) - aa_cpu_vector_bytes(plan));
+  anyattn_args a32 = *a_in;
+  a32.alibi_slopes = aa_cpu_widen(a_in->alibi_slopes, a_in->alibi_slopes_dtype, hq, vec);
+  a32.sinks = aa_cpu_widen(a_in->sinks, a_in->sinks_dtype, hq, vec + hq);
+  a32.alibi_slopes_dtype = a32.sinks_dtype = ANYATTN_DTYPE_F32;
+  const anyattn_args *a = &a32;
   const aa_cpu_state *st = aa_cpu_state_of(plan);
   aa_cpu_job job = aa_cpu_job_of(plan, a);
   int nt = omp_get_max_threads();

@@ -936,7 +936,7 @@ AA_INLINE void aa_dec_softmax4(const aa_cpu_job *job, const anyattn_dtype dt, co
         for (int j = jlo; j < jhi; j++) x[r][j] = cap * tanhf(x[r][j] * inv);
       }
       if (a->alibi_slopes) {
-        const float slope = a->alibi_slopes[g * group + rr % group];
+        const float slope = ((const float *)a->alibi_slopes)[g * group + rr % group];
         const int rel = j0 - (rw->qpos0 + rr / group); /* key j0 minus the query position */
         for (int j = jlo; j < jhi; j++) x[r][j] += slope * (float)(rel + j);
       }
@@ -1066,7 +1066,7 @@ AA_INLINE void aa_dec_load_q(const aa_cpu_job *job, const anyattn_dtype dt, cons
           aa_st(dst + c + 16, o * sc);
         }
       }
-      m[row] = r < R && a->sinks ? a->sinks[h] : -INFINITY;
+      m[row] = r < R && a->sinks ? ((const float *)a->sinks)[h] : -INFINITY;
       l[row] = r < R && a->sinks ? 1.0f : 0.0f;
     }
   }

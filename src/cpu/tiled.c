@@ -296,7 +296,7 @@ AA_INLINE void aa_tile_softmax(const aa_cpu_job *job, int R, int R4, int bn, flo
       if (softcap > 0.0f)
         for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * inv_softcap);
       if (a->alibi_slopes) {
-        const float slope = a->alibi_slopes[g * group + r % group];
+        const float slope = ((const float *)a->alibi_slopes)[g * group + r % group];
         const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
         for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
       }
@@ -403,7 +403,7 @@ AA_INLINE void aa_item_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int 
       float *qr = Qh + (size_t)r * dp;
       aa_widen_row(dt, ANYATTN_KV_AS_Q, (const char *)a->q + ((size_t)t * job->nqh + h) * d * job->es, qr, d, dp);
       for (int c = 0; c < dp; c += AA_VL) aa_st(qr + c, aa_ld(qr + c) * aa_splat(scale));
-      m[hb * R4 + r] = a->sinks ? a->sinks[h] : -INFINITY;
+      m[hb * R4 + r] = a->sinks ? ((const float *)a->sinks)[h] : -INFINITY;
       l[hb * R4 + r] = a->sinks ? 1.0f : 0.0f;
     }
     for (int r = R; r < R4; r++) {
@@ -559,7 +559,7 @@ AA_INLINE void aa_item_load_qt(const aa_cpu_job *job, const aa_cpu_rows *rw, int
   const aa_vf sc = aa_splat(job->plan->scale * aa_descale_of(a, a->k_descale, s, g, job->kvh));
   for (int r = 0; r < R16; r++) {
     const int h = g * group + r % group;
-    m[r] = r < R && a->sinks ? a->sinks[h] : -INFINITY;
+    m[r] = r < R && a->sinks ? ((const float *)a->sinks)[h] : -INFINITY;
     l[r] = r < R && a->sinks ? 1.0f : 0.0f;
   }
   /* row r's address, NULL past R */
@@ -708,7 +708,7 @@ AA_INLINE void aa_tile_softmax_t(const aa_cpu_job *job, int R, int R16, int ls, 
   }
   if (a->alibi_slopes)
     for (int r = 0; r < R; r++) {
-      const float slope = a->alibi_slopes[g * group + r % group];
+      const float slope = ((const float *)a->alibi_slopes)[g * group + r % group];
       const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
       for (int j = 0; j < nk; j++) St[(size_t)j * ls + r] += slope * (float)(rel + j);
     }

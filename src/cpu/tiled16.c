@@ -216,7 +216,7 @@ static void aa16_transform(const aa_cpu_job *job, float scale, float *restrict s
   if (softcap > 0.0f)
     for (int j = jlo; j < jhi; j++) sr[j] = softcap * tanhf(sr[j] * (1.0f / softcap));
   if (job->a->alibi_slopes) {
-    const float slope = job->a->alibi_slopes[g * group + r % group];
+    const float slope = ((const float *)job->a->alibi_slopes)[g * group + r % group];
     const int rel = j0 - (qpos0 + r / group); /* key j0 minus the query position */
     for (int j = jlo; j < jhi; j++) sr[j] += slope * (float)(rel + j);
   }
@@ -295,7 +295,7 @@ static void aa16_load_q(const aa_cpu_job *job, const aa_cpu_rows *rw, int g, int
       aa16_split_f16(src, d, dq, qr, 1);
     else
       aa16_pad_bf16(src, d, dq, qr);
-    T->m[r] = a->sinks ? a->sinks[h] : -INFINITY;
+    T->m[r] = a->sinks ? ((const float *)a->sinks)[h] : -INFINITY;
     T->l[r] = a->sinks ? 1.0f : 0.0f;
   }
   memset(T->O, 0, (size_t)R32 * dq * sizeof(float));

@@ -104,6 +104,8 @@ struct PairRow {
 const PairRow kPairs[] = {ANYATTN_GPU_ROLE_PAIRS(AA_PAIR_ROW_){nullptr, nullptr, nullptr, nullptr}};
 constexpr int kNumPairs = (int)(sizeof kPairs / sizeof kPairs[0]) - 1;
 static_assert(sizeof(RoleParams) <= 4096, "a role launch's parameters fit the kernel parameter space");
+static_assert(kVecF32 == (int)ANYATTN_DTYPE_F32 && kVecF16 == (int)ANYATTN_DTYPE_F16 && kVecBF16 == (int)ANYATTN_DTYPE_BF16,
+              "the kernels' vector types are anyattn_dtype's values");
 
 /* The role pair whose prefill row is config cfg, or -1. */
 int pair_of(int cfg) {
@@ -156,6 +158,8 @@ AttnParams params_of(const anyattn_plan *plan, const anyattn_args *a) {
   p.v_sh = a->v_stride_head;
   p.alibi = a->alibi_slopes;
   p.sinks = a->sinks;
+  p.alibi_type = (int)a->alibi_slopes_dtype;
+  p.sinks_type = (int)a->sinks_dtype;
   p.num_seqs = a->num_seqs;
   p.num_tokens = a->num_tokens;
   p.num_q_heads = pr->num_q_heads;

@@ -46,7 +46,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams &p, const Program
       M = fmax_nan(M, ml.x);
     }
     const bool any = M != -INFINITY; /* some segment saw a key (decided before the sink enters) */
-    const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;
+    const float sink = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e : -INFINITY;
     M = fmax_nan(M, sink);
     float L = 0.0f;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
@@ -149,11 +149,12 @@ struct Epilogue {
       for (int u = 0; u < WN; u++) M = fmax_nan(M, sM[u * BLOCK_M + r]);
       const bool any = M != -INFINITY;
       const int h = g.row_head(r);
-      if (sink) M = fmax_nan(M, p.sinks[h] * kLog2e);
+      const float sk = sink ? vec_at(p.sinks, p.sinks_type, h) * kLog2e : -INFINITY;
+      if (sink) M = fmax_nan(M, sk);
       float L = 0.0f;
 #pragma unroll
       for (int u = 0; u < WN; u++) L += sL[u * BLOCK_M + r] * fast_exp2(sM[u * BLOCK_M + r] - M);
-      if (sink) L += fast_exp2(p.sinks[h] * kLog2e - M);
+      if (sink) L += fast_exp2(sk - M);
       f[sl] = any ? fast_exp2(sx.m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
       if (g.wn == 0 && frag_c_row_owner() && (g.cl || g.row_valid(r))) store_row_ml(r, any, M, L);
     }
@@ -168,7 +169,7 @@ struct Epilogue {
       M = fmax_nan(M, mu[u]);
     }
     const bool any = M != -INFINITY;
-    const float sk = sink ? p.sinks[g.head0 + (r - g.row_tok(r) * p.gh)] * kLog2e : -INFINITY; /* r is valid */
+    const float sk = sink ? vec_at(p.sinks, p.sinks_type, g.head0 + (r - g.row_tok(r) * p.gh)) * kLog2e : -INFINITY; /* r is valid */
     M = fmax_nan(M, sk);
     float L = sink && any ? fast_exp2(sk - M) : 0.0f;
 #pragma unroll

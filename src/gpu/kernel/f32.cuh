@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
   const int32_t *bt_row = p.block_table + (int64_t)s * p.bt_stride;
   const float *kc = static_cast<const float *>(p.k) + (int64_t)kvh * p.k_sh;
   const float *vc = static_cast<const float *>(p.v) + (int64_t)kvh * p.v_sh;
-  const float slope = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
+  const float slope = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
 
   float acc[PER_LANE];
 #pragma unroll
@@ -78,9 +78,10 @@ __global__ void __launch_bounds__(kWarps *AA_WARP_SIZE) attn_f32_kernel(const At
   }
   const bool any = m != -INFINITY;
   float M = m;
-  if (p.sinks) M = fmax_nan(M, p.sinks[h] * kLog2e);
+  const float sink = p.sinks ? vec_at(p.sinks, p.sinks_type, h) * kLog2e : -INFINITY;
+  if (p.sinks) M = fmax_nan(M, sink);
   float L = l * exp2f(m - M);
-  if (p.sinks) L += exp2f(p.sinks[h] * kLog2e - M);
+  if (p.sinks) L += exp2f(sink - M);
   const float f = any ? exp2f(m - M) / L : 0.0f;
   float *out = static_cast<float *>(p.out) + row * D;
 #pragma unroll

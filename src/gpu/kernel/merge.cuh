@@ -135,7 +135,7 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f;
   for (int r = g.warp; r < S::BM; r += WARPS) {
     if (!g.row_valid(r)) continue; /* the same for the whole warp */
-    const float sink = p.sinks ? p.sinks[g.row_head(r)] * kLog2e : -INFINITY;
+    const float sink = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e : -INFINITY;
     merge_row<T, S::HD>(p, g.part_row(r, 0), g.row_offset(r), sink, vd, g.s_eff, s_w);
   }
 }

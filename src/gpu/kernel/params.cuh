@@ -38,8 +38,9 @@ struct AttnParams {
   int64_t bt_stride;
   int64_t k_sb, k_st, k_sh; /* element strides: block, token, head */
   int64_t v_sb, v_st, v_sh;
-  const float *alibi; /* [num_q_heads] or NULL */
-  const float *sinks; /* [num_q_heads] or NULL */
+  const void *alibi; /* [num_q_heads] of alibi_type (VecType), or NULL: read through vec_at */
+  const void *sinks; /* [num_q_heads] of sinks_type, or NULL */
+  int alibi_type, sinks_type;
   int num_seqs;
   int num_tokens;
   int num_qblocks; /* Q blocks the grid covers: num_tokens / bq + num_seqs */
@@ -131,6 +132,17 @@ struct RoleParams {
 /* A dequantisation factor of sequence seq, kv head kvh (d NULL: 1). */
 __device__ __forceinline__ float descale_of(const AttnParams &p, const float *d, int seq, int kvh) {
   return d ? d[p.descale_per_head ? (int64_t)seq * p.num_kv_heads + kvh : 0] : 1.0f;
+}
+
+/* The element types of alibi_slopes and sinks (anyattn_dtype's values:
+ * launch.cu checks that they agree). */
+enum VecType { kVecF32 = 0, kVecF16 = 1, kVecBF16 = 2 };
+
+/* Element i of alibi_slopes or sinks as fp32 (exact from every type). */
+__device__ __forceinline__ float vec_at(const void *v, int type, int i) {
+  if (type == kVecBF16) return __uint_as_float((uint32_t)static_cast<const uint16_t *>(v)[i] << 16);
+  if (type == kVecF16) return __half2float(static_cast<const aa_f16 *>(v)[i]);
+  return static_cast<const float *>(v)[i];
 }
 
 /* ---- per-key helpers shared by the tensor-core and the fp32 kernels ------------ */

@@ -61,7 +61,7 @@ struct OnlineSoftmax {
       const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
       pos[sl] = g.pos_base + t;
       kv_range(p, pos[sl], pos[sl], g.w.kv_len, jlo[sl], jhi[sl]);
-      slope[sl] = p.alibi ? p.alibi[h] * kLog2e : 0.0f;
+      slope[sl] = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
     }
     live = kFragCSlots;
 #pragma unroll
