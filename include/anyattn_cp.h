@@ -211,7 +211,9 @@ ANYATTN_API anyattn_status anyattn_cp_prefill(const anyattn_cp_plan *plan, int n
  * attention is causal as anyattn_run defines it. 0: every key of this rank's
  * shard precedes the queries. With q_len = 1 both give the same result.
  * out (and lse) receive the merged attention over all ranks' keys, the same
- * on every rank; sinks enter once. Same precision note as prefill. */
+ * on every rank; sinks enter once, and must be fp32 (tensors->sinks_dtype
+ * F32, else UNSUPPORTED_OPTION); alibi_slopes may be 16-bit, as anyattn_run
+ * takes them. Same precision note as prefill. */
 ANYATTN_API anyattn_status anyattn_cp_decode(const anyattn_cp_plan *plan, const anyattn_batch *batch,
                                              const anyattn_tensors *tensors, int holds_new_keys, void *workspace,
                                              size_t workspace_size, void *stream);

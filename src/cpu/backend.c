@@ -196,7 +196,7 @@ static size_t aa_cpu_decode_slot(const aa_cpu_layout *L, int group, int d) {
  * prefix sums of work items per sequence, then the partial results of decode
  * items split over their keys, one slot per item, fewer than 2 *
  * AA_CPU_ITEMS_PER_THREAD * threads of them (aa_cpu_decode_split), then
- * fp32 copies of 16-bit alibi_slopes and sinks (aa_cpu_vectors). */
+ * fp32 copies of 16-bit alibi_slopes and sinks (aa_cpu_widen). */
 static size_t aa_cpu_prefix_bytes(const anyattn_plan *plan) {
   return aa_round_up(((size_t)plan->limits.max_seqs + 1) * sizeof(int64_t), 256);
 }
