@@ -221,6 +221,15 @@ def test_sinks_and_slopes_in_16_bits(rng):
         unified_attention(**dict(case, sinks=sinks.astype(np.float64)))
     with pytest.raises(ValueError, match=r"sinks: shape must be \(4,\)"):
         unified_attention(**dict(case, sinks=sinks[:3]))
+    try:  # NumPy bf16 through ml_dtypes, where it is installed
+        import ml_dtypes
+    except ImportError:
+        ml_dtypes = None
+    if ml_dtypes is not None:
+        case["out"][:] = np.nan
+        unified_attention(**dict(case, sinks=sinks.astype(ml_dtypes.bfloat16),
+                                 alibi_slopes=slopes.astype(ml_dtypes.bfloat16)))
+        np.testing.assert_array_equal(case["out"], want)
     torch = pytest.importorskip("torch")  # torch bf16, as vLLM passes gpt-oss's sinks
     targs = {n: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for n, v in case.items()}
     targs["out"] = torch.full_like(targs["q"], float("nan"))
