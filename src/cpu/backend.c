@@ -424,7 +424,8 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   if (a_in->num_tokens == 0 || a_in->num_seqs == 0) return ANYATTN_STATUS_OK;
   /* the vectors as fp32, in the workspace after the decode slots */
   const int hq = plan->problem.num_q_heads;
-  float *vec = (float *)((char *)a_in->workspace + aa_cpu_shared_bytes(plan) - aa_cpu_vector_bytes(plan));
+  const size_t shared_bytes = aa_cpu_shared_bytes(plan);
+  float *vec = (float *)((char *)a_in->workspace + shared_bytes - aa_cpu_vector_bytes(plan));
   anyattn_args a32 = *a_in;
   a32.alibi_slopes = aa_cpu_widen(a_in->alibi_slopes, a_in->alibi_slopes_dtype, hq, vec);
   a32.sinks = aa_cpu_widen(a_in->sinks, a_in->sinks_dtype, hq, vec + hq);
@@ -460,7 +461,7 @@ static anyattn_status aa_cpu_run(const anyattn_plan *plan, const anyattn_args *a
   for (int s = 0; s < a->num_seqs; s++)
     prefix[s + 1] = prefix[s] + aa_cpu_items_of(&job, a->cu_seqlens_q[s + 1] - a->cu_seqlens_q[s]);
   const int64_t total = prefix[a->num_seqs];
-  char *thread_base = (char *)a->workspace + aa_cpu_shared_bytes(plan);
+  char *thread_base = (char *)a->workspace + shared_bytes;
   if (nt > total) nt = (int)total;
   if (nt < 1) nt = 1;
 
