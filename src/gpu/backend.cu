@@ -98,6 +98,13 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!k) continue;
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
+    /* its variant with a producer warpgroup (launch.cu), same shared memory */
+    if (!st->stage_descales && pr->kv_dtype == ANYATTN_KV_AS_Q && aa::ws_wanted(dev->arch)) {
+      const void *w = (const void *)aa::ws_kernel(pr->dtype, pr->head_dim, i);
+      if (w)
+        AA_CUDA_TRY(cudaFuncSetAttribute(w, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
+    }
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);

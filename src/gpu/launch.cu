@@ -309,6 +309,22 @@ KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
   }
 }
 
+KernelFn ws_kernel(anyattn_dtype dtype, int hd, int cfg) {
+  KernelFn k[kNumConfigs];
+  const bool bf = dtype == ANYATTN_DTYPE_BF16;
+  switch (run_head_dim(hd, cfg, false)) {
+#define AA_WS_CASE_(d)                                                            \
+  case d:                                                                         \
+    bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k); \
+    return k[cfg];
+    AA_GPU_HEAD_DIMS(AA_WS_CASE_)
+#undef AA_WS_CASE_
+    default: return nullptr;
+  }
+}
+
+bool ws_wanted(int arch) { return arch == 90 && ws_mode(); }
+
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
@@ -447,10 +463,17 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   const bool pdl = dev.arch >= 90;
   const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
   /* a stage plan (staged_run) launches the kernels that apply fp8 descales */
-  const KernelFn k = st->stage_descales ? staged_kernel(pr->dtype, pr->head_dim, ch.config)
-                                        : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
+  KernelFn k = st->stage_descales ? staged_kernel(pr->dtype, pr->head_dim, ch.config)
+                                  : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "%s: no kernel compiled at head_dim %d", c.name, pr->head_dim);
-  AA_TRY(launch(k, grid, dim3(c.warps * AA_WARP_SIZE), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
+  int threads = c.warps * AA_WARP_SIZE;
+  /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup
+   * copies K and V (docs/design/prefill.md#producer-warpgroup) */
+  if (p.num_splits == 1 && !st->stage_descales && pr->kv_dtype == ANYATTN_KV_AS_Q && ws_wanted(dev.arch)) {
+    const KernelFn w = ws_kernel(pr->dtype, pr->head_dim, ch.config);
+    if (w) k = w, threads += 128;
+  }
+  AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;
 }
 

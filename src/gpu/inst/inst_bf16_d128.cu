@@ -2,3 +2,4 @@
 #include "kernels.cuh"
 AA_DEFINE_KERNEL_TABLE(bf16, aa_bf16, 128)
 AA_DEFINE_KERNEL_TABLE_STAGED(bf16, aa_bf16, 128)
+AA_DEFINE_KERNEL_TABLE_WS(bf16, aa_bf16, 128)

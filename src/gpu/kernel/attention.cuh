@@ -19,6 +19,7 @@
 #include "f32.cuh"
 #include "mainloop.cuh"
 #include "mainloop_sm90.cuh"
+#include "mainloop_ws.cuh"
 #include "merge.cuh"
 
 namespace aa {
@@ -65,6 +66,47 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   block_sync();
   Epilogue<T, S>(p, g, smem).run(sx, acc);
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
+}
+
+/* One program of the pipelined tile with a producer warpgroup (WsShape,
+ * mainloop_ws.cuh): all threads search; the producer then copies K and V
+ * and exits, the consumers load Q, run the loop and the epilogue. Unsplit
+ * launches only (run never sends split ones here: the merges' barriers
+ * count the consumers, but the empty-segment path returns before the
+ * producer would). */
+template <typename T, class S>
+__device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
+  const SmemTiles<T, S> sm(smem);
+  KvBoxes<T, S>::prefetch_maps(p);
+  grid_dependency_wait();
+  ws_init_barriers<T, S>(sm);
+  if (!g.find(sm.meta)) return;
+  g.map();
+  if (g.tid >= S::THREADS) {
+    regs_release<kWsProducerRegs>();
+    WsProducer<T, S>(p, g, sm).run();
+    return;
+  }
+  regs_claim<kWsConsumerRegs>();
+  OnlineSoftmax<S> sx;
+  FragC acc[S::DK];
+  load_q(p, g, sm);
+  mainloop_ws(p, g, sm, sx, acc);
+  program_sync<S>();
+  Epilogue<T, S>(p, g, smem).run(sx, acc);
+}
+
+/* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
+ * threads, launched by run on sm_90 only (an sm_80 pass has no wgmma). */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(const AA_GRID_CONSTANT AttnParams p) {
+  using S = WsShape<TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, 0>>;
+  static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
+  extern __shared__ __align__(16) unsigned char smem[];
+  if constexpr (PassCaps<S>::WS) {
+    Program<S> g(p);
+    attend_ws<T, S>(p, g, smem);
+  }
 }
 
 /* FP8 = 1: the caches hold E4M3 codes (shape.cuh); q and out are T. */

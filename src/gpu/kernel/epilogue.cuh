@@ -140,7 +140,7 @@ struct Epilogue {
 
   /* Early scale: this lane's factor per row slot, 2^(m - M) / L over the WN warps. */
   __device__ __forceinline__ void early_factors(const OnlineSoftmax<S> &sx, float (&f)[kFragCSlots]) const {
-    block_sync();
+    program_sync<S>();
 #pragma unroll
     for (int sl = 0; sl < kFragCSlots; sl++) {
       const int r = g.wm * 16 + frag_c_row(sl);
@@ -256,7 +256,7 @@ struct Epilogue {
           sOw[(g.wm * 16 + frag_c_row(sl)) * S::OROW + d * 16 + frag_c_col(e)] = LATE ? acc[d].x[e] : acc[d].x[e] * f[sl];
         }
     }
-    block_sync();
+    program_sync<S>();
     constexpr int OL = (BLOCK_M * CH + S::THREADS - 1) / S::THREADS;
 #pragma unroll
     for (int k = 0; k < OL; k++) {

@@ -70,6 +70,15 @@ constexpr KernelFn staged_or_null() {
   if constexpr (BM == 128) return kernel_or_null<T, HD, BM, BN, W, S, 2>();
   else return nullptr;
 }
+/* The kernel with a producer warpgroup (attn_ws_kernel) of a row whose
+ * 16-bit kernel is built as the pipelined tile (TileShape::PP); nullptr for
+ * every other row. */
+template <typename T, int HD, int BM, int BN, int W, int S>
+constexpr KernelFn ws_or_null() {
+  if constexpr (TileShape<HD, BM, BN, W, S, 0>::PP && row_built<HD, BM, BN, W, S, 0>())
+    return &attn_ws_kernel<T, HD, BM, BN, W, S>;
+  else return nullptr;
+}
 /* A role pair's kernel where its prefill tile is built and its decode tile
  * fits (configs.h, ANYATTN_GPU_ROLE_PAIRS): a pair runs at its prefill row's
  * head dim (row_head_dim). */
@@ -114,9 +123,21 @@ constexpr RolesFn roles_kernel_or_null() {
     for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];  \
   }
 
+/* Defines aa_kernel_table_<TN>_ws_d<HD_>(out): out[i] = the kernel of config
+ * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr. */
+#define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s>(),
+#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_)                      \
+  void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out) {          \
+    using T = TYPE;                                                   \
+    constexpr int HD = HD_;                                           \
+    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_WS_PTR_)}; \
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i]; \
+  }
+
 #define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
   void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
   void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
-  void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out);
+  void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out);                 \
+  void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out);
 
 #endif

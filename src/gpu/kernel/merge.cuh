@@ -125,12 +125,12 @@ __device__ __forceinline__ void merge_if_last(const AttnParams &p, const Program
   static_assert(S::SMEM_BYTES >= 64 + (size_t)WARPS * kMergeMaxSplits * 4, "the merge's scratch fits the tile's shared memory");
   int *flag = reinterpret_cast<int *>(smem);
   float *s_w = reinterpret_cast<float *>(smem + 64) + g.warp * kMergeMaxSplits;
-  block_sync(); /* every thread's partial stores precede thread 0's release (cumulative) */
+  program_sync<S>(); /* every thread's partial stores precede thread 0's release (cumulative) */
   if (g.tid == 0) {
     const unsigned last = (unsigned)p.num_splits - 1;
     *flag = arrive_counter(p.counters + ((int64_t)g.ptok0 * p.hprogs + g.hprog), last) == last;
   }
-  block_sync(); /* thread 0's acquire precedes every thread's partial loads */
+  program_sync<S>(); /* thread 0's acquire precedes every thread's partial loads */
   if (!*flag) return;
   const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f;
   for (int r = g.warp; r < S::BM; r += WARPS) {

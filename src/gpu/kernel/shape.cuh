@@ -153,7 +153,13 @@ struct TileShape {
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? (TMA_PP8 ? 48 : 32) : TMA ? 8 * STAGES : 0);
+  /* PP: eight mbarriers (the four above, then the two code tiles' over FP8
+   * caches, or the four "stage free" ones of the producer warpgroup's
+   * variant, WsShape) */
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 64 : TMA ? 8 * STAGES : 0);
+  /* A warpgroup of its own copies K and V (WsShape); THREADS stays the
+   * consumers' count. */
+  static constexpr bool WS = false;
   /* Decode tiles (16 rows) are bound by K/V bytes in flight: cap registers
    * so that kDecodeWarps (vendor layer; kDecodeWarpsD64 at head dims up to
    * 64) share a multiprocessor; prefill tiles keep all. */
@@ -165,6 +171,18 @@ struct TileShape {
   static_assert(!WG || (Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0), "swizzled tiles start 1024-byte aligned");
   static_assert(TMA_KIND == 0 || BLOCK_N % 32 == 0,
                 "TMA boxes: whole pages of 8, 16 or 32 rows a tile (aa_gpu_tma_rows)");
+};
+
+/* The pipelined tile (PP) over 16-bit caches with a producer warpgroup
+ * (mainloop_ws.cuh, docs/design/prefill.md#producer-warpgroup): the block
+ * has THREADS consumer threads (the two warpgroups of B) and one more
+ * warpgroup, PRODUCER_THREADS, that only copies K and V tiles. Everything
+ * else (shared memory, rows, epilogue) is B's. */
+template <class B>
+struct WsShape : B {
+  static_assert(B::PP && !B::KV8, "the pipelined tile over 16-bit caches");
+  static constexpr bool WS = true;
+  static constexpr int PRODUCER_THREADS = 128;
 };
 
 /* Byte offset of 16-byte chunk c of row r in a K/V tile of the wgmma layout:
@@ -221,6 +239,7 @@ struct PassCaps {
   static constexpr bool PP = S::PP && kArchWgmma;      /* the two-warpgroup pipelined tile */
   static constexpr bool TMA_PP = S::TMA_PP && kArchWgmma; /* its halves may be TMA boxes */
   static constexpr bool TMA_PP8 = S::TMA_PP8 && kArchWgmma; /* its FP8 halves' codes may be TMA boxes */
+  static constexpr bool WS = S::WS && kArchWgmma;      /* a producer warpgroup copies K and V (WsShape) */
   static constexpr bool QREG = S::Q_IN_REGS && !WG;    /* Q fragments held in registers */
   /* The pipeline's tiles as this pass lays them out: a PP shape in a pass
    * without wgmma runs the single-ring loop (mainloop.cuh), whose FP8
@@ -234,6 +253,15 @@ struct PassCaps {
                 "the pass's pipeline fits the shared memory the host reserves");
 };
 
+/* A barrier over the program's threads after its work search: the block's,
+ * or, with a producer warpgroup (WS), which takes no part in the epilogue
+ * and the merges, barrier 0 over the consumers only. */
+template <class S>
+__device__ __forceinline__ void program_sync() {
+  if constexpr (PassCaps<S>::WS) named_sync(0, S::THREADS);
+  else block_sync();
+}
+
 /* The program's shared memory: the pipeline (Q, STAGES K and V tiles, the
  * next tiles' cache offsets) from a 1024-byte boundary when its tiles are
  * swizzled, a 128-byte one for TMA boxes; the work search's scratch and the
@@ -245,7 +273,8 @@ struct SmemTiles {
   unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] the next tiles' rows: addresses (KvCopies) or element offsets (sm90 loader) */
   int *meta;    /* 4 ints: find_work's scratch */
-  uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; TMA_PP8: then K codes, V codes) or [STAGES] (TMA) */
+  uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; then TMA_PP8: K codes, V codes; WS: K stage 0, 1 and
+                  * V stage 0, 1 free) or [STAGES] (TMA) */
   __device__ __forceinline__ explicit SmemTiles(unsigned char *smem) : base(smem) {
     constexpr uint32_t AL = (uint32_t)S::WG_ALIGN;
     unsigned char *pipe = smem + (AL ? ((AL - (smem_u32(smem) & (AL - 1u))) & (AL - 1u)) : 0u);

@@ -97,6 +97,16 @@ inline const char *tma_env() {
 }
 inline int tma_mode() { return strcmp(tma_env(), "0") == 0 ? 0 : strcmp(tma_env(), "all") == 0 ? 2 : 1; }
 
+/* ANYATTN_CUDA_WS=0 runs the pipelined tile without its producer warpgroup
+ * (launch.cu, ws_wanted; for comparisons). */
+inline bool ws_mode() {
+  static const bool on = [] {
+    const char *e = getenv("ANYATTN_CUDA_WS");
+    return !(e && strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
 /* Warps of 16-row decode programs one SM keeps in an unsplit launch of
  * several waves over cache rows of more than 128 bytes (policy.h,
  * aa_gpu_launch_smem): 8 on sm_90 (measured on the H200:

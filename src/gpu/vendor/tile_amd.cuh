@@ -292,6 +292,10 @@ __device__ __forceinline__ void tma_prefetch_map(const void *) {}
 __device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int, int, uint64_t *) { __builtin_trap(); }
 __device__ __forceinline__ void named_sync(int, int) { __builtin_trap(); }
 __device__ __forceinline__ void named_arrive(int, int) { __builtin_trap(); }
+template <int N>
+__device__ __forceinline__ void regs_release() { __builtin_trap(); }
+template <int N>
+__device__ __forceinline__ void regs_claim() { __builtin_trap(); }
 
 /* ---- math ------------------------------------------------------------------------ */
 /* 1/x to about 1 ulp in one instruction (v_rcp_f32); x = 0 gives +inf, which

@@ -206,6 +206,27 @@ __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+/* Register reallocation between the warpgroups of a block (sm_90a): every
+ * thread of a warpgroup gives its registers back down to N (regs_release)
+ * or waits for the pool to grant N (regs_claim). N is a multiple of 8 in
+ * [24, 256]; ptxas allocates the code after each at that count. */
+template <int N>
+__device__ __forceinline__ void regs_release() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#else
+  __trap();
+#endif
+}
+template <int N>
+__device__ __forceinline__ void regs_claim() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#else
+  __trap();
+#endif
+}
+
 /* The m64nNk16 products, D in registers (N/2 fp32 per thread, "+f" operands
  * %0..), for N = 64 and 128, and 80 and 96 for P V at those head dims.
  * AA_WG_D<R>: D's operand list in the PTX text, AA_WG_O<R>(d): its

@@ -1,0 +1,222 @@
+/* mainloop_ws.cuh: the pipelined 128-row tile (mainloop_sm90.cuh) over 16-bit
+ * caches with a producer warpgroup (WsShape, sm_90a): a third warpgroup of
+ * the block copies every K and V tile, so the two consumer warpgroups only
+ * wait for tiles, run their products and their softmax half a KV tile apart,
+ * and say when a stage is free. The producer gives its registers to the
+ * consumers (setmaxnreg). docs/design/prefill.md#producer-warpgroup. */
+#ifndef ANYATTN_GPU_KERNEL_MAINLOOP_WS_CUH
+#define ANYATTN_GPU_KERNEL_MAINLOOP_WS_CUH
+
+#include "mainloop_sm90.cuh"
+
+namespace aa {
+
+/* Registers per thread after reallocation: 128 producer threads at 48 and
+ * 256 consumer threads at 232 fill the 64 K registers of a multiprocessor
+ * (launched at 168 each: 384 threads, one block). ptxas (13.0) at d128: the
+ * producer spills 36 bytes at 24 registers, 16 at 40, 8 at 48 and above;
+ * the consumers spill no more at 224 than at 232 or 240. */
+constexpr int kWsProducerRegs = 48, kWsConsumerRegs = 232;
+static_assert(128 * kWsProducerRegs + 256 * kWsConsumerRegs <= 65536, "the register file");
+/* The producer's own named barrier (its copies' row offsets); ids 1..8 are
+ * the pipelined tile's (mainloop_sm90.cuh). */
+constexpr int kBarProducer = 9;
+/* mbarriers after the four "stage landed" ones (SmemTiles::bar): "stage
+ * free", K stage 0, 1 then V stage 0, 1; one arrival per consumer warp. */
+constexpr int kWsFreeBar = 4, kWsConsumerWarps = 8;
+
+/* The producer warpgroup: K(t) and V(t) into stage t % 2, in tile order,
+ * each once both consumer warpgroups are done with the stage's previous
+ * tile (t - 2). Halves come as TMA boxes where PipelinedTile takes them
+ * (K always, V wholly inside the key range), else as zero-filling 16-byte
+ * copies; either way all 128 threads arrive on the half's "landed"
+ * mbarrier, as in PipelinedTile. */
+template <typename T, class S>
+struct WsProducer {
+  const AttnParams &p;
+  const Program<S> &g;
+  const SmemTiles<T, S> &sm;
+  const KvPages<T, S> pages;
+  int lt; /* thread within the warpgroup */
+  bool tma;
+
+  __device__ __forceinline__ WsProducer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
+      : p(p_), g(g_), sm(sm_), pages(p_, g_) {
+    lt = g.tid - S::THREADS;
+    tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
+  }
+  __device__ __forceinline__ bool box(int n0, int hf) const {
+    return tma && (hf == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi));
+  }
+  __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
+  /* This thread's page id for half hf of tile n0: its box's, or its row's. */
+  __device__ __forceinline__ int lookup(int n0, int hf) const {
+    if (box(n0, hf)) return box_owner() ? pages.bt_row[fast_div(pages.box_key(n0 + lt), p.bs_magic, p.bs_shift)] : 0;
+    return pages.page_id(lt, n0);
+  }
+  __device__ __forceinline__ void fill(int stage, int n0, int hf, int pg) const {
+    uint64_t *bar = sm.bar + 2 * hf + stage;
+    unsigned char *tile =
+        reinterpret_cast<unsigned char *>(hf ? sm.v : sm.k) + (size_t)stage * S::TILE_ELEMS * sizeof(T);
+    if (box(n0, hf)) {
+      if (lt == 0) mbar_arrive_expect_tx(bar, (uint32_t)(S::BN * 64 * S::PANELS * sizeof(T)));
+      else mbar_arrive(bar);
+      if (box_owner()) {
+        const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+        fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
+#pragma unroll
+        for (int pn = 0; pn < S::PANELS; pn++)
+          tma_load_4d(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg,
+                      bar);
+      }
+      return;
+    }
+    /* offsets of the stage's rows (slot = stage), published to the warpgroup;
+     * the first barrier keeps them until every thread has issued the last
+     * copies that read the slot */
+    named_sync(kBarProducer, 128);
+    if (lt < S::BN)
+      sm.off[(stage * S::BN + lt) * 2 + hf] = pages.row_elems(pg, n0 + lt, hf ? p.v_sb : p.k_sb, hf ? p.v_st : p.k_st);
+    named_sync(kBarProducer, 128);
+    constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
+    const T *src = hf ? pages.vc : pages.kc;
+#pragma unroll
+    for (int k = 0; k < LOADS; k++) {
+      const int i = lt + k * 128;
+      const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
+      const int64_t o = sm.off[(stage * S::BN + r) * 2 + hf];
+      const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
+      async_copy16(tile + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
+    }
+    mbar_arrive_copies(bar);
+    async_commit();
+  }
+  /* Page ids one tile ahead, so a fill issues as soon as its stage is free. */
+  __device__ __forceinline__ void run() const {
+    const int n0 = g.n_begin;
+    int pk = lookup(n0, 0), pv = lookup(n0, 1);
+    for (int t = 0; t < g.ntiles; t++) {
+      const int nt = n0 + t * S::BN, stage = t & 1;
+      const uint32_t par = (uint32_t)((t >> 1) + 1) & 1u; /* tile t - 2's release: that stage's (t / 2 - 1)-th */
+      const int pk1 = lookup(nt + S::BN, 0), pv1 = lookup(nt + S::BN, 1);
+      if (t >= 2) mbar_wait(sm.bar + kWsFreeBar + stage, par);
+      fill(stage, nt, 0, pk);
+      if (t >= 2) mbar_wait(sm.bar + kWsFreeBar + 2 + stage, par);
+      fill(stage, nt, 1, pv);
+      pk = pk1, pv = pv1;
+    }
+    async_wait<0>(); /* its copies land before it exits */
+  }
+};
+
+/* The consumer warpgroups: PipelinedTile's phases without the copies. A
+ * warp arrives on a stage's "free" mbarrier once its warpgroup's products
+ * that read the stage are done: K(it) after Q K(it)^T, V(it - 1) after
+ * P(it - 1) V(it - 1). */
+template <typename T, class S>
+struct WsConsumer {
+  const AttnParams &p;
+  const Program<S> &g;
+  const SmemTiles<T, S> &sm;
+  int grp;
+  typedef T MT;
+  static constexpr bool kOverlapPV = PipelinedTile<T, S>::kOverlapPV;
+
+  __device__ __forceinline__ WsConsumer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
+      : p(p_), g(g_), sm(sm_), grp(g_.tid >> 7) {}
+
+  __device__ __forceinline__ void release(int bar) const {
+    fence_proxy_async_smem(); /* the stage's reads, before the producer's next writes */
+    if (lane_id() == 0) mbar_arrive(sm.bar + kWsFreeBar + bar);
+  }
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void enter(int it, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
+    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
+    named_sync(kBarSched0 + grp, 256);
+    PipelinedTile<T, S>::keep_pv(acc, pa);
+    wg_fence();
+  }
+  /* One phase: PipelinedTile::phase's products, order and turns. */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    enter<PV, QK>(it, acc, pa);
+    FragC s[S::NK];
+    if constexpr (kOverlapPV) {
+      if constexpr (QK) {
+        wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
+        wg_commit();
+      }
+      if constexpr (PV) {
+        wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
+        wg_commit();
+      }
+      named_arrive(kBarSched0 + (grp ^ 1), 256);
+      float alpha[kFragCSlots];
+      if constexpr (QK) {
+        if constexpr (PV) wg_wait_but_newest();
+        else wg_wait_all();
+#pragma unroll
+        for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
+        release(it & 1);
+        sx.template weights<0>(p, g, g.n_begin + it * S::BN, s, alpha);
+      }
+      if constexpr (PV) {
+        wg_wait_all();
+        PipelinedTile<T, S>::keep_pv(acc, pa);
+        release(2 + ((it - 1) & 1));
+      }
+      if constexpr (QK) sx.template finish<MT>(s, pa, acc, alpha);
+    } else {
+      if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
+      if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
+      wg_commit();
+      named_arrive(kBarSched0 + (grp ^ 1), 256);
+      wg_wait_all();
+      PipelinedTile<T, S>::keep_pv(acc, pa);
+#pragma unroll
+      for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
+      if constexpr (QK) release(it & 1);
+      if constexpr (PV) release(2 + ((it - 1) & 1));
+      if constexpr (QK) sx.template tile<MT, 0>(p, g, g.n_begin + it * S::BN, s, pa, acc);
+    }
+  }
+};
+
+/* Before the work search (whose barrier publishes them): the four "landed"
+ * mbarriers (128 producer arrivals each) and the four "free" ones. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_init_barriers(const SmemTiles<T, S> &sm) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 4; i++) mbar_init(sm.bar + i, 128);
+    for (int i = 0; i < 4; i++) mbar_init(sm.bar + kWsFreeBar + i, kWsConsumerWarps);
+    mbar_init_fence();
+  }
+}
+
+/* The consumers' loop; Q is their only cp.async group. */
+template <typename T, class S>
+__device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                            OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+  WsConsumer<T, S> c(p, g, sm);
+  sx.rows(p, g);
+  async_wait<0>(); /* Q, which wgmma reads next */
+  fence_proxy_async_smem();
+  program_sync<S>();
+#pragma unroll
+  for (int d = 0; d < S::DK; d++) zero(acc[d]);
+  sx.reset();
+  if (g.ntiles > 0) {
+    FragA pa[S::NK];
+    if (c.grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
+    c.template phase<false, true>(0, sx, acc, pa);
+    for (int it = 1; it < g.ntiles; it++) c.template phase<true, true>(it, sx, acc, pa);
+    c.template phase<true, false>(g.ntiles, sx, acc, pa);
+    if (c.grp == 0) named_sync(kBarSched0, 256); /* the turn handed over last (mainloop_sm90) */
+  }
+}
+
+}  // namespace aa
+
+#endif /* ANYATTN_GPU_KERNEL_MAINLOOP_WS_CUH */
