@@ -11,13 +11,14 @@
 
 namespace aa {
 
-/* Registers per thread after reallocation: 128 producer threads at 48 and
- * 256 consumer threads at 232 fill the 64 K registers of a multiprocessor
- * (launched at 168 each: 384 threads, one block). ptxas (13.0) at d128: the
- * producer spills 36 bytes at 24 registers, 16 at 40, 8 at 48 and above;
- * the consumers spill no more at 224 than at 232 or 240. */
-constexpr int kWsProducerRegs = 48, kWsConsumerRegs = 232;
-static_assert(128 * kWsProducerRegs + 256 * kWsConsumerRegs <= 65536, "the register file");
+/* Registers per thread after reallocation. The block launches at 168 a
+ * thread (384 threads, one block an SM: 64,512 registers), and the two
+ * counts must share exactly that pool, or the consumers' claim waits
+ * forever: 128 producer threads at 56, 256 consumer threads at 224. ptxas
+ * (13.0) at d128: the producer spills 36 bytes at 24 registers, 16 at 40,
+ * 8 at 48 and above; the consumers spill no more at 224 than at 232. */
+constexpr int kWsProducerRegs = 56, kWsConsumerRegs = 224;
+static_assert(128 * kWsProducerRegs + 256 * kWsConsumerRegs == 168 * 384, "the block's registers");
 /* The producer's own named barrier (its copies' row offsets); ids 1..8 are
  * the pipelined tile's (mainloop_sm90.cuh). */
 constexpr int kBarProducer = 9;
