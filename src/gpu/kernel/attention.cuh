@@ -83,11 +83,11 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, un
   if (!g.find(sm.meta)) return;
   g.map();
   if (g.tid >= S::THREADS) {
-    regs_release<kWsProducerRegs>();
+    regs_release<WsRegs<S>::PRODUCER>();
     WsProducer<T, S>(p, g, sm).run();
     return;
   }
-  regs_claim<kWsConsumerRegs>();
+  regs_claim<WsRegs<S>::CONSUMER>();
   OnlineSoftmax<S> sx;
   FragC acc[S::DK];
   load_q(p, g, sm);

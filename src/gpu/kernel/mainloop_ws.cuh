@@ -14,11 +14,17 @@ namespace aa {
 /* Registers per thread after reallocation. The block launches at 168 a
  * thread (384 threads, one block an SM: 64,512 registers), and the two
  * counts must share exactly that pool, or the consumers' claim waits
- * forever: 128 producer threads at 56, 256 consumer threads at 224. ptxas
- * (13.0) at d128: the producer spills 36 bytes at 24 registers, 16 at 40,
- * 8 at 48 and above; the consumers spill no more at 224 than at 232. */
-constexpr int kWsProducerRegs = 56, kWsConsumerRegs = 224;
-static_assert(128 * kWsProducerRegs + 256 * kWsConsumerRegs == 168 * 384, "the block's registers");
+ * forever: 256 consumer threads at C, 128 producer threads at 504 - 2 C.
+ * C is 224 (the producer at 56) but at head dim 256, whose consumers need
+ * 240 (the producer at 24). ptxas (13.0) with the producer's copies not
+ * unrolled: at 224 / 56 d64, d80 and d192 spill nothing, d96 and d128 8
+ * bytes; d256 spills 104 bytes at 224 and 40 at 240. */
+template <class S>
+struct WsRegs {
+  static constexpr int CONSUMER = S::HD >= 256 ? 240 : 224;
+  static constexpr int PRODUCER = (168 * 384 - 256 * CONSUMER) / 128;
+  static_assert(128 * PRODUCER + 256 * CONSUMER == 168 * 384 && PRODUCER >= 24, "the block's registers");
+};
 /* The producer's own named barrier (its copies' row offsets); ids 1..8 are
  * the pipelined tile's (mainloop_sm90.cuh). */
 constexpr int kBarProducer = 9;
@@ -81,7 +87,7 @@ struct WsProducer {
     named_sync(kBarProducer, 128);
     constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
     const T *src = hf ? pages.vc : pages.kc;
-#pragma unroll
+#pragma unroll 1 /* unrolled, the copies' offsets spill the producer's registers */
     for (int k = 0; k < LOADS; k++) {
       const int i = lt + k * 128;
       const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
