@@ -98,13 +98,10 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!k) continue;
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
-    /* its variant with a producer warpgroup (launch.cu), same shared memory */
-    if (!st->stage_descales && pr->kv_dtype == ANYATTN_KV_AS_Q && aa::ws_wanted(dev->arch)) {
-      const void *w = (const void *)aa::ws_kernel(pr->dtype, pr->head_dim, i);
-      if (w)
-        AA_CUDA_TRY(cudaFuncSetAttribute(w, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
-    }
+    /* its variant with a producer warpgroup (launch.cu, unsplit launches), same shared memory */
+    if (const aa::KernelFn w = aa::ws_kernel(plan, *dev, i, 1))
+      AA_CUDA_TRY(cudaFuncSetAttribute((const void *)w, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
@@ -333,7 +330,7 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
     snprintf(buf, size, "%s, %d segments merged %s", name, ch.splits,
              ch.cluster ? "in a cluster" : "by the last to arrive");
   } else {
-    snprintf(buf, size, "%s, unsplit", name);
+    snprintf(buf, size, "%s, unsplit%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "");
   }
   return ANYATTN_STATUS_OK;
 }

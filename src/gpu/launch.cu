@@ -309,10 +309,13 @@ KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
   }
 }
 
-KernelFn ws_kernel(anyattn_dtype dtype, int hd, int cfg) {
+KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits) {
+  const anyattn_problem *pr = &plan->problem;
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  if (splits != 1 || st->stage_descales || pr->kv_dtype != ANYATTN_KV_AS_Q || dev.arch != 90 || !ws_mode()) return nullptr;
   KernelFn k[kNumConfigs];
-  const bool bf = dtype == ANYATTN_DTYPE_BF16;
-  switch (run_head_dim(hd, cfg, false)) {
+  const bool bf = pr->dtype == ANYATTN_DTYPE_BF16;
+  switch (run_head_dim(pr->head_dim, cfg, false)) {
 #define AA_WS_CASE_(d)                                                            \
   case d:                                                                         \
     bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k); \
@@ -322,8 +325,6 @@ KernelFn ws_kernel(anyattn_dtype dtype, int hd, int cfg) {
     default: return nullptr;
   }
 }
-
-bool ws_wanted(int arch) { return arch == 90 && ws_mode(); }
 
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
@@ -467,12 +468,8 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
                                   : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "%s: no kernel compiled at head_dim %d", c.name, pr->head_dim);
   int threads = c.warps * AA_WARP_SIZE;
-  /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup
-   * copies K and V (docs/design/prefill.md#producer-warpgroup) */
-  if (p.num_splits == 1 && !st->stage_descales && pr->kv_dtype == ANYATTN_KV_AS_Q && ws_wanted(dev.arch)) {
-    const KernelFn w = ws_kernel(pr->dtype, pr->head_dim, ch.config);
-    if (w) k = w, threads += 128;
-  }
+  /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup copies K and V */
+  if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) k = w, threads += 128;
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;
 }

@@ -25,12 +25,12 @@ KernelFn tc_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The kernel of config cfg over 16-bit caches that applies fp8 descales (the
  * 128-row rows: staged fp8 batches; nullptr for the others). */
 KernelFn staged_kernel(anyattn_dtype dtype, int head_dim, int cfg);
-/* The kernel of config cfg over 16-bit caches with a producer warpgroup
- * (attn_ws_kernel: the pipelined rows; nullptr for the others), and whether
- * run takes it for an unsplit launch of that row on device arch `arch`
- * (sm_90, unless ANYATTN_CUDA_WS=0). */
-KernelFn ws_kernel(anyattn_dtype dtype, int head_dim, int cfg);
-bool ws_wanted(int arch);
+/* The kernel with a producer warpgroup (attn_ws_kernel) that run launches
+ * for config cfg of `plan` in a launch of `splits` segments on `dev`, or
+ * nullptr where it launches the row's own kernel: the pipelined rows over
+ * 16-bit caches (not a stage plan's descale kernels), unsplit, on sm_90,
+ * unless ANYATTN_CUDA_WS=0 (docs/design/prefill.md#producer-warpgroup). */
+KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits);
 /* The role pair kernel whose prefill row is config cfg (nullptr: none compiled there). */
 RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */

@@ -5,12 +5,15 @@
  *   scheduler.cuh      which (sequence, Q block, kv head, segment) the program takes
  *   mainloop.cuh       the K/V ring and the products of every tile but one
  *   mainloop_sm90.cuh  the two-warpgroup wgmma tile (sm_90a)
+ *   mainloop_ws.cuh    the same with a producer warpgroup (attn_ws_kernel)
  *   epilogue.cuh       the warps' merge; out and lse, a partial, or the cluster's merge
  *   merge.cuh          split-KV segments: the last to arrive merges the partials
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
- * attn_tc_kernel runs one tile; attn_roles_kernel two in one grid (mixed
- * batches: decode sequences on a decode tile, the rest on a prefill tile).
+ * attn_tc_kernel runs one tile; attn_ws_kernel the pipelined tile with a
+ * producer warpgroup (unsplit launches over 16-bit caches on sm_90);
+ * attn_roles_kernel two tiles in one grid (mixed batches: decode sequences
+ * on a decode tile, the rest on a prefill tile).
  * f32.cuh (fp32) is a kernel of its own. */
 #ifndef ANYATTN_GPU_KERNEL_ATTENTION_CUH
 #define ANYATTN_GPU_KERNEL_ATTENTION_CUH

@@ -8,7 +8,9 @@
  * half's codes into its code tile a phase before they are needed (TMA boxes
  * where the layout allows, else 16- or 8-code copies), then converts them
  * into the 16-bit ring and arrives on the mbarrier itself; both products run
- * in f16 (docs/design/layout.md, FP8 caches). */
+ * in f16 (docs/design/layout.md, FP8 caches). Unsplit launches over 16-bit
+ * caches on sm_90 run the same phases with a producer warpgroup doing the
+ * copies instead (mainloop_ws.cuh). */
 #ifndef ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 #define ANYATTN_GPU_KERNEL_MAINLOOP_SM90_CUH
 

@@ -21,9 +21,12 @@ namespace aa {
  * bytes; d256 spills 104 bytes at 224 and 40 at 240. */
 template <class S>
 struct WsRegs {
+  static constexpr int LAUNCH = 65536 / (S::THREADS + S::PRODUCER_THREADS) / 8 * 8; /* 168 */
   static constexpr int CONSUMER = S::HD >= 256 ? 240 : 224;
-  static constexpr int PRODUCER = (168 * 384 - 256 * CONSUMER) / 128;
-  static_assert(128 * PRODUCER + 256 * CONSUMER == 168 * 384 && PRODUCER >= 24, "the block's registers");
+  static constexpr int PRODUCER = (LAUNCH * (S::THREADS + S::PRODUCER_THREADS) - S::THREADS * CONSUMER) / S::PRODUCER_THREADS;
+  static_assert(S::PRODUCER_THREADS * PRODUCER + S::THREADS * CONSUMER == LAUNCH * (S::THREADS + S::PRODUCER_THREADS) &&
+                    PRODUCER >= 24 && PRODUCER % 8 == 0,
+                "the producer's and the consumers' registers fill the block's");
 };
 /* The producer's own named barrier (its copies' row offsets); ids 1..8 are
  * the pipelined tile's (mainloop_sm90.cuh). */

@@ -98,7 +98,7 @@ inline const char *tma_env() {
 inline int tma_mode() { return strcmp(tma_env(), "0") == 0 ? 0 : strcmp(tma_env(), "all") == 0 ? 2 : 1; }
 
 /* ANYATTN_CUDA_WS=0 runs the pipelined tile without its producer warpgroup
- * (launch.cu, ws_wanted; for comparisons). */
+ * (launch.cu, ws_kernel; for comparisons). */
 inline bool ws_mode() {
   static const bool on = [] {
     const char *e = getenv("ANYATTN_CUDA_WS");
