@@ -74,9 +74,9 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
 /* One program of the pipelined tile with a producer warpgroup (WsShape,
  * mainloop_ws.cuh): all threads search; the producer then copies K and V
  * and exits, the consumers load Q, run the loop and the epilogue. Unsplit
- * launches only (run never sends split ones here: the merges' barriers
- * count the consumers, but the empty-segment path returns before the
- * producer would). */
+ * launches only (launch.cu, ws_kernel): split segments write empty
+ * partials, merge and meet at cluster barriers as a block of consumers
+ * alone, which this kernel is not. */
 template <typename T, class S>
 __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
