@@ -304,8 +304,19 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 0, 0) == 0, "mode off: copies");
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 5, 100000, 1, 0) == 16, "the pipelined tile takes boxes in every launch");
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 4, 1, 2, 0) == 0, "the single-warpgroup wgmma tile has none");
+  /* the producer warpgroup: unsplit 16-bit launches on sm_90 only */
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "unsplit bf16 on sm_90: the producer's kernel");
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "split launches keep the row's kernel");
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 0) == 0, "ANYATTN_CUDA_WS=0 keeps the row's kernel");
+  f.st.stage_descales = 1;
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 0, "a stage plan's descale kernels have no producer");
+  f.st.stage_descales = 0;
+  f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 0, "fp8 caches keep the row's kernel");
+  f.plan.problem.kv_dtype = ANYATTN_KV_AS_Q;
   const aa_gpu_device a100 = {108, 166912, 80, 0};
   EXPECT(aa_gpu_tma_rows(&f.plan, &a100, 3, 1, 2, 0) == 0, "no boxes before sm_90");
+  EXPECT(aa_gpu_producer_launch(&f.plan, &a100, 1, 1) == 0, "no producer warpgroup before sm_90");
   f.plan.problem.block_size = 256;
   EXPECT(aa_gpu_tma_rows(&f.plan, &kH200, 3, 1, 1, 0) == 128, "pages larger than the tile: boxes of a tile");
   f.plan.problem.block_size = 24;

@@ -311,8 +311,7 @@ KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
 
 KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits) {
   const anyattn_problem *pr = &plan->problem;
-  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
-  if (splits != 1 || st->stage_descales || pr->kv_dtype != ANYATTN_KV_AS_Q || dev.arch != 90 || !ws_mode()) return nullptr;
+  if (!aa_gpu_producer_launch(plan, &dev, splits, ws_mode() ? 1 : 0)) return nullptr;
   KernelFn k[kNumConfigs];
   const bool bf = pr->dtype == ANYATTN_DTYPE_BF16;
   switch (run_head_dim(pr->head_dim, cfg, false)) {

@@ -171,6 +171,15 @@ AA_HIDDEN aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_dev
  * own shared memory allows (aa_gpu_launch_smem), hence more than one wave. */
 AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs, int mode,
                               int capped);
+/* Whether a launch of `splits` segments runs a pipelined row's kernel with a
+ * producer warpgroup where the row has one (launch.cu, ws_kernel): on sm_90
+ * (the kernel is sm_90a code), unsplit (its split paths, the empty partials,
+ * the merges and the cluster barriers, are written for a block of consumers
+ * alone), over 16-bit caches read by the kernel itself (fp8 codes are
+ * converted by the consumers; a stage plan's kernels apply descales and are
+ * not built with a producer); never with mode 0 (ANYATTN_CUDA_WS=0).
+ * docs/design/prefill.md#producer-warpgroup. */
+AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
 
 #ifdef __cplusplus
 }
