@@ -7,7 +7,7 @@
 #   AB_ENV=...   build/ itself run with that environment (a run-time switch
 #                such as ANYATTN_CUDA_TMA=0)
 # The two alternate ROUNDS times over the same work, so drift hits both: the
-# decode cases AB_CASES under graph replay, the bench workloads AB_WORKLOADS
+# decode cases AB_CASES under graph replay (set empty: none), the bench workloads AB_WORKLOADS
 # (stream launches; empty: none) and, unless AB_E2E=0, e2e-llama8b. Logs in
 # $OUT/ab_*.txt; a table of medians per round last, then each case's B/A ratio
 # (best of the rounds on each side).
@@ -22,7 +22,7 @@ mkdir -p "$OUT"
   echo "ab_build: set AB_SRC (B's source tree), AB_FLAGS (CUDA flags of build B) or AB_ENV (B's environment)"
   exit 2
 }
-CASES=${AB_CASES:-1x500,1x2048,1x8192,1x32768,8x4096,128x2048}
+CASES=${AB_CASES-1x500,1x2048,1x8192,1x32768,8x4096,128x2048} # set and empty: none
 ROUNDS=${AB_ROUNDS:-2}
 GENCODE="-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a"
 test -x build/anyattn || { echo "ab_build: build/anyattn missing (run the build step first)"; exit 1; }
