@@ -109,6 +109,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(c
   if constexpr (PassCaps<S>::WS) {
     Program<S> g(p);
     attend_ws<T, S>(p, g, smem);
+  } else {
+    pass_unsupported(); /* an sm_90 device running a build without sm_90a code */
   }
 }
 

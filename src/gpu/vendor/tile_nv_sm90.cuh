@@ -206,6 +206,11 @@ __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+/* Stops a kernel whose code this pass cannot hold (a kernel launched only
+ * where the device runs sm_90a code, reached anyway): a loud error, never
+ * outputs left unwritten. */
+__device__ __forceinline__ void pass_unsupported() { __trap(); }
+
 /* Register reallocation between the warpgroups of a block (sm_90a): every
  * thread of a warpgroup gives its registers back down to N (regs_release)
  * or waits for the pool to grant N (regs_claim). N is a multiple of 8 in
