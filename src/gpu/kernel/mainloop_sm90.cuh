@@ -354,13 +354,39 @@ struct PipelinedTile {
   /* A phase's start: its K (QK) and V (PV) stages landed and seen by the
    * async proxy, this warpgroup's turn, the registers of its products pinned. */
   template <bool PV, bool QK>
-  __device__ __forceinline__ void enter(int it, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+  __device__ __forceinline__ static void enter_turn(const SmemTiles<T, S> &sm, int grp, int it, FragC (&acc)[S::DK],
+                                                    FragA (&pa)[S::NK]) {
     if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
     if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
     fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
     named_sync(kBarSched0 + grp, 256);
     keep_pv(acc, pa);
     wg_fence();
+  }
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void enter(int it, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    enter_turn<PV, QK>(sm, grp, it, acc, pa);
+  }
+  /* A phase's products: S = Q K(it)^T (QK) and O += P(it-1) V(it-1) (PV);
+   * SPLIT commits Q K^T and P V as two groups (the overlap waits for the
+   * older alone), else P V then Q K^T as one. */
+  template <bool PV, bool QK, bool SPLIT>
+  __device__ __forceinline__ static void issue_products(const SmemTiles<T, S> &sm, int grp, int it,
+                                                        FragC (&s)[S::NK], FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
+    if constexpr (SPLIT) {
+      if constexpr (QK) {
+        wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
+        wg_commit();
+      }
+      if constexpr (PV) {
+        wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
+        wg_commit();
+      }
+    } else {
+      if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
+      if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
+      wg_commit();
+    }
   }
   /* 16-bit refills: K(it+2) into K(it)'s stage by the first warpgroup once
    * the second is done with it (kfree: there is such a tile), V(it+1) by
@@ -406,9 +432,7 @@ struct PipelinedTile {
   __device__ __forceinline__ void phase_joint(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
-    if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
-    if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
-    wg_commit();
+    issue_products<PV, QK, false>(sm, grp, it, s, acc, pa);
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     if (grp == 1 && vfree) named_sync(kBarVFree, 256);
     named_arrive(kBarSched0 + (grp ^ 1), 256);
@@ -456,14 +480,7 @@ struct PipelinedTile {
                                                 FragA (&pa)[S::NK]) {
     enter<PV, QK>(it, acc, pa);
     FragC s[S::NK];
-    if constexpr (QK) {
-      wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
-      wg_commit();
-    }
-    if constexpr (PV) {
-      wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
-      wg_commit();
-    }
+    issue_products<PV, QK, true>(sm, grp, it, s, acc, pa);
     named_arrive(kBarSched0 + (grp ^ 1), 256);
     const bool vissue = it + 1 < g.ntiles, vfree = PV && vissue; /* V(it+1) refills V(it-1)'s stage */
     const bool kfree = it + 2 < g.ntiles;                       /* K(it+2) refills K(it)'s stage */

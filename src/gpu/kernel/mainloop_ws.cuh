@@ -139,30 +139,15 @@ struct WsConsumer {
     fence_proxy_async_smem(); /* the stage's reads, before the producer's next writes */
     if (lane_id() == 0) mbar_arrive(sm.bar + kWsFreeBar + bar);
   }
-  template <bool PV, bool QK>
-  __device__ __forceinline__ void enter(int it, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
-    if constexpr (QK) mbar_wait(sm.bar + (it & 1), (uint32_t)(it >> 1) & 1u);
-    if constexpr (PV) mbar_wait(sm.bar + 2 + ((it - 1) & 1), (uint32_t)((it - 1) >> 1) & 1u);
-    fence_proxy_async_smem(); /* the copies seen through the mbarriers, before wgmma reads them */
-    named_sync(kBarSched0 + grp, 256);
-    PipelinedTile<T, S>::keep_pv(acc, pa);
-    wg_fence();
-  }
   /* One phase: PipelinedTile::phase's products, order and turns. */
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
-    enter<PV, QK>(it, acc, pa);
+    using PT = PipelinedTile<T, S>;
+    PT::template enter_turn<PV, QK>(sm, grp, it, acc, pa);
     FragC s[S::NK];
+    PT::template issue_products<PV, QK, kOverlapPV>(sm, grp, it, s, acc, pa);
+    named_arrive(kBarSched0 + (grp ^ 1), 256);
     if constexpr (kOverlapPV) {
-      if constexpr (QK) {
-        wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
-        wg_commit();
-      }
-      if constexpr (PV) {
-        wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
-        wg_commit();
-      }
-      named_arrive(kBarSched0 + (grp ^ 1), 256);
       float alpha[kFragCSlots];
       if constexpr (QK) {
         if constexpr (PV) wg_wait_but_newest();
@@ -174,17 +159,13 @@ struct WsConsumer {
       }
       if constexpr (PV) {
         wg_wait_all();
-        PipelinedTile<T, S>::keep_pv(acc, pa);
+        PT::keep_pv(acc, pa);
         release(2 + ((it - 1) & 1));
       }
       if constexpr (QK) sx.template finish<MT>(s, pa, acc, alpha);
     } else {
-      if constexpr (PV) wg_issue_pv<MT, S>(acc, pa, smem_u32(sm.v + ((it - 1) & 1) * S::TILE_ELEMS));
-      if constexpr (QK) wg_issue_scores<MT, S>(s, smem_u32(sm.q), grp * 64, smem_u32(sm.k + (it & 1) * S::TILE_ELEMS));
-      wg_commit();
-      named_arrive(kBarSched0 + (grp ^ 1), 256);
       wg_wait_all();
-      PipelinedTile<T, S>::keep_pv(acc, pa);
+      PT::keep_pv(acc, pa);
 #pragma unroll
       for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
       if constexpr (QK) release(it & 1);
