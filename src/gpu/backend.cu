@@ -330,7 +330,10 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
     snprintf(buf, size, "%s, %d segments merged %s", name, ch.splits,
              ch.cluster ? "in a cluster" : "by the last to arrive");
   } else {
-    snprintf(buf, size, "%s, unsplit%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "");
+    const char *ws = !aa::ws_kernel(plan, dev, ch.config, 1) ? ""
+                     : aa::ws_mode() == 2                     ? ", producer warpgroup, persistent blocks"
+                                                              : ", producer warpgroup";
+    snprintf(buf, size, "%s, unsplit%s", name, ws);
   }
   return ANYATTN_STATUS_OK;
 }

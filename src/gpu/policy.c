@@ -486,6 +486,10 @@ int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, i
          plan->problem.kv_dtype == ANYATTN_KV_AS_Q;
 }
 
+long long aa_gpu_producer_blocks(const aa_gpu_device *dev, long long programs, int mode) {
+  return mode == 2 && dev->num_sms > 0 && programs > dev->num_sms ? dev->num_sms : programs;
+}
+
 /* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */
 
 static size_t aa_align256(size_t b) { return (b + 255) / 256 * 256; }

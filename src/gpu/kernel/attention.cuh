@@ -11,7 +11,7 @@
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
  * attn_tc_kernel runs one tile; attn_ws_kernel the pipelined tile with a
- * producer warpgroup (unsplit launches over 16-bit caches on sm_90);
+ * producer warpgroup, persistent (unsplit launches over 16-bit caches on sm_90);
  * attn_roles_kernel two tiles in one grid (mixed batches: decode sequences
  * on a decode tile, the rest on a prefill tile).
  * f32.cuh (fp32) is a kernel of its own. */
@@ -71,32 +71,57 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
-/* One program of the pipelined tile with a producer warpgroup (WsShape,
- * mainloop_ws.cuh): all threads search; the producer then copies K and V
- * and exits, the consumers load Q, run the loop and the epilogue. Unsplit
- * launches only (launch.cu, ws_kernel): split segments write empty
- * partials, merge and meet at cluster barriers as a block of consumers
- * alone, which this kernel is not. */
+/* The persistent kernel of the pipelined tile with a producer warpgroup
+ * (WsShape, mainloop_ws.cuh): the block takes items (programs, scheduler.cuh)
+ * blockIdx.x, + gridDim.x, ... The producer finds each (its own work search)
+ * and copies its Q, K and V; the consumers take each item the producer
+ * publishes, run the loop and write their rows (epilogue_rows), until the
+ * producer publishes -1. Unsplit launches only (launch.cu, ws_kernel): split
+ * segments write empty partials, merge and meet at cluster barriers as a
+ * block of consumers alone, which this kernel is not. */
 template <typename T, class S>
-__device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
+__device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
   KvBoxes<T, S>::prefetch_maps(p);
   grid_dependency_wait();
   ws_init_barriers<T, S>(sm);
-  if (!g.find(sm.meta)) return;
-  g.map();
-  if (g.tid >= S::THREADS) {
+  block_sync();
+  const int items = p.num_qblocks * p.hprogs; /* the host keeps it under 2^31 */
+  if (threadIdx.x >= S::THREADS) {
     regs_release<WsRegs<S>::PRODUCER>();
-    WsProducer<T, S>(p, g, sm).run();
+    const NamedBarrier<kBarProducer, S::PRODUCER_THREADS> bar{(int)threadIdx.x - S::THREADS};
+    int k = 0, base = 0; /* items published, tiles issued */
+    for (int bx = (int)blockIdx.x; bx < items; bx += (int)gridDim.x) {
+      Program<S> g(p, bx);
+      if (!g.find(sm.meta, bar)) continue;
+      g.map();
+      WsProducer<T, S>(p, g, sm).run(base, k, bx);
+      base += g.ntiles;
+      k++;
+    }
+    WsProducer<T, S>::publish(p, nullptr, sm, bar.tid, k, -1);
+    async_wait<0>(); /* its copies land before it exits */
     return;
   }
   regs_claim<WsRegs<S>::CONSUMER>();
-  OnlineSoftmax<S> sx;
-  FragC acc[S::DK];
-  load_q(p, g, sm);
-  mainloop_ws(p, g, sm, sx, acc);
-  program_sync<S>();
-  Epilogue<T, S>(p, g, smem).run(sx, acc);
+  const int grp = (int)threadIdx.x >> 7;
+  if (grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
+  const int *item = reinterpret_cast<const int *>(sm.bar + kWsItem);
+  for (int k = 0, base = 0;; k++) {
+    mbar_wait(sm.bar + kWsQBar, (uint32_t)k & 1u);
+    const int bx = item[0];
+    if (bx < 0) break;
+    Program<S> g(p, bx);
+    g.take(Work{item[1], item[2], item[3], item[4], item[5], item[6], item[7]});
+    g.map();
+    fence_proxy_async_smem(); /* Q's copies, seen through the mbarrier, before wgmma reads them */
+    OnlineSoftmax<S> sx;
+    FragC acc[S::DK];
+    mainloop_ws(p, g, sm, sx, acc, base);
+    epilogue_rows<T, S>(p, g, sx, acc);
+    base += g.ntiles;
+  }
+  if (grp == 0) named_sync(kBarSched0, 256); /* the turn the second handed over last (mainloop_sm90) */
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
@@ -107,8 +132,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(c
   static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
   extern __shared__ __align__(16) unsigned char smem[];
   if constexpr (PassCaps<S>::WS) {
-    Program<S> g(p);
-    attend_ws<T, S>(p, g, smem);
+    attend_ws<T, S>(p, smem);
   } else {
     pass_unsupported(); /* an sm_90 device running a build without sm_90a code */
   }
