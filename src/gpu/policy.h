@@ -181,7 +181,7 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
 /* Blocks of a producer launch of `programs` work items: persistent (mode 2)
- * one per SM at most, each taking items blockIdx.x, + gridDim.x, ... (the
+ * one per SM at most, each taking an item in every round of gridDim.x (the
  * kernel holds an SM alone); mode 1, one per item. A function of the
  * launch's program count, so a captured graph keeps it. */
 AA_HIDDEN long long aa_gpu_producer_blocks(const aa_gpu_device *dev, long long programs, int mode);

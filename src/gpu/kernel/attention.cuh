@@ -71,9 +71,16 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
+/* Item of block b of nb in round r: the grid's items (programs,
+ * scheduler.cuh: longest first within a sequence) in rounds of nb, taken in
+ * order in even rounds and in reverse in odd ones, so that over two rounds
+ * of falling lengths the blocks' sums even out; in plain order, block 0
+ * took the longest item of every round (docs/design/prefill.md#persistent-programs). */
+__device__ __forceinline__ long long ws_item(int r, int b, int nb) { return (long long)r * nb + (r & 1 ? nb - 1 - b : b); }
+
 /* The persistent kernel of the pipelined tile with a producer warpgroup
- * (WsShape, mainloop_ws.cuh): the block takes items (programs, scheduler.cuh)
- * blockIdx.x, + gridDim.x, ... The producer finds each (its own work search)
+ * (WsShape, mainloop_ws.cuh): block b takes items ws_item(0, b, nb),
+ * ws_item(1, b, nb), ... The producer finds each (its own work search)
  * and copies its Q, K and V; the consumers take each item the producer
  * publishes, run the loop and write their rows (epilogue_rows), until the
  * producer publishes -1. Unsplit launches only (launch.cu, ws_kernel): split
@@ -91,7 +98,11 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *sm
     regs_release<WsRegs<S>::PRODUCER>();
     const NamedBarrier<kBarProducer, S::PRODUCER_THREADS> bar{(int)threadIdx.x - S::THREADS};
     int k = 0, base = 0; /* items published, tiles issued */
-    for (int bx = (int)blockIdx.x; bx < items; bx += (int)gridDim.x) {
+    const int nb = (int)gridDim.x;
+    for (int r = 0; (long long)r * nb < items; r++) {
+      const long long i = ws_item(r, (int)blockIdx.x, nb);
+      if (i >= items) continue;
+      const int bx = (int)i;
       Program<S> g(p, bx);
       if (!g.find(sm.meta, bar)) continue;
       g.map();

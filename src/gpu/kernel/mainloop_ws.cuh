@@ -1,7 +1,7 @@
 /* mainloop_ws.cuh: the pipelined 128-row tile (mainloop_sm90.cuh) over 16-bit
  * caches with a producer warpgroup (WsShape, sm_90a), persistent: a block
- * takes work items (the programs of scheduler.cuh) blockIdx.x, + gridDim.x,
- * ... in grid order, longest first. A third warpgroup of the block finds each
+ * takes work items (the programs of scheduler.cuh) in rounds of the grid's
+ * size (attention.cuh, ws_item). A third warpgroup of the block finds each
  * item, copies its Q and every K and V tile, so the two consumer warpgroups
  * only wait for tiles, run their products and their softmax half a KV tile
  * apart, say when a stage or Q is free, and write their rows; the producer
@@ -147,21 +147,20 @@ struct WsProducer {
     async_commit();
   }
   /* Item k (block index bx), whose tiles are the block's base, base + 1,
-   * ...: tile u goes to stage u % 2 once the consumers released tile u - 2
-   * there. Its first K half goes before its Q, which waits for the last
-   * product of the item before. Page ids one tile ahead, so a fill issues as
-   * soon as its stage is free. */
+   * ...: its Q first (no page ids needed: its copies overlap their loads),
+   * then tile u to stage u % 2 once the consumers released tile u - 2
+   * there. Page ids one tile ahead, so a fill issues as soon as its stage
+   * is free. */
   __device__ __forceinline__ void run(int base, int k, int bx) const {
+    publish(p, &g, sm, lt, k, bx);
     const int n0 = g.n_begin;
     int pk = lookup(n0, 0), pv = lookup(n0, 1);
-    if (g.ntiles == 0) publish(p, &g, sm, lt, k, bx);
     for (int t = 0; t < g.ntiles; t++) {
       const int nt = n0 + t * S::BN, u = base + t, stage = u & 1;
       const uint32_t par = (uint32_t)((u >> 1) + 1) & 1u; /* tile u - 2's release: that stage's (u / 2 - 1)-th */
       const int pk1 = lookup(nt + S::BN, 0), pv1 = lookup(nt + S::BN, 1);
       if (u >= 2) mbar_wait(sm.bar + kWsFreeBar + stage, par);
       fill(stage, nt, 0, pk);
-      if (t == 0) publish(p, &g, sm, lt, k, bx);
       if (u >= 2) mbar_wait(sm.bar + kWsFreeBar + 2 + stage, par);
       fill(stage, nt, 1, pv);
       pk = pk1, pv = pv1;
