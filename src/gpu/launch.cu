@@ -472,6 +472,8 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) {
     k = w, threads += 128;
     grid.x = (unsigned)aa_gpu_producer_blocks(&dev, programs, ws_mode());
+    if (st->sched && a->workspace)
+      p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + aa_gpu_sched_offset(plan));
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

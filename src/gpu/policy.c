@@ -261,9 +261,15 @@ int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev) {
 }
 
 size_t aa_gpu_split_counter_bytes(const anyattn_plan *plan) {
-  const size_t b = (size_t)aa_st(plan)->split_counters * 4;
+  const size_t b = (size_t)aa_st(plan)->split_counters * 4 + (aa_st(plan)->sched ? 8 : 0);
   return (b + 255) / 256 * 256;
 }
+
+int aa_gpu_plan_sched(const anyattn_problem *pr, const aa_gpu_device *dev) {
+  return dev->arch == 90 && pr->kv_dtype == ANYATTN_KV_AS_Q && pr->dtype != ANYATTN_DTYPE_F32;
+}
+
+size_t aa_gpu_sched_offset(const anyattn_plan *plan) { return (size_t)aa_st(plan)->split_counters * 4; }
 
 size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan) {
   const size_t b = (size_t)aa_st(plan)->split_rows * plan->problem.num_q_heads * 8;

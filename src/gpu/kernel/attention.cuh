@@ -71,21 +71,24 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
-/* Item of block b of nb in round r: the grid's items (programs,
- * scheduler.cuh: longest first within a sequence) in rounds of nb, taken in
- * order in even rounds and in reverse in odd ones, so that over two rounds
- * of falling lengths the blocks' sums even out; in plain order, block 0
- * took the longest item of every round (docs/design/prefill.md#persistent-programs). */
+/* Item of block b of nb in round r without a workspace counter (p.sched
+ * NULL): the grid's items (programs, scheduler.cuh: longest first within a
+ * sequence) in rounds of nb, in order in even rounds and in reverse in odd
+ * ones, so that over two rounds of falling lengths the blocks' sums even out. */
 __device__ __forceinline__ long long ws_item(int r, int b, int nb) { return (long long)r * nb + (r & 1 ? nb - 1 - b : b); }
 
 /* The persistent kernel of the pipelined tile with a producer warpgroup
- * (WsShape, mainloop_ws.cuh): block b takes items ws_item(0, b, nb),
- * ws_item(1, b, nb), ... The producer finds each (its own work search)
- * and copies its Q, K and V; the consumers take each item the producer
- * publishes, run the loop and write their rows (epilogue_rows), until the
- * producer publishes -1. Unsplit launches only (launch.cu, ws_kernel): split
- * segments write empty partials, merge and meet at cluster barriers as a
- * block of consumers alone, which this kernel is not. */
+ * (WsShape, mainloop_ws.cuh). Block b takes item b first, then the item the
+ * workspace counter hands it (p.sched: nb + the counter's old value, in grid
+ * order, so the longest items go first and a block takes the next one as it
+ * starts the last, as the hardware hands out blocks), or ws_item's without
+ * one. The producer asks for the next item, finds the current one (its own
+ * work search) and copies its Q, K and V; the consumers take each item the
+ * producer publishes, run the loop and write their rows (epilogue_rows),
+ * until the producer publishes -1. The last block to finish resets the
+ * counter. Unsplit launches only (launch.cu, ws_kernel): split segments
+ * write empty partials, merge and meet at cluster barriers as a block of
+ * consumers alone, which this kernel is not. */
 template <typename T, class S>
 __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
@@ -97,18 +100,26 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *sm
   if (threadIdx.x >= S::THREADS) {
     regs_release<WsRegs<S>::PRODUCER>();
     const NamedBarrier<kBarProducer, S::PRODUCER_THREADS> bar{(int)threadIdx.x - S::THREADS};
-    int k = 0, base = 0; /* items published, tiles issued */
     const int nb = (int)gridDim.x;
-    for (int r = 0; (long long)r * nb < items; r++) {
-      const long long i = ws_item(r, (int)blockIdx.x, nb);
-      if (i >= items) continue;
-      const int bx = (int)i;
-      Program<S> g(p, bx);
-      if (!g.find(sm.meta, bar)) continue;
-      g.map();
-      WsProducer<T, S>(p, g, sm).run(base, k, bx);
-      base += g.ntiles;
-      k++;
+    int *next = reinterpret_cast<int *>(sm.bar + kWsNext);
+    int k = 0, base = 0; /* items published, tiles issued */
+    for (int r = 1, i = (int)blockIdx.x; i < items; r++) {
+      long long nx = 0; /* the next item, asked for first: the counter answers while this one is found and copied */
+      if (bar.tid == 0) nx = p.sched ? nb + (long long)atomicAdd(p.sched, 1u) : ws_item(r, (int)blockIdx.x, nb);
+      Program<S> g(p, i);
+      if (g.find(sm.meta, bar)) {
+        g.map();
+        WsProducer<T, S>(p, g, sm).run(base, k, i);
+        base += g.ntiles;
+        k++;
+      }
+      if (bar.tid == 0) *next = (int)min(nx, (long long)items);
+      bar.sync();
+      i = *next; /* rewritten after the next search's barriers */
+    }
+    if (bar.tid == 0 && p.sched && atomicAdd(p.sched + 1, 1u) == (unsigned)nb - 1) {
+      atomicExch(p.sched, 0u); /* every block asked for its last item: none reads them again in this launch */
+      atomicExch(p.sched + 1, 0u);
     }
     WsProducer<T, S>::publish(p, nullptr, sm, bar.tid, k, -1);
     async_wait<0>(); /* its copies land before it exits */

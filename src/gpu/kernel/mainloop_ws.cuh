@@ -41,6 +41,9 @@ constexpr int kBarProducer = 9;
  * wrote the item); "Q free" (one arrival per consumer warp); then the item,
  * kWsItemInts ints: its index (-1: no more) and its Work. */
 constexpr int kWsFreeBar = 4, kWsConsumerWarps = 8, kWsQBar = 8, kWsQFreeBar = 9, kWsItem = 10, kWsItemInts = 8;
+/* Then one int: the producer's next item, from its thread 0 to the others. */
+constexpr int kWsNext = kWsItem + kWsItemInts / 2;
+static_assert((kWsNext + 1) * 8 <= 128, "the mbarriers and words fit TileShape's 128 bytes");
 
 /* The producer warpgroup: K(t) and V(t) into stage t % 2, in tile order,
  * each once both consumer warpgroups are done with the stage's previous
