@@ -49,15 +49,8 @@ note() { echo "$*" >>"$SUMMARY"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee -a "$LOG"
 
-# A machine that cannot install cJSON from its package manager (the lent GPU
-# machine has no network): DEPS_DIR holds the libcjson1 and libcjson-dev .deb
-# files, unpacked here and found through pkg-config (the build's rpath then
-# points at them).
-if [ -n "${DEPS_DIR:-}" ] && ! pkg-config --exists libcjson 2>/dev/null; then
-  for f in "$DEPS_DIR"/*.deb; do dpkg-deb -x "$f" "$DEPS_DIR/root"; done
-  export PKG_CONFIG_SYSROOT_DIR=$DEPS_DIR/root
-  export PKG_CONFIG_LIBDIR=$DEPS_DIR/root/usr/lib/x86_64-linux-gnu/pkgconfig:$DEPS_DIR/root/usr/share/pkgconfig
-fi
+# cJSON on a machine without network (DEPS_DIR: its .deb files)
+. "$(dirname "$0")/deps_env.sh"
 
 if has build; then
   say "build (sm_90a, -j16)"

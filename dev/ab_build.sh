@@ -25,6 +25,7 @@ mkdir -p "$OUT"
 CASES=${AB_CASES-1x500,1x2048,1x8192,1x32768,8x4096,128x2048} # set and empty: none
 ROUNDS=${AB_ROUNDS:-2}
 GENCODE="-DANYATTN_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a"
+. bench/deps_env.sh # DEPS_DIR: cJSON for the B build on a machine without network
 test -x build/anyattn || { echo "ab_build: build/anyattn missing (run the build step first)"; exit 1; }
 B_CLI=build/anyattn
 if [ -n "${AB_SRC:-}" ]; then
