@@ -83,6 +83,48 @@ __device__ __forceinline__ void write_empty_partial(const AttnParams &p, const P
     if (g.row_valid(r)) p.part_ml[g.part_row(r)] = make_float2(-INFINITY, 0.0f);
 }
 
+/* An unsplit program whose warps each own their rows whole (WN 1, 16-bit
+ * caches: the persistent kernel's consumers, mainloop_ws.cuh) writes out and
+ * lse straight from its accumulators: each quad of lanes holds 8 columns of
+ * a row, so a warp's store covers 16 bytes of each of 8 rows. No shared
+ * memory and no barrier: the producer fills Q and the stages with the next
+ * work item meanwhile, and either warpgroup goes on to it alone. The
+ * arithmetic is Epilogue's early scale with one warp per row (sinks, rows
+ * with no key: 0 and -inf). */
+template <typename T, class S>
+__device__ __forceinline__ void epilogue_rows(const AttnParams &p, const Program<S> &g, const OnlineSoftmax<S> &sx,
+                                              const FragC (&acc)[S::DK]) {
+  static_assert(S::WN == 1 && !S::FRAG8 && !S::DESCALE, "whole rows per warp, 16-bit caches");
+  float f[kFragCSlots];
+  bool ok[kFragCSlots];
+  T *out[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    const int r = g.wm * 16 + frag_c_row(sl);
+    const float l = row_allreduce_sum(sx.l_run[sl]);
+    const bool any = sx.m_run[sl] != -INFINITY;
+    float M = sx.m_run[sl], L = l;
+    if (p.sinks) {
+      const float sk = vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e;
+      M = fmax_nan(M, sk);
+      L = l * fast_exp2(sx.m_run[sl] - M) + fast_exp2(sk - M);
+    }
+    f[sl] = any ? fast_exp2(sx.m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
+    ok[sl] = g.row_valid(r);
+    const int64_t ro = g.row_offset(r);
+    out[sl] = static_cast<T *>(p.out) + ro * p.head_dim;
+    if (ok[sl] && frag_c_row_owner() && p.lse) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+#pragma unroll
+  for (int d = 0; d < S::DK; d++)
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e += 2) {
+      const int sl = frag_c_slot(e), c = d * 16 + frag_c_col(e);
+      if (ok[sl] && c < p.head_dim)
+        *reinterpret_cast<uint32_t *>(out[sl] + c) = pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
+    }
+}
+
 /* Merge the WN warps of each row band through shared memory, then write. Two
  * orders, fixed by the tile shape:
  * - early scale (WN < kLateMergeWarps): a barrier publishes every warp's rows'
