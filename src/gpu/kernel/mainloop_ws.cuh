@@ -150,14 +150,15 @@ struct WsProducer {
     async_commit();
   }
   /* Item k (block index bx), whose tiles are the block's base, base + 1,
-   * ...: its Q first (no page ids needed: its copies overlap their loads),
-   * then tile u to stage u % 2 once the consumers released tile u - 2
-   * there. Page ids one tile ahead, so a fill issues as soon as its stage
-   * is free. */
+   * ...: the first tile's page-id loads go out, then Q (its copies do not
+   * wait for them; publish waits for the item before to free Q, while they
+   * are in flight), then tile u to stage u % 2 once the consumers released
+   * tile u - 2 there. Page ids one tile ahead, so a fill issues as soon as
+   * its stage is free. */
   __device__ __forceinline__ void run(int base, int k, int bx) const {
-    publish(p, &g, sm, lt, k, bx);
     const int n0 = g.n_begin;
     int pk = lookup(n0, 0), pv = lookup(n0, 1);
+    publish(p, &g, sm, lt, k, bx);
     for (int t = 0; t < g.ntiles; t++) {
       const int nt = n0 + t * S::BN, u = base + t, stage = u & 1;
       const uint32_t par = (uint32_t)((u >> 1) + 1) & 1u; /* tile u - 2's release: that stage's (u / 2 - 1)-th */
