@@ -85,8 +85,8 @@ __device__ __forceinline__ void write_empty_partial(const AttnParams &p, const P
 
 /* An unsplit program whose warps each own their rows whole (WN 1, 16-bit
  * caches: the persistent kernel's consumers, mainloop_ws.cuh) writes out and
- * lse straight from its accumulators: each quad of lanes holds 8 columns of
- * a row, so a warp's store covers 16 bytes of each of 8 rows. No shared
+ * lse straight from its accumulators, in 16-byte chunks the lanes sharing a
+ * row trade into (the tile layer's frag_c_chunk). No shared
  * memory and no barrier: the producer fills Q and the stages with the next
  * work item meanwhile, and either warpgroup goes on to it alone. The
  * arithmetic is Epilogue's early scale with one warp per row (sinks, rows
@@ -116,12 +116,12 @@ __device__ __forceinline__ void epilogue_rows(const AttnParams &p, const Program
     if (ok[sl] && frag_c_row_owner() && p.lse) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
   }
 #pragma unroll
-  for (int d = 0; d < S::DK; d++)
+  for (int sl = 0; sl < kFragCSlots; sl++)
 #pragma unroll
-    for (int e = 0; e < kFragCElems; e += 2) {
-      const int sl = frag_c_slot(e), c = d * 16 + frag_c_col(e);
-      if (ok[sl] && c < p.head_dim)
-        *reinterpret_cast<uint32_t *>(out[sl] + c) = pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
+    for (int j = 0; j < frag_c_chunk_rounds(S::DK); j++) {
+      const uint4 o = frag_c_chunk<T>(acc, sl, j, f[sl]); /* every lane: the chunk trades shuffle */
+      const int c = frag_c_chunk_col(j);
+      if (ok[sl] && c < p.head_dim) *reinterpret_cast<uint4 *>(out[sl] + c) = o;
     }
 }
 
