@@ -308,12 +308,6 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "unsplit bf16 on sm_90: the producer's kernel");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "split launches keep the row's kernel");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 0) == 0, "ANYATTN_CUDA_WS=0 keeps the row's kernel");
-  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 2) == 1, "persistent blocks: the producer's kernel");
-  /* its blocks: one per SM at most when persistent, one per item otherwise */
-  EXPECT(aa_gpu_producer_blocks(&kH200, 4224, 2) == 132, "persistent: a block per SM");
-  EXPECT(aa_gpu_producer_blocks(&kH200, 100, 2) == 100, "persistent, fewer items than SMs: a block per item");
-  EXPECT(aa_gpu_producer_blocks(&kH200, 4224, 1) == 4224, "ANYATTN_CUDA_WS=single: a block per item");
-  EXPECT(aa_gpu_producer_blocks(&kH200, 0x7fffffffLL, 2) == 132, "the largest grid: a block per SM");
   f.st.stage_descales = 1;
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 0, "a stage plan's descale kernels have no producer");
   f.st.stage_descales = 0;

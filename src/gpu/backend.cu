@@ -238,9 +238,7 @@ anyattn_status plan(anyattn_plan *plan) {
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
   st->config = cfg;
-  st->sched = aa_gpu_plan_sched(pr, &dev);
   AA_TRY(aa_gpu_plan_splits(plan, &dev));
-  if (st->sched && plan->workspace_size == 0) plan->workspace_size = aa_gpu_split_counter_bytes(plan);
   if (fp8 && plan->limits.stage_kv_tokens > 0) AA_TRY(plan_stage(plan));
   const char *dt = pr->dtype == ANYATTN_DTYPE_F16 ? (!fp8 ? "f16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "f16/e4m3" : "f16/e4m3fnuz")
                                                   : (!fp8 ? "bf16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "bf16/e4m3" : "bf16/e4m3fnuz");
@@ -293,12 +291,10 @@ anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
   return ANYATTN_STATUS_OK;
 }
 
-/* The split-KV arrival counters at the workspace's head and the persistent
- * kernel's item counter after them start at zero (kernel/merge.cuh,
- * kernel/attention.cuh; every run leaves them so). */
+/* The split-KV arrival counters at the workspace's head start at zero
+ * (kernel/merge.cuh; every run leaves them so). */
 anyattn_status workspace_prepare(const anyattn_plan *plan, void *workspace, void *stream) {
-  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
-  if (st->num_splits < 2 && !st->sched) return ANYATTN_STATUS_OK; /* f32 too */
+  if (static_cast<const aa_gpu_plan_state *>(plan->state)->num_splits < 2) return ANYATTN_STATUS_OK; /* f32 too */
   AA_TRY(select_device(plan->ctx->device));
   AA_CUDA_TRY(cudaMemsetAsync(workspace, 0, aa_gpu_split_counter_bytes(plan), (cudaStream_t)stream));
   return ANYATTN_STATUS_OK;
@@ -334,10 +330,7 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
     snprintf(buf, size, "%s, %d segments merged %s", name, ch.splits,
              ch.cluster ? "in a cluster" : "by the last to arrive");
   } else {
-    const char *ws = !aa::ws_kernel(plan, dev, ch.config, 1) ? ""
-                     : aa::ws_mode() == 2                     ? ", producer warpgroup, persistent blocks"
-                                                              : ", producer warpgroup";
-    snprintf(buf, size, "%s, unsplit%s", name, ws);
+    snprintf(buf, size, "%s, unsplit%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "");
   }
   return ANYATTN_STATUS_OK;
 }

@@ -311,7 +311,7 @@ KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
 
 KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits) {
   const anyattn_problem *pr = &plan->problem;
-  if (!aa_gpu_producer_launch(plan, &dev, splits, ws_mode())) return nullptr;
+  if (!aa_gpu_producer_launch(plan, &dev, splits, ws_mode() ? 1 : 0)) return nullptr;
   KernelFn k[kNumConfigs];
   const bool bf = pr->dtype == ANYATTN_DTYPE_BF16;
   switch (run_head_dim(pr->head_dim, cfg, false)) {
@@ -461,20 +461,14 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
-  dim3 grid((unsigned)programs, (unsigned)p.num_splits);
+  const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
   /* a stage plan (staged_run) launches the kernels that apply fp8 descales */
   KernelFn k = st->stage_descales ? staged_kernel(pr->dtype, pr->head_dim, ch.config)
                                   : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "%s: no kernel compiled at head_dim %d", c.name, pr->head_dim);
   int threads = c.warps * AA_WARP_SIZE;
-  /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup
-   * copies K and V, in persistent blocks */
-  if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) {
-    k = w, threads += 128;
-    grid.x = (unsigned)aa_gpu_producer_blocks(&dev, programs, ws_mode());
-    if (st->sched && a->workspace)
-      p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + aa_gpu_sched_offset(plan));
-  }
+  /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup copies K and V */
+  if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) k = w, threads += 128;
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;
 }

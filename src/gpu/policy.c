@@ -261,15 +261,9 @@ int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device *dev) {
 }
 
 size_t aa_gpu_split_counter_bytes(const anyattn_plan *plan) {
-  const size_t b = (size_t)aa_st(plan)->split_counters * 4 + (aa_st(plan)->sched ? 8 : 0);
+  const size_t b = (size_t)aa_st(plan)->split_counters * 4;
   return (b + 255) / 256 * 256;
 }
-
-int aa_gpu_plan_sched(const anyattn_problem *pr, const aa_gpu_device *dev) {
-  return dev->arch == 90 && pr->kv_dtype == ANYATTN_KV_AS_Q && pr->dtype != ANYATTN_DTYPE_F32;
-}
-
-size_t aa_gpu_sched_offset(const anyattn_plan *plan) { return (size_t)aa_st(plan)->split_counters * 4; }
 
 size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan) {
   const size_t b = (size_t)aa_st(plan)->split_rows * plan->problem.num_q_heads * 8;
@@ -490,10 +484,6 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
 int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode) {
   return mode != 0 && dev->arch == 90 && splits == 1 && !aa_st(plan)->stage_descales &&
          plan->problem.kv_dtype == ANYATTN_KV_AS_Q;
-}
-
-long long aa_gpu_producer_blocks(const aa_gpu_device *dev, long long programs, int mode) {
-  return mode == 2 && dev->num_sms > 0 && programs > dev->num_sms ? dev->num_sms : programs;
 }
 
 /* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */

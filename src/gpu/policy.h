@@ -51,7 +51,6 @@ typedef struct {
   int num_splits;      /* split-KV segments per sequence (1: no split): the most run may use */
   int split_rows;      /* token rows of split-KV partials the workspace holds (segments x tokens) */
   long long split_counters; /* arrival counters at the workspace's head: split tokens x programs per Q block */
-  int sched; /* 1: two words after them count the persistent producer kernel's items (aa_gpu_plan_sched) */
   int forced_splits;   /* 0 the backend decides; 1 never split; S >= 2 exactly S segments for
                         * decode-like batches (problem->config "NAME-kS") */
   int cluster_max[AA_GPU_MAX_CONFIGS];   /* per config: the most segments merged inside one cluster (0: none) */
@@ -138,20 +137,10 @@ AA_HIDDEN int aa_gpu_split_config(const anyattn_plan *plan, const aa_gpu_device 
  * workspace they need (plan->workspace_size); ANYATTN_STATUS_INVALID_SIZE if
  * that size overflows. */
 AA_HIDDEN anyattn_status aa_gpu_plan_splits(anyattn_plan *plan, const aa_gpu_device *dev);
-/* The workspace of a split plan: the arrival counters and, with
- * st->sched, the item counter's two words (0 between calls:
+/* The workspace of a split plan: the arrival counters (0 between calls:
  * anyattn_workspace_prepare zeroes them once), then the partials' (max, sum)
  * rows, then their output rows. Bytes of the first two, each 256-aligned. */
 AA_HIDDEN size_t aa_gpu_split_counter_bytes(const anyattn_plan *plan);
-/* Whether plans of this problem on this device may run the persistent
- * producer kernel (sm_90, 16-bit caches, not fp32), whose blocks take work
- * items from a counter in the workspace: two words after the split
- * counters, zero between runs (the last block to finish resets them), so
- * such a plan has a workspace to prepare even when it never splits
- * (docs/design/prefill.md#persistent-programs). */
-AA_HIDDEN int aa_gpu_plan_sched(const anyattn_problem *pr, const aa_gpu_device *dev);
-/* Byte offset of those two words in the workspace. */
-AA_HIDDEN size_t aa_gpu_sched_offset(const anyattn_plan *plan);
 AA_HIDDEN size_t aa_gpu_split_ml_bytes(const anyattn_plan *plan);
 /* The most segments config cfg merges in a cluster on this device, given
  * active[i] = clusters of size 2^(i+1) the device co-schedules (-1: unknown):
@@ -191,11 +180,6 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * not built with a producer); never with mode 0 (ANYATTN_CUDA_WS=0).
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
-/* Blocks of a producer launch of `programs` work items: persistent (mode 2)
- * one per SM at most, each taking an item in every round of gridDim.x (the
- * kernel holds an SM alone); mode 1, one per item. A function of the
- * launch's program count, so a captured graph keeps it. */
-AA_HIDDEN long long aa_gpu_producer_blocks(const aa_gpu_device *dev, long long programs, int mode);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
  * with shape.cuh (the tile's compile-time shape), kv_load.cuh, products.cuh and
  * softmax.cuh beneath them. Vendor specifics live in src/gpu/vendor/ only.
  * attn_tc_kernel runs one tile; attn_ws_kernel the pipelined tile with a
- * producer warpgroup, persistent (unsplit launches over 16-bit caches on sm_90);
+ * producer warpgroup (unsplit launches over 16-bit caches on sm_90);
  * attn_roles_kernel two tiles in one grid (mixed batches: decode sequences
  * on a decode tile, the rest on a prefill tile).
  * f32.cuh (fp32) is a kernel of its own. */
@@ -71,79 +71,32 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
-/* Item of block b of nb in round r without a workspace counter (p.sched
- * NULL): the grid's items (programs, scheduler.cuh: longest first within a
- * sequence) in rounds of nb, in order in even rounds and in reverse in odd
- * ones, so that over two rounds of falling lengths the blocks' sums even out. */
-__device__ __forceinline__ long long ws_item(int r, int b, int nb) { return (long long)r * nb + (r & 1 ? nb - 1 - b : b); }
-
-/* The persistent kernel of the pipelined tile with a producer warpgroup
- * (WsShape, mainloop_ws.cuh). Block b takes item b first, then the item the
- * workspace counter hands it (p.sched: nb + the counter's old value, in grid
- * order, so the longest items go first and a block takes the next one as it
- * starts the last, as the hardware hands out blocks), or ws_item's without
- * one. The producer asks for the next item, finds the current one (its own
- * work search) and copies its Q, K and V; the consumers take each item the
- * producer publishes, run the loop and write their rows (epilogue_rows),
- * until the producer publishes -1. The last block to finish resets the
- * counter. Unsplit launches only (launch.cu, ws_kernel): split segments
- * write empty partials, merge and meet at cluster barriers as a block of
- * consumers alone, which this kernel is not. */
+/* One program of the pipelined tile with a producer warpgroup (WsShape,
+ * mainloop_ws.cuh): all threads search; the producer then copies K and V
+ * and exits, the consumers load Q, run the loop and the epilogue. Unsplit
+ * launches only (launch.cu, ws_kernel): split segments write empty
+ * partials, merge and meet at cluster barriers as a block of consumers
+ * alone, which this kernel is not. */
 template <typename T, class S>
-__device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
+__device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
   KvBoxes<T, S>::prefetch_maps(p);
   grid_dependency_wait();
   ws_init_barriers<T, S>(sm);
-  block_sync();
-  const int items = p.num_qblocks * p.hprogs; /* the host keeps it under 2^31 */
-  if (threadIdx.x >= S::THREADS) {
+  if (!g.find(sm.meta)) return;
+  g.map();
+  if (g.tid >= S::THREADS) {
     regs_release<WsRegs<S>::PRODUCER>();
-    const NamedBarrier<kBarProducer, S::PRODUCER_THREADS> bar{(int)threadIdx.x - S::THREADS};
-    const int nb = (int)gridDim.x;
-    int *next = reinterpret_cast<int *>(sm.bar + kWsNext);
-    int k = 0, base = 0; /* items published, tiles issued */
-    for (int r = 1, i = (int)blockIdx.x; i < items; r++) {
-      long long nx = 0; /* the next item, asked for first: the counter answers while this one is found and copied */
-      if (bar.tid == 0) nx = p.sched ? nb + (long long)atomicAdd(p.sched, 1u) : ws_item(r, (int)blockIdx.x, nb);
-      Program<S> g(p, i);
-      if (g.find(sm.meta, bar)) {
-        g.map();
-        WsProducer<T, S>(p, g, sm).run(base, k, i);
-        base += g.ntiles;
-        k++;
-      }
-      if (bar.tid == 0) *next = (int)min(nx, (long long)items);
-      bar.sync();
-      i = *next; /* rewritten after the next search's barriers */
-    }
-    if (bar.tid == 0 && p.sched && atomicAdd(p.sched + 1, 1u) == (unsigned)nb - 1) {
-      atomicExch(p.sched, 0u); /* every block asked for its last item: none reads them again in this launch */
-      atomicExch(p.sched + 1, 0u);
-    }
-    WsProducer<T, S>::publish(p, nullptr, sm, bar.tid, k, -1);
-    async_wait<0>(); /* its copies land before it exits */
+    WsProducer<T, S>(p, g, sm).run();
     return;
   }
   regs_claim<WsRegs<S>::CONSUMER>();
-  const int grp = (int)threadIdx.x >> 7;
-  if (grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
-  const int *item = reinterpret_cast<const int *>(sm.bar + kWsItem);
-  for (int k = 0, base = 0;; k++) {
-    mbar_wait(sm.bar + kWsQBar, (uint32_t)k & 1u);
-    const int bx = item[0];
-    if (bx < 0) break;
-    Program<S> g(p, bx);
-    g.take(Work{item[1], item[2], item[3], item[4], item[5], item[6], item[7]});
-    g.map();
-    fence_proxy_async_smem(); /* Q's copies, seen through the mbarrier, before wgmma reads them */
-    OnlineSoftmax<S> sx;
-    FragC acc[S::DK];
-    mainloop_ws(p, g, sm, sx, acc, base);
-    epilogue_rows<T, S>(p, g, sx, acc);
-    base += g.ntiles;
-  }
-  if (grp == 0) named_sync(kBarSched0, 256); /* the turn the second handed over last (mainloop_sm90) */
+  OnlineSoftmax<S> sx;
+  FragC acc[S::DK];
+  load_q(p, g, sm);
+  mainloop_ws(p, g, sm, sx, acc);
+  program_sync<S>();
+  Epilogue<T, S>(p, g, smem).run(sx, acc);
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
@@ -154,7 +107,8 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(c
   static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
   extern __shared__ __align__(16) unsigned char smem[];
   if constexpr (PassCaps<S>::WS) {
-    attend_ws<T, S>(p, smem);
+    Program<S> g(p);
+    attend_ws<T, S>(p, g, smem);
   } else {
     pass_unsupported(); /* an sm_90 device running a build without sm_90a code */
   }

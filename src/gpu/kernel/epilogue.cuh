@@ -83,48 +83,6 @@ __device__ __forceinline__ void write_empty_partial(const AttnParams &p, const P
     if (g.row_valid(r)) p.part_ml[g.part_row(r)] = make_float2(-INFINITY, 0.0f);
 }
 
-/* An unsplit program whose warps each own their rows whole (WN 1, 16-bit
- * caches: the persistent kernel's consumers, mainloop_ws.cuh) writes out and
- * lse straight from its accumulators, in 16-byte chunks the lanes sharing a
- * row trade into (the tile layer's frag_c_chunk). No shared
- * memory and no barrier: the producer fills Q and the stages with the next
- * work item meanwhile, and either warpgroup goes on to it alone. The
- * arithmetic is Epilogue's early scale with one warp per row (sinks, rows
- * with no key: 0 and -inf). */
-template <typename T, class S>
-__device__ __forceinline__ void epilogue_rows(const AttnParams &p, const Program<S> &g, const OnlineSoftmax<S> &sx,
-                                              const FragC (&acc)[S::DK]) {
-  static_assert(S::WN == 1 && !S::FRAG8 && !S::DESCALE, "whole rows per warp, 16-bit caches");
-  float f[kFragCSlots];
-  bool ok[kFragCSlots];
-  T *out[kFragCSlots];
-#pragma unroll
-  for (int sl = 0; sl < kFragCSlots; sl++) {
-    const int r = g.wm * 16 + frag_c_row(sl);
-    const float l = row_allreduce_sum(sx.l_run[sl]);
-    const bool any = sx.m_run[sl] != -INFINITY;
-    float M = sx.m_run[sl], L = l;
-    if (p.sinks) {
-      const float sk = vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e;
-      M = fmax_nan(M, sk);
-      L = l * fast_exp2(sx.m_run[sl] - M) + fast_exp2(sk - M);
-    }
-    f[sl] = any ? fast_exp2(sx.m_run[sl] - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-    ok[sl] = g.row_valid(r);
-    const int64_t ro = g.row_offset(r);
-    out[sl] = static_cast<T *>(p.out) + ro * p.head_dim;
-    if (ok[sl] && frag_c_row_owner() && p.lse) p.lse[ro] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
-  }
-#pragma unroll
-  for (int sl = 0; sl < kFragCSlots; sl++)
-#pragma unroll
-    for (int j = 0; j < frag_c_chunk_rounds(S::DK); j++) {
-      const uint4 o = frag_c_chunk<T>(acc, sl, j, f[sl]); /* every lane: the chunk trades shuffle */
-      const int c = frag_c_chunk_col(j);
-      if (ok[sl] && c < p.head_dim) *reinterpret_cast<uint4 *>(out[sl] + c) = o;
-    }
-}
-
 /* Merge the WN warps of each row band through shared memory, then write. Two
  * orders, fixed by the tile shape:
  * - early scale (WN < kLateMergeWarps): a barrier publishes every warp's rows'

@@ -83,10 +83,6 @@ struct AttnParams {
    * end and write out/lse themselves: no partials, no counters. */
   int cluster;
   unsigned *counters; /* [num_tokens * hprogs] arrivals per program, 0 between calls (the workspace's head) */
-  /* The persistent producer kernel (attention.cuh, attend_ws): [0] items
-   * handed out past the first round, [1] blocks done; 0 between calls (the
-   * last block resets them). NULL: no workspace; items in a fixed order. */
-  unsigned *sched;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
   /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA

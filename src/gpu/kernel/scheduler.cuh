@@ -32,28 +32,11 @@ struct Work {
  * one. One round when num_seqs < THREADS, two up to THREADS^2. In the last
  * round each probe also loads its sequence's lengths, so they arrive with the
  * search, and its first query's position (q_pos, else kv_len - q_len).
- * `meta` is 4 ints of shared memory. Every thread that bar counts must call
- * it: the block (BlockBarrier), or the producer warpgroup of the persistent
- * kernel (NamedBarrier, mainloop_ws.cuh), which searches ahead alone. */
-template <int N>
-struct BlockBarrier {
-  static constexpr int THREADS = N; /* the threads searching */
-  int tid;                          /* this one's index among them */
-  __device__ __forceinline__ int count(int pred) const { return block_sync_count(pred); }
-  __device__ __forceinline__ void sync() const { block_sync(); }
-};
-template <int ID, int N>
-struct NamedBarrier {
-  static constexpr int THREADS = N;
-  int tid;
-  __device__ __forceinline__ int count(int pred) const { return named_sync_count(ID, N, pred); }
-  __device__ __forceinline__ void sync() const { named_sync(ID, N); }
-};
-template <class Bar>
-__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta, const Bar &bar) {
-  constexpr int THREADS = Bar::THREADS;
+ * `meta` is 4 ints of shared memory. Every thread must call it. */
+template <int THREADS>
+__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta) {
   const int32_t *cu = p.cu_seqlens_q;
-  const int bq = p.bq, tid = bar.tid;
+  const int bq = p.bq, tid = threadIdx.x;
   int lo = 0, n = p.num_seqs + 1; /* candidates [lo, lo + n), the answer is among them */
   for (;;) {
     const int stride = (n + THREADS - 1) / THREADS;
@@ -68,7 +51,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         if (p.q_pos) qp = p.q_pos[i];
       }
     }
-    const int cnt = bar.count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
+    const int cnt = block_sync_count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
     const int s = lo + (cnt - 1) * stride;
     if (stride == 1) {
       if (i == s) {
@@ -77,7 +60,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         meta[2] = kv;
         meta[3] = p.q_pos ? qp : kv - (c1 - c0);
       }
-      bar.sync();
+      block_sync();
       if (s >= p.num_seqs) return false;
       w.seq = s;
       const int local = block - (fast_div(meta[0], p.bq_magic, p.bq_shift) + s);
@@ -137,17 +120,10 @@ struct Program {
   /* The work search (every thread calls it); false: the program has none.
    * A role launch's prefill role leaves sequences shorter than min_q_len to
    * the decode role. */
-  template <class Bar>
-  __device__ __forceinline__ bool find(int *meta, const Bar &bar) {
-    if (!find_work(p, qblock, w, meta, bar) || w.q_len < p.min_q_len) return false;
+  __device__ __forceinline__ bool find(int *meta) {
+    if (!find_work<S::THREADS>(p, qblock, w, meta) || w.q_len < p.min_q_len) return false;
     ptok0 = w.tok0;
     return true;
-  }
-  __device__ __forceinline__ bool find(int *meta) { return find(meta, BlockBarrier<S::THREADS>{(int)threadIdx.x}); }
-  /* The work another warpgroup found (the persistent kernel's consumers). */
-  __device__ __forceinline__ void take(const Work &w_) {
-    w = w_;
-    ptok0 = w.tok0;
   }
 
   /* The decode role's work: sequence qblock, when it has 1 to bq queries

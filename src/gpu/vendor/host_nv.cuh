@@ -97,16 +97,14 @@ inline const char *tma_env() {
 }
 inline int tma_mode() { return strcmp(tma_env(), "0") == 0 ? 0 : strcmp(tma_env(), "all") == 0 ? 2 : 1; }
 
-/* The pipelined tile's producer warpgroup (launch.cu, ws_kernel; policy.h,
- * aa_gpu_producer_launch): 2, persistent blocks (the default); 1
- * (ANYATTN_CUDA_WS=single), a block per work item; 0 (ANYATTN_CUDA_WS=0),
- * no producer. The last two are for comparisons. */
-inline int ws_mode() {
-  static const int mode = [] {
+/* ANYATTN_CUDA_WS=0 runs the pipelined tile without its producer warpgroup
+ * (launch.cu, ws_kernel; for comparisons). */
+inline bool ws_mode() {
+  static const bool on = [] {
     const char *e = getenv("ANYATTN_CUDA_WS");
-    return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "single") == 0 ? 1 : 2;
+    return !(e && strcmp(e, "0") == 0);
   }();
-  return mode;
+  return on;
 }
 
 /* Warps of 16-row decode programs one SM keeps in an unsplit launch of

@@ -56,15 +56,6 @@ __device__ __forceinline__ int frag_c_slot(int) { return 0; }
 __device__ __forceinline__ int frag_c_row(int) { return lane_id() & 15; }
 __device__ __forceinline__ int frag_c_col(int e) { return ((lane_id() >> 4) << 2) + e; }
 __device__ __forceinline__ bool frag_c_row_owner() { return lane_id() < 16; }
-/* Rows straight to memory in 16-byte chunks: the NVIDIA layer's
- * (epilogue_rows, reached only with a producer warpgroup, which AMD has not). */
-constexpr int frag_c_chunk_rounds(int) { return 0; }
-__device__ __forceinline__ int frag_c_chunk_col(int) { return 0; }
-template <typename T, int DK>
-__device__ __forceinline__ uint4 frag_c_chunk(const FragC (&)[DK], int, int, float) {
-  __builtin_trap();
-  return make_uint4(0u, 0u, 0u, 0u);
-}
 
 __device__ __forceinline__ void zero(FragC &c) {
 #pragma unroll
@@ -301,10 +292,6 @@ __device__ __forceinline__ void tma_prefetch_map(const void *) {}
 __device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int, int, uint64_t *) { __builtin_trap(); }
 __device__ __forceinline__ void named_sync(int, int) { __builtin_trap(); }
 __device__ __forceinline__ void named_arrive(int, int) { __builtin_trap(); }
-__device__ __forceinline__ int named_sync_count(int, int, int) {
-  __builtin_trap();
-  return 0;
-}
 __device__ __forceinline__ void pass_unsupported() { __builtin_trap(); }
 template <int N>
 __device__ __forceinline__ void regs_release() { __builtin_trap(); }

@@ -61,37 +61,6 @@ __device__ __forceinline__ uint32_t pack2<aa_bf16>(float lo, float hi) {
   return *reinterpret_cast<uint32_t *>(&h);
 }
 
-/* A warp's rows straight to memory in 16-byte chunks (epilogue_rows): the
- * four lanes that share a row hold two columns of each 8-column group (group
- * G = 2 d + h of acc[d]: elements 4 h + 2 slot, + 1); in round j they trade
- * their words of groups 4 j .. 4 j + 3 (three xor shuffles), so that each
- * ends with the whole group frag_c_chunk_col(j) / 8, in column order, scaled
- * by f and packed. A warp's store of a round covers 64 contiguous bytes of
- * each of 8 rows: whole 32-byte sectors. Rounds: frag_c_chunk_rounds(DK). */
-constexpr int frag_c_chunk_rounds(int dk) { return (2 * dk + 3) / 4; }
-__device__ __forceinline__ int frag_c_chunk_col(int j) { return (4 * j + (lane_id() & 3)) * 8; }
-template <typename T, int DK>
-__device__ __forceinline__ uint4 frag_c_chunk(const FragC (&acc)[DK], int slot, int j, float f) {
-  const int q = lane_id() & 3;
-  uint32_t w[4], v[4];
-#pragma unroll
-  for (int t = 0; t < 4; t++) {
-    const int g = 4 * j + t; /* j is unrolled by the caller: g is known */
-    w[t] = g < 2 * DK ? pack2<T>(acc[g >> 1].x[(g & 1) * 4 + 2 * slot] * f, acc[g >> 1].x[(g & 1) * 4 + 2 * slot + 1] * f)
-                      : 0u;
-    v[t] = w[t];
-  }
-#pragma unroll
-  for (int s = 1; s < 4; s++) { /* lane q sends its word of group 4 j + (q ^ s) and gets lane (q ^ s)'s of 4 j + q */
-    const int i = q ^ s;
-    const uint32_t out = i == 0 ? w[0] : i == 1 ? w[1] : i == 2 ? w[2] : w[3];
-    const uint32_t in = __shfl_xor_sync(0xffffffffu, out, s);
-#pragma unroll
-    for (int u = 0; u < 4; u++) v[u] = i == u ? in : v[u];
-  }
-  return make_uint4(v[0], v[1], v[2], v[3]);
-}
-
 /* ---- shared-memory tile loads (ldmatrix) ------------------------------------ */
 __device__ __forceinline__ uint32_t smem_u32(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
