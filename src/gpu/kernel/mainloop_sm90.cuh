@@ -516,6 +516,23 @@ struct PipelinedTile {
   }
 };
 
+/* The phases of a program's loop over ntiles >= 1 tiles (mainloop_sm90,
+ * mainloop_ws), on L's phase and warpgroup: Q K(0)^T alone, then both
+ * products per tile, then P V of the last tile alone; the first warpgroup
+ * goes first. The second hands the turn over once more than the first takes
+ * it (its arrival before the first phase): the first takes that one last, so
+ * no named barrier is left with arrivals pending when the program goes on or
+ * exits. */
+template <class L, class S>
+__device__ __forceinline__ void run_phases(L &l, int ntiles, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
+  FragA pa[S::NK];
+  if (l.grp == 1) named_arrive(kBarSched0, 256);
+  l.template phase<false, true>(0, sx, acc, pa);
+  for (int it = 1; it < ntiles; it++) l.template phase<true, true>(it, sx, acc, pa);
+  l.template phase<true, false>(ntiles, sx, acc, pa);
+  if (l.grp == 0) named_sync(kBarSched0, 256);
+}
+
 /* The pipelined tile's loop; Q arrives as the oldest cp.async group. */
 template <typename T, class S>
 __device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
@@ -530,17 +547,7 @@ __device__ __forceinline__ void mainloop_sm90(const AttnParams &p, const Program
 #pragma unroll
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
-  if (g.ntiles > 0) {
-    FragA pa[S::NK];
-    if (pt.grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
-    pt.template phase<false, true>(0, sx, acc, pa);
-    for (int it = 1; it < g.ntiles; it++) pt.template phase<true, true>(it, sx, acc, pa);
-    pt.template phase<true, false>(g.ntiles, sx, acc, pa);
-    /* The second warpgroup handed the turn over once more than the first took
-     * it (its arrival before the loop): take it, so no named barrier is left
-     * with arrivals pending when the program goes on or exits. */
-    if (pt.grp == 0) named_sync(kBarSched0, 256);
-  }
+  if (g.ntiles > 0) run_phases(pt, g.ntiles, sx, acc);
   if constexpr (S::KV8) sx.template unshift<kCodePShift>(acc);
 }
 

@@ -198,14 +198,7 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
 #pragma unroll
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
-  if (g.ntiles > 0) {
-    FragA pa[S::NK];
-    if (c.grp == 1) named_arrive(kBarSched0, 256); /* the first warpgroup goes first */
-    c.template phase<false, true>(0, sx, acc, pa);
-    for (int it = 1; it < g.ntiles; it++) c.template phase<true, true>(it, sx, acc, pa);
-    c.template phase<true, false>(g.ntiles, sx, acc, pa);
-    if (c.grp == 0) named_sync(kBarSched0, 256); /* the turn handed over last (mainloop_sm90) */
-  }
+  if (g.ntiles > 0) run_phases(c, g.ntiles, sx, acc);
 }
 
 }  // namespace aa
