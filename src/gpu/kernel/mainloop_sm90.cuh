@@ -27,6 +27,23 @@ namespace aa {
  * warpgroup done with the V tile before last. */
 constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7, kBarVFree1 = 8;
 
+/* Copy k of a warpgroup's 16-byte copies of a K or V tile half (hf) into
+ * `tile` (thread lt of 128; k < BLOCK_N x CHUNKS / 128): a fixed column per
+ * thread where the row's chunks divide 128 (d64, d128, d256), else chunk
+ * lt + 128 k in row order (d192: 24 a row), from the cache row at element
+ * offset off[(slot BLOCK_N + r) 2 + hf] (-1: none, zeros; so are columns
+ * past the head dim). PipelinedTile and the producer warpgroup loop over k. */
+template <typename T, class S>
+__device__ __forceinline__ void copy16_k(const AttnParams &p, unsigned char *tile, const T *src, const int64_t *off,
+                                         int slot, int hf, int lt, int k) {
+  constexpr int CH = S::CHUNKS;
+  const int i = lt + k * 128;
+  const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
+  const int64_t o = off[(slot * S::BN + r) * 2 + hf];
+  const bool ok = o >= 0 && c * 8 < p.head_dim;
+  async_copy16(tile + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
+}
+
 template <typename T, class S>
 struct PipelinedTile {
   static_assert(S::WM == 8 && S::PIPE_STAGES == 2, "two warpgroups of 64 rows, two stages");
@@ -104,15 +121,7 @@ struct PipelinedTile {
     const T *src = hf ? pages.vc : pages.kc;
     static_assert(S::BN * CH % 128 == 0, "whole copies per thread");
 #pragma unroll
-    for (int k = 0; k < LOADS; k++) {
-      /* a fixed column per thread where the row's chunks divide 128 (d64,
-       * d128, d256), else chunk lt + 128 k in row order (d192: 24 a row) */
-      const int i = lt + k * 128;
-      const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
-      const int64_t o = sm.off[(slot * S::BN + r) * 2 + hf];
-      const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
-      async_copy16(dst + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
-    }
+    for (int k = 0; k < LOADS; k++) copy16_k<T, S>(p, dst, src, sm.off, slot, hf, lt, k);
     mbar_arrive_copies(sm.bar + 2 * hf + stage);
     async_commit();
   }

@@ -91,13 +91,7 @@ struct WsProducer {
     constexpr int CH = S::CHUNKS, LOADS = S::BN * CH / 128;
     const T *src = hf ? pages.vc : pages.kc;
 #pragma unroll 1 /* unrolled, the copies' offsets spill the producer's registers */
-    for (int k = 0; k < LOADS; k++) {
-      const int i = lt + k * 128;
-      const int r = 128 % CH == 0 ? lt / CH + k * (128 / CH) : i / CH, c = 128 % CH == 0 ? lt % CH : i % CH;
-      const int64_t o = sm.off[(stage * S::BN + r) * 2 + hf];
-      const bool ok = o >= 0 && c * 8 < p.head_dim; /* columns past the head dim: zeros */
-      async_copy16(tile + kv_smem_offset<S::BN>(r, c), src + (ok ? o + c * 8 : 0), ok);
-    }
+    for (int k = 0; k < LOADS; k++) copy16_k<T, S>(p, tile, src, sm.off, stage, hf, lt, k);
     mbar_arrive_copies(bar);
     async_commit();
   }
