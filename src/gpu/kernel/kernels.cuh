@@ -110,29 +110,29 @@ constexpr RolesFn roles_kernel_or_null() {
 #define AA_DEFINE_KERNEL_TABLE_FP8(TN, TYPE, HD_) \
   AA_DEFINE_KERNEL_TABLE_(aa_kernel_table_##TN##_fp8_d##HD_, TYPE, HD_, 1)
 
+/* Defines NAME(out): out[i] = PTR's kernel for config i, or nullptr (a list
+ * of one kernel variant per config; PTR(name, bm, bn, w, s) sees T and HD). */
+#define AA_DEFINE_KERNEL_LIST_(NAME, PTR, TYPE, HD_)                 \
+  void NAME(aa::KernelFn *out) {                                     \
+    using T = TYPE;                                                  \
+    constexpr int HD = HD_;                                          \
+    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(PTR)};      \
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i]; \
+  }
+
 /* Defines aa_kernel_table_<TN>_staged_d<HD_>(out): out[i] = the kernel of
  * config i over 16-bit caches with fp8 descales (shape.cuh, FP8 2) for the
  * 128-row rows, which run fp8 batches staged to 16-bit
  * (docs/design/layout.md#staged-prefill); nullptr for every other row. */
 #define AA_STAGED_PTR_(name, bm, bn, w, s) aa::staged_or_null<T, HD, bm, bn, w, s>(),
-#define AA_DEFINE_KERNEL_TABLE_STAGED(TN, TYPE, HD_)                      \
-  void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out) {          \
-    using T = TYPE;                                                       \
-    constexpr int HD = HD_;                                               \
-    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_STAGED_PTR_)}; \
-    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];  \
-  }
+#define AA_DEFINE_KERNEL_TABLE_STAGED(TN, TYPE, HD_) \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_d##HD_, AA_STAGED_PTR_, TYPE, HD_)
 
 /* Defines aa_kernel_table_<TN>_ws_d<HD_>(out): out[i] = the kernel of config
  * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr. */
 #define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s>(),
-#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_)                      \
-  void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out) {          \
-    using T = TYPE;                                                   \
-    constexpr int HD = HD_;                                           \
-    static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_WS_PTR_)}; \
-    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i]; \
-  }
+#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_) \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)
 
 #define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
   void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
