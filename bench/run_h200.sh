@@ -6,6 +6,8 @@
 #
 #   OUT=/some/dir bash bench/run_h200.sh            # all steps
 #   STEPS="build check bench" bash bench/run_h200.sh  # a subset
+#   KERNELS="bf16_d128" STEPS=build ...  # a quick build: those kernel files only
+#       (-DANYATTN_CUDA_KERNELS; other shapes' cases fail, so for A/B timings only)
 #   STEPS=sweep SWEEP="m16n32w2s2@decode m64n64w4s2" SWEEP_WORKLOADS="decode prefill" ...
 #       builds build-tune (-DANYATTN_GPU_CONFIGS_TUNING: the ship and tune rows of
 #       src/choose/configs.h) and benches each forced config (SWEEP empty: every config of that table)
@@ -31,6 +33,7 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench-out}
+KERNELS=${KERNELS:-} # the kernel files of a quick build (-DANYATTN_CUDA_KERNELS); empty: all
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
 STEPS=${STEPS:-"build check ctest sanitize bench graph e2e peers ibm tune"}
@@ -55,7 +58,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 if has build; then
   say "build (sm_90a, -j16)"
   t0=$(date +%s)
-  if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" >>"$LOG" 2>&1 &&
+  if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DANYATTN_CUDA_GENCODE=$GENCODE" \
+    "-DANYATTN_CUDA_KERNELS=${KERNELS// /;}" >>"$LOG" 2>&1 &&
     cmake --build build -j16 >>"$LOG" 2>&1; then
     note "build: ok in $(($(date +%s) - t0)) s"
     # ptxas C7520: every wgmma of a kernel serialised (one issued under a run-time branch)

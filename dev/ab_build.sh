@@ -14,9 +14,12 @@
 #
 #   OUT=dir AB_SRC=/tmp/old AB_WORKLOADS="prefill mixed" bash dev/ab_build.sh
 #   OUT=dir AB_ENV=ANYATTN_CUDA_CLUSTERS=0 bash dev/ab_build.sh
+# KERNELS="bf16_d128 bf16_fp8_d128" builds B with those kernel files only, as
+# run_h200.sh's KERNELS builds A (docs/performance.md#quick-builds).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/ab-out}
+KERNELS=${KERNELS:-}
 mkdir -p "$OUT"
 [ -n "${AB_SRC:-}${AB_FLAGS:-}${AB_ENV:-}" ] || {
   echo "ab_build: set AB_SRC (B's source tree), AB_FLAGS (CUDA flags of build B) or AB_ENV (B's environment)"
@@ -30,12 +33,12 @@ test -x build/anyattn || { echo "ab_build: build/anyattn missing (run the build 
 B_CLI=build/anyattn
 if [ -n "${AB_SRC:-}" ]; then
   cmake -S "$AB_SRC" -B "$AB_SRC/build-ab" -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF -DANYATTN_HIP=OFF "$GENCODE" \
-    >"$OUT/ab_build_log.txt" 2>&1 && cmake --build "$AB_SRC/build-ab" -j16 --target anyattn_cli >>"$OUT/ab_build_log.txt" 2>&1
+    "-DANYATTN_CUDA_KERNELS=${KERNELS// /;}" >"$OUT/ab_build_log.txt" 2>&1 && cmake --build "$AB_SRC/build-ab" -j16 --target anyattn_cli >>"$OUT/ab_build_log.txt" 2>&1
   test -x "$AB_SRC/build-ab/anyattn" || { echo "ab_build: the build of $AB_SRC failed"; tail -20 "$OUT/ab_build_log.txt"; exit 1; }
   B_CLI=$AB_SRC/build-ab/anyattn
 elif [ -n "${AB_FLAGS:-}" ]; then
   cmake -S . -B build-ab -DCMAKE_BUILD_TYPE=Release -DANYATTN_TESTS=OFF -DANYATTN_HIP=OFF "$GENCODE" \
-    "-DCMAKE_CUDA_FLAGS=$AB_FLAGS" >"$OUT/ab_build_log.txt" 2>&1 &&
+    "-DANYATTN_CUDA_KERNELS=${KERNELS// /;}" "-DCMAKE_CUDA_FLAGS=$AB_FLAGS" >"$OUT/ab_build_log.txt" 2>&1 &&
     cmake --build build-ab -j16 --target anyattn_cli >>"$OUT/ab_build_log.txt" 2>&1
   test -x build-ab/anyattn || { echo "ab_build: build-ab failed"; tail -20 "$OUT/ab_build_log.txt"; exit 1; }
   B_CLI=build-ab/anyattn

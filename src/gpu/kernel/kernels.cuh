@@ -90,9 +90,17 @@ constexpr RolesFn roles_kernel_or_null() {
 }
 }  // namespace aa
 
+/* ANYATTN_NO_KERNELS (a build that compiles some kernel files only:
+ * CMakeLists.txt, ANYATTN_CUDA_KERNELS): this file's tables list no kernel
+ * and instantiate none. */
+#ifdef ANYATTN_NO_KERNELS
+#define AA_KERNEL_PTR_(name, bm, bn, w, s) static_cast<aa::KernelFn>(nullptr),
+#define AA_ROLES_PTR_(pn, pbm, pbn, pw, ps, dn, dbm, dbn, dw, ds) static_cast<aa::RolesFn>(nullptr),
+#else
 #define AA_KERNEL_PTR_(name, bm, bn, w, s) aa::kernel_or_null<T, HD, bm, bn, w, s, F8>(),
 #define AA_ROLES_PTR_(pn, pbm, pbn, pw, ps, dn, dbm, dbn, dw, ds) \
   aa::roles_kernel_or_null<T, HD, pbm, pbn, pw, ps, dbm, dbn, dw, ds, F8>(),
+#endif
 
 /* Defines aa_kernel_table_<TN>_d<HD_>(out, roles): out[i] = kernel of config
  * i, roles[i] = kernel of role pair i (a nullptr closes the list), for caches
@@ -101,6 +109,7 @@ constexpr RolesFn roles_kernel_or_null() {
   void NAME(aa::KernelFn *out, aa::RolesFn *roles) {                                        \
     using T = TYPE;                                                                         \
     constexpr int HD = HD_, F8 = F8_;                                                       \
+    (void)HD, (void)F8; /* unread where ANYATTN_NO_KERNELS */                               \
     static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(AA_KERNEL_PTR_)};                  \
     static const aa::RolesFn r[] = {ANYATTN_GPU_ROLE_PAIRS(AA_ROLES_PTR_) nullptr};         \
     for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i];                    \
@@ -116,6 +125,7 @@ constexpr RolesFn roles_kernel_or_null() {
   void NAME(aa::KernelFn *out) {                                     \
     using T = TYPE;                                                  \
     constexpr int HD = HD_;                                          \
+    (void)HD;                                                        \
     static const aa::KernelFn k[] = {ANYATTN_GPU_CONFIGS(PTR)};      \
     for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) out[i] = k[i]; \
   }
@@ -124,13 +134,21 @@ constexpr RolesFn roles_kernel_or_null() {
  * config i over 16-bit caches with fp8 descales (shape.cuh, FP8 2) for the
  * 128-row rows, which run fp8 batches staged to 16-bit
  * (docs/design/layout.md#staged-prefill); nullptr for every other row. */
+#ifdef ANYATTN_NO_KERNELS
+#define AA_STAGED_PTR_ AA_KERNEL_PTR_
+#else
 #define AA_STAGED_PTR_(name, bm, bn, w, s) aa::staged_or_null<T, HD, bm, bn, w, s>(),
+#endif
 #define AA_DEFINE_KERNEL_TABLE_STAGED(TN, TYPE, HD_) \
   AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_d##HD_, AA_STAGED_PTR_, TYPE, HD_)
 
 /* Defines aa_kernel_table_<TN>_ws_d<HD_>(out): out[i] = the kernel of config
  * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr. */
+#ifdef ANYATTN_NO_KERNELS
+#define AA_WS_PTR_ AA_KERNEL_PTR_
+#else
 #define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s>(),
+#endif
 #define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_) \
   AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)
 
