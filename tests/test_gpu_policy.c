@@ -309,7 +309,8 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "split launches keep the row's kernel");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 0) == 0, "ANYATTN_CUDA_WS=0 keeps the row's kernel");
   f.st.stage_descales = 1;
-  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 0, "a stage plan's descale kernels have no producer");
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "a stage plan's descale kernels take the producer too");
+  EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "a split stage launch keeps the row's kernel");
   f.st.stage_descales = 0;
   f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 0, "fp8 caches keep the row's kernel");

@@ -314,10 +314,13 @@ KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, 
   if (!aa_gpu_producer_launch(plan, &dev, splits, ws_mode() ? 1 : 0)) return nullptr;
   KernelFn k[kNumConfigs];
   const bool bf = pr->dtype == ANYATTN_DTYPE_BF16;
+  /* a stage plan's kernels apply the fp8 plan's descales (staged_run) */
+  const bool st = static_cast<const aa_gpu_plan_state *>(plan->state)->stage_descales;
   switch (run_head_dim(pr->head_dim, cfg, false)) {
-#define AA_WS_CASE_(d)                                                            \
-  case d:                                                                         \
-    bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k); \
+#define AA_WS_CASE_(d)                                                                      \
+  case d:                                                                                   \
+    if (st) bf ? aa_kernel_table_bf16_staged_ws_d##d(k) : aa_kernel_table_f16_staged_ws_d##d(k); \
+    else bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k);               \
     return k[cfg];
     AA_GPU_HEAD_DIMS(AA_WS_CASE_)
 #undef AA_WS_CASE_

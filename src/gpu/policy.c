@@ -482,8 +482,7 @@ int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
 }
 
 int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode) {
-  return mode != 0 && dev->arch == 90 && splits == 1 && !aa_st(plan)->stage_descales &&
-         plan->problem.kv_dtype == ANYATTN_KV_AS_Q;
+  return mode != 0 && dev->arch == 90 && splits == 1 && plan->problem.kv_dtype == ANYATTN_KV_AS_Q;
 }
 
 /* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */

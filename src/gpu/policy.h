@@ -175,9 +175,9 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * producer warpgroup where the row has one (launch.cu, ws_kernel): on sm_90
  * (the kernel is sm_90a code), unsplit (its split paths, the empty partials,
  * the merges and the cluster barriers, are written for a block of consumers
- * alone), over 16-bit caches read by the kernel itself (fp8 codes are
- * converted by the consumers; a stage plan's kernels apply descales and are
- * not built with a producer); never with mode 0 (ANYATTN_CUDA_WS=0).
+ * alone), over 16-bit caches (fp8 codes are converted by the consumers; a
+ * stage plan's 16-bit copy of them takes the producer, its kernels applying
+ * the descales); never with mode 0 (ANYATTN_CUDA_WS=0).
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
 

@@ -100,10 +100,13 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, un
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
- * threads, launched by run on sm_90 only (an sm_80 pass has no wgmma). */
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+ * threads, launched by run on sm_90 only (an sm_80 pass has no wgmma).
+ * FP8 0: 16-bit caches; 2: a staged fp8 batch's 16-bit copy, with the fp8
+ * plan's descales (shape.cuh). */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(const AA_GRID_CONSTANT AttnParams p) {
-  using S = WsShape<TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, 0>>;
+  static_assert(FP8 == 0 || FP8 == 2, "the producer copies 16-bit tiles");
+  using S = WsShape<TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>>;
   static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
   extern __shared__ __align__(16) unsigned char smem[];
   if constexpr (PassCaps<S>::WS) {

@@ -71,12 +71,19 @@ constexpr KernelFn staged_or_null() {
   else return nullptr;
 }
 /* The kernel with a producer warpgroup (attn_ws_kernel) of a row whose
- * 16-bit kernel is built as the pipelined tile (TileShape::PP); nullptr for
- * every other row. */
-template <typename T, int HD, int BM, int BN, int W, int S>
+ * kernel over 16-bit caches (F8 0, or 2: with fp8 descales, staged_or_null)
+ * is built as the pipelined tile (TileShape::PP); nullptr for every other
+ * row. */
+template <typename T, int HD, int BM, int BN, int W, int S, int F8>
 constexpr KernelFn ws_or_null() {
-  if constexpr (TileShape<HD, BM, BN, W, S, 0>::PP && row_built<HD, BM, BN, W, S, 0>())
-    return &attn_ws_kernel<T, HD, BM, BN, W, S>;
+  if constexpr (TileShape<HD, BM, BN, W, S, F8>::PP && row_built<HD, BM, BN, W, S, F8>())
+    return &attn_ws_kernel<T, HD, BM, BN, W, S, F8>;
+  else return nullptr;
+}
+/* The same for the rows of staged_or_null, with fp8 descales (FP8 2). */
+template <typename T, int HD, int BM, int BN, int W, int S>
+constexpr KernelFn staged_ws_or_null() {
+  if constexpr (BM == 128) return ws_or_null<T, HD, BM, BN, W, S, 2>();
   else return nullptr;
 }
 /* A role pair's kernel where its prefill tile is built and its decode tile
@@ -143,19 +150,25 @@ constexpr RolesFn roles_kernel_or_null() {
   AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_d##HD_, AA_STAGED_PTR_, TYPE, HD_)
 
 /* Defines aa_kernel_table_<TN>_ws_d<HD_>(out): out[i] = the kernel of config
- * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr. */
+ * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr;
+ * and aa_kernel_table_<TN>_staged_ws_d<HD_>(out), the same over a staged
+ * batch's copy with fp8 descales (FP8 2, the rows of staged_or_null). */
 #ifdef ANYATTN_NO_KERNELS
 #define AA_WS_PTR_ AA_KERNEL_PTR_
+#define AA_STAGED_WS_PTR_ AA_KERNEL_PTR_
 #else
-#define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s>(),
+#define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s, 0>(),
+#define AA_STAGED_WS_PTR_(name, bm, bn, w, s) aa::staged_ws_or_null<T, HD, bm, bn, w, s>(),
 #endif
-#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_) \
-  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)
+#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_)                                        \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)       \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_ws_d##HD_, AA_STAGED_WS_PTR_, TYPE, HD_)
 
 #define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
   void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
   void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
   void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out);                 \
-  void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out);
+  void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out);                     \
+  void aa_kernel_table_##TN##_staged_ws_d##HD_(aa::KernelFn *out);
 
 #endif
