@@ -53,6 +53,8 @@ typedef struct {
   int qpos;         /* batch->q_pos given: queries anywhere among (or beyond) the keys */
   anyattn_kv_dtype kv; /* the caches' storage: AS_Q, or fp8 codes */
   int descale;      /* fp8: 0 no descales (NULL), 1 per tensor, 2 per (sequence, kv head) */
+  int stage;        /* fp8: limits.stage_kv_tokens holds the batch (prompts of 64 tokens or more), and on CUDA
+                       the run must say it stages (docs/design/layout.md#staged-prefill); the CPU ignores it */
 } tl_case;
 
 #define TL_MAX_CASES 640
@@ -108,6 +110,7 @@ static void case_name(tl_case *c, char section, int idx) {
     name_add(b, n, tl_kv_name(c->kv), 0);
     static const char *const ds[3] = {"_nodescale", "_dsT", "_dsSH"};
     name_add(b, n, ds[c->descale], 0);
+    if (c->stage) name_add(b, n, "_staged", 0);
   }
   if (c->window_left >= 0) name_add(b, n, "_wl%d", c->window_left);
   if (c->window_right >= 0) name_add(b, n, c->causal ? "_wr%d(ignored)" : "_wr%d", c->window_right);
@@ -132,12 +135,12 @@ static const anyattn_dtype all_dtypes[3] = {ANYATTN_DTYPE_F32, ANYATTN_DTYPE_F16
 /* fp8 caches in the quick set: both formats under bf16 and fp16, each preset
  * crossing several features (decode, prefill, mixed; GQA; windows, softcap,
  * sinks, ALiBi; page sizes; odd and small head dims, and rows that end
- * inside a 32-byte block; both descale layouts). */
+ * inside a 32-byte block; both descale layouts; prompts staged to 16-bit). */
 static int build_fp8_quick(tl_case *cases, int first) {
   static const anyattn_kv_dtype kvs[2] = {ANYATTN_KV_FP8_E4M3, ANYATTN_KV_FP8_E4M3FNUZ};
   int n = 0;
   for (int fi = 0; fi < 2; fi++) {
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 8; k++) {
       tl_case *c = &cases[n];
       memset(c, 0, sizeof *c);
       c->kv = kvs[fi];
@@ -164,6 +167,18 @@ static int build_fp8_quick(tl_case *cases, int first) {
         case 5:
           c->head_dim = fi ? 80 : 40, c->block_size = fi ? 16 : 5, case_set_group(c, fi ? GROUP_G4 : GROUP_G8);
           c->descale = 2 - fi, c->window_left = fi ? 50 : -1, c->kind = KIND_MIXED;
+          break;
+        case 6: /* staged: the 128-row tile's 16-bit kernels with the descales, masks and logit features */
+          c->head_dim = fi ? 64 : 128, c->block_size = fi ? 32 : 16, case_set_group(c, GROUP_G4);
+          c->descale = 2 - fi, c->stage = 1, c->kind = KIND_PREFILL;
+          if (fi) c->alibi = 1, c->sinks = 1, c->causal = 0, c->window_right = 9;
+          else c->window_left = 70, c->softcap = 5.0f;
+          break;
+        case 7: /* staged: odd pages, head-major pages, head dims padded or on their own tile */
+          c->head_dim = fi ? 80 : 120, c->block_size = fi ? 5 : 16, case_set_group(c, fi ? GROUP_G8 : GROUP_G3);
+          c->descale = fi ? 1 : 2, c->stage = 1, c->layout = LAYOUT_HND, c->kind = KIND_PREFILL;
+          if (fi) c->softcap = 20.0f, c->window_left = 100;
+          else c->sinks = 1, c->lse = 0;
           break;
         default:
           c->head_dim = 96, c->block_size = 64, case_set_group(c, GROUP_G1), c->descale = 1, c->scale = 0.125f;
@@ -514,7 +529,7 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
       break;
     case KIND_PREFILL:
       n = tl_rng_int(r, 1, 3);
-      for (int s = 0; s < n; s++) kl[s] = ql[s] = tl_rng_int(r, 1, K / 2);
+      for (int s = 0; s < n; s++) kl[s] = ql[s] = c->stage ? tl_rng_int(r, 64, K) : tl_rng_int(r, 1, K / 2);
       break;
     case KIND_CHUNKED:
       n = tl_rng_int(r, 1, 4);
@@ -546,7 +561,9 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
   for (int s = 0; s < n; s++) rows += ql[s];
   if (rows == 0) kl[n - 1] = kl[n - 1] > 0 ? kl[n - 1] : 7, ql[n - 1] = 1;
 
+  /* staged: room for three prompts of 64 tokens or more (the stage needs a mean q_len of 64) */
   const double cap = (c->kind == KIND_PROMPT ? 4e8
+                      : c->stage             ? 6.4e7
                       : c->small             ? 8e6
                                              : 3e7) /
                      ((double)c->num_kv_heads * c->group * c->head_dim);
@@ -966,6 +983,10 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
   anyattn_batch hb, db;
   anyattn_tensors ht, dt;
   fill_structs(c, &b, 0, &pr, &hb, &ht);
+  /* A staged case on CUDA forces the 128-row tile, which the stage needs (the tree may pick the 64-row
+   * one for short prompts); the HIP tables have no such tile, so there it checks the unstaged run. */
+  const int must_stage = c->stage && backend == ANYATTN_BACKEND_CUDA;
+  if (must_stage) pr.config = "m128n128w8s2";
 
   anyattn_limits lim;
   anyattn_limits_init(&lim);
@@ -974,7 +995,7 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     if (b.kl[s] > max_kv) max_kv = b.kl[s];
   /* Plans are sized from the limits alone: exact, a little slack, or far
    * more than this batch uses (most of a static grid then idles). */
-  switch (tl_rng_int(&r, 0, 2)) {
+  switch (tl_rng_int(&r, 0, c->stage ? 1 : 2)) { /* a stage of far larger limits would take much memory */
     case 0: lim.max_seqs = b.num_seqs, lim.max_tokens = b.num_tokens, lim.max_context = max_kv; break;
     case 1:
       lim.max_seqs = b.num_seqs + tl_rng_int(&r, 0, 3);
@@ -983,6 +1004,9 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
       break;
     default: lim.max_seqs = b.num_seqs + 61, lim.max_tokens = 4 * b.num_tokens + 500, lim.max_context = 8192; break;
   }
+  /* A stage that holds max_seqs sequences of max_context keys: the host's bound for a batch without
+   * length hints (include/anyattn.h). */
+  if (c->stage) lim.stage_kv_tokens = lim.max_seqs * lim.max_context;
 
   anyattn_status s = anyattn_plan_create(ctx, &pr, &lim, &plan);
   if (s != ANYATTN_STATUS_OK) {
@@ -1042,6 +1066,13 @@ static int run_case(anyattn_context *ctx, anyattn_backend backend, const tl_case
     goto internal;
   }
   fill_structs(c, &b, 1, &pr, &db, &dt);
+  if (must_stage) {
+    char how[256] = "";
+    if (anyattn_run_describe(plan, &db, how, sizeof how) != ANYATTN_STATUS_OK || !strstr(how, "staged")) {
+      snprintf(why, sizeof why, "the run does not stage: %s", how[0] ? how : anyattn_last_error());
+      goto fail;
+    }
+  }
 
   if (tl_reference(&pr, &hb, &ht, b.ref_out, b.ref_lse, b.ref_abs, b.ref_xmag) != 0) {
     snprintf(why, sizeof why, "reference rejected the case");
