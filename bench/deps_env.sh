@@ -1,4 +1,4 @@
-# deps_env.sh (sourced by bench/run_h200.sh and dev/ab_build.sh): a machine
+# deps_env.sh (sourced by bench/run_h200.sh, bench/report_h200.sh and dev/ab_build.sh): a machine
 # that cannot install cJSON from its package manager (the lent GPU machine has
 # no network) passes DEPS_DIR, a folder with the libcjson1 and libcjson-dev
 # .deb files; they are unpacked there and found through pkg-config (the

@@ -10,7 +10,7 @@
 #   ANYATTN_COMMIT=<sha> OUT=/out bash bench/report_h200.sh --tune     # then the tuning campaign
 #
 # LIMIT (default 560) bounds the whole call in seconds; REPORT_TGZ (default build/report-h200.tgz)
-# is a bundle from an earlier call; DEPS_DIR is passed to the build as run_h200.sh takes it.
+# is a bundle from an earlier call; DEPS_DIR (bench/deps_env.sh) serves the build and the run.
 set -u
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -19,6 +19,9 @@ LIMIT=${LIMIT:-560}
 REPORT_TGZ=${REPORT_TGZ:-build/report-h200.tgz}
 DIR=build/report-h200
 mkdir -p "$OUT"
+# cJSON from DEPS_DIR's .deb files, unpacked again where a call's copy of the tree replaced the
+# folder that the build's rpath points into
+. bench/deps_env.sh
 if [ ! -x build/anyattn ]; then
   STEPS=build OUT="$OUT/build" bash bench/run_h200.sh >/dev/null 2>&1 ||
     { echo "report_h200: the build failed ($OUT/build/log.txt)"; exit 1; }
