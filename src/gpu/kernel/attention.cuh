@@ -73,7 +73,8 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
 
 /* One program of the pipelined tile with a producer warpgroup (WsShape,
  * mainloop_ws.cuh): all threads search; the producer then copies K and V
- * and exits, the consumers load Q, run the loop and the epilogue. Unsplit
+ * (and Q, as boxes, where p.q_tma) and exits, the consumers load Q (else),
+ * run the loop and the epilogue. Unsplit
  * launches only (launch.cu, ws_kernel): split segments write empty
  * partials, merge and meet at cluster barriers as a block of consumers
  * alone, which this kernel is not. */
@@ -81,11 +82,13 @@ template <typename T, class S>
 __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
   KvBoxes<T, S>::prefetch_maps(p);
+  if (p.q_tma && threadIdx.x == S::THREADS) tma_prefetch_map(&p.q_map);
   grid_dependency_wait();
   ws_init_barriers<T, S>(sm);
   if (!g.find(sm.meta)) return;
   g.map();
   if (g.tid >= S::THREADS) {
+    if (p.q_tma && g.tid == S::THREADS) ws_q_boxes<T, S>(p, g, sm);
     regs_release<WsRegs<S>::PRODUCER>();
     WsProducer<T, S>(p, g, sm).run();
     return;
@@ -93,7 +96,7 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, un
   regs_claim<WsRegs<S>::CONSUMER>();
   OnlineSoftmax<S> sx;
   FragC acc[S::DK];
-  load_q(p, g, sm);
+  if (!p.q_tma) load_q(p, g, sm);
   mainloop_ws(p, g, sm, sx, acc);
   program_sync<S>();
   Epilogue<T, S>(p, g, smem).run(sx, acc);

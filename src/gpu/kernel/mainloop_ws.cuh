@@ -34,6 +34,24 @@ constexpr int kBarProducer = 9;
 /* mbarriers after the four "stage landed" ones (SmemTiles::bar): "stage
  * free", K stage 0, 1 then V stage 0, 1; one arrival per consumer warp. */
 constexpr int kWsFreeBar = 4, kWsConsumerWarps = 8;
+/* Then "Q landed" (p.q_tma): one arrival, the producer's, and Q's bytes. */
+constexpr int kWsQBar = 8;
+
+/* The program's Q block as TMA boxes (p.q_tma), issued by one producer
+ * thread right after the work search: one box of 64 columns x gh heads x bq
+ * tokens per panel, at (panel, head0, tok0) of q_map, each landing as a
+ * 128-byte swizzled panel of the wgmma layout (kv_smem_offset<BM>: row r =
+ * token r / gh, head r % gh). Tokens past the Q block are the next
+ * sequence's or zeros (past num_tokens); their rows are never stored. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
+  uint64_t *bar = sm.bar + kWsQBar;
+  mbar_arrive_expect_tx(bar, (uint32_t)(S::PANELS * 64 * p.gh * p.bq * sizeof(T)));
+#pragma unroll
+  for (int pn = 0; pn < S::PANELS; pn++)
+    tma_load_3d(reinterpret_cast<unsigned char *>(sm.q) + (size_t)pn * (S::BM * 128), &p.q_map, pn * 64, g.head0,
+                g.w.tok0, bar);
+}
 
 /* The producer warpgroup: K(t) and V(t) into stage t % 2, in tile order,
  * each once both consumer warpgroups are done with the stage's previous
@@ -170,23 +188,43 @@ struct WsConsumer {
 };
 
 /* Before the work search (whose barrier publishes them): the four "landed"
- * mbarriers (128 producer arrivals each) and the four "free" ones. */
+ * mbarriers (128 producer arrivals each), the four "free" ones and "Q
+ * landed". */
 template <typename T, class S>
 __device__ __forceinline__ void ws_init_barriers(const SmemTiles<T, S> &sm) {
   if (threadIdx.x == 0) {
     for (int i = 0; i < 4; i++) mbar_init(sm.bar + i, 128);
     for (int i = 0; i < 4; i++) mbar_init(sm.bar + kWsFreeBar + i, kWsConsumerWarps);
+    mbar_init(sm.bar + kWsQBar, 1);
     mbar_init_fence();
   }
 }
 
-/* The consumers' loop; Q is their only cp.async group. */
+/* Rows gh x bq .. BM - 1 of the Q tile, which no box covers (a group that
+ * does not divide BM): zeros, before the barrier that publishes Q. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_q_pad(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
+  const int r0 = p.gh * p.bq, n = (S::BM - r0) * S::PANELS * 8;
+  for (int i = g.tid; i < n; i += S::THREADS) {
+    const int r = r0 + i / (S::PANELS * 8), c = i % (S::PANELS * 8);
+    *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sm.q) + kv_smem_offset<S::BM>(r, c)) =
+        make_uint4(0, 0, 0, 0);
+  }
+}
+
+/* The consumers' loop; Q is their only cp.async group, or comes as boxes
+ * (p.q_tma, ws_q_boxes). */
 template <typename T, class S>
 __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
                                             OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
   WsConsumer<T, S> c(p, g, sm);
   sx.rows(p, g);
-  async_wait<0>(); /* Q, which wgmma reads next */
+  if (p.q_tma) {
+    ws_q_pad<T, S>(p, g, sm);
+    mbar_wait(sm.bar + kWsQBar, 0);
+  } else {
+    async_wait<0>(); /* Q, which wgmma reads next */
+  }
   fence_proxy_async_smem();
   program_sync<S>();
 #pragma unroll

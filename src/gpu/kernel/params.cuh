@@ -93,6 +93,13 @@ struct AttnParams {
    * rows. 0: cp.async. */
   int tma_rows;
   TmaMap k_map, v_map;
+  /* 1 (the producer warpgroup's kernel, mainloop_ws.cuh): each program's Q
+   * block comes as one TMA box per 64-column panel through q_map, a 3-d view
+   * (head_dim, q head, token) of q whose boxes are 64 x gh x bq, 128-byte
+   * swizzled: the tile's rows (token-major, gh heads a token) in the wgmma
+   * layout. 0: 16-byte copies. */
+  int q_tma;
+  TmaMap q_map;
   /* FP8 caches (the FP8 kernels only; kernel/shape.cuh): E4M3 variant, and
    * the dequantisation factors in device memory (NULL: 1), one per tensor or
    * per (sequence, kv head) (descale_per_head). k_descale multiplies the raw

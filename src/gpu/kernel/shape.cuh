@@ -153,10 +153,10 @@ struct TileShape {
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  /* PP: eight mbarriers (the four above, then the two code tiles' over FP8
-   * caches, or the four "stage free" ones of the producer warpgroup's
-   * variant, WsShape) */
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 64 : TMA ? 8 * STAGES : 0);
+  /* PP: nine mbarriers (the four above, then the two code tiles' over FP8
+   * caches, or the four "stage free" ones and "Q landed" of the producer
+   * warpgroup's variant, WsShape) */
+  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 72 : TMA ? 8 * STAGES : 0);
   /* A warpgroup of its own copies K and V (WsShape); THREADS stays the
    * consumers' count. */
   static constexpr bool WS = false;

@@ -198,6 +198,21 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 #endif
 }
 
+/* Box at (c0, c1, c2) of a 3-d tensor map -> dst (1024-byte aligned under
+ * the 128-byte swizzle); as tma_load_4d. */
+__device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+      : "memory");
+#else
+  (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
+  __trap();
+#endif
+}
+
 /* Named barrier `id` over `count` threads: sync waits, arrive does not. */
 __device__ __forceinline__ void named_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
