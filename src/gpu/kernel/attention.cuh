@@ -74,7 +74,7 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
 /* One program of the pipelined tile with a producer warpgroup (WsShape,
  * mainloop_ws.cuh): all threads search; the producer then copies K and V
  * (and Q, as boxes, where p.q_tma) and exits, the consumers load Q (else),
- * run the loop and the epilogue. Unsplit
+ * run the loop and write their rows (ws_epilogue, epilogue.cuh). Unsplit
  * launches only (launch.cu, ws_kernel): split segments write empty
  * partials, merge and meet at cluster barriers as a block of consumers
  * alone, which this kernel is not. */
@@ -98,8 +98,7 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, un
   FragC acc[S::DK];
   if (!p.q_tma) load_q(p, g, sm);
   mainloop_ws(p, g, sm, sx, acc);
-  program_sync<S>();
-  Epilogue<T, S>(p, g, smem).run(sx, acc);
+  ws_epilogue<T, S>(p, g, sm, sx, acc);
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128

@@ -275,6 +275,62 @@ struct Epilogue {
   }
 };
 
+/* The producer kernel's epilogue (attend_ws: one warp a row band, WN = 1,
+ * unsplit). A row's max and sum are its warp's own, so no merge: each lane
+ * normalises its accumulators (sinks, the fp8 plan's v descale) and writes
+ * them as T into its warpgroup's rows of the Q tile, in the 128-byte swizzled
+ * panels Q came in (only that warpgroup's products read those rows, and they
+ * are done); the row owners write the lse. After one barrier the rows leave
+ * as TMA boxes through o_map where the box lies inside the program's Q block
+ * (p.o_tma: bq tokens of one sequence, gh heads), else 16 bytes a thread. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_epilogue(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                            const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) {
+  static_assert(S::WN == 1 && !S::FRAG8, "one warp per row band, 16-bit accumulators");
+  const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
+  float f[kFragCSlots];
+#pragma unroll
+  for (int sl = 0; sl < kFragCSlots; sl++) {
+    const int r = g.wm * 16 + frag_c_row(sl);
+    const float l = row_allreduce_sum(sx.l_run[sl]), m = sx.m_run[sl];
+    const bool any = m != -INFINITY;
+    const float sk = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e : -INFINITY;
+    const float M = fmax_nan(m, sk);
+    const float L = (any ? l * fast_exp2(m - M) : 0.0f) + (p.sinks ? fast_exp2(sk - M) : 0.0f);
+    f[sl] = any ? fast_exp2(m - M) * fast_rcp(L) * vd : 0.0f; /* L >= 1 when any */
+    if (p.lse && frag_c_row_owner() && g.row_valid(r)) p.lse[g.row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  }
+  unsigned char *so = reinterpret_cast<unsigned char *>(sm.q);
+#pragma unroll
+  for (int d = 0; d < S::DK; d++)
+#pragma unroll
+    for (int e = 0; e < kFragCElems; e += 2) {
+      const int sl = frag_c_slot(e), r = g.wm * 16 + frag_c_row(sl), col = d * 16 + frag_c_col(e);
+      *reinterpret_cast<uint32_t *>(so + kv_smem_offset<S::BM>(r, col >> 3) + (col & 7) * 2) =
+          pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
+    }
+  const bool box = p.o_tma && g.w.n_tok == p.bq && g.heads_here == p.gh;
+  if (box) fence_proxy_async_smem(); /* the rows, before the copy engine reads them */
+  program_sync<S>();
+  if (box) {
+    if (g.tid == 0) {
+#pragma unroll
+      for (int pn = 0; pn < S::PANELS; pn++) tma_store_3d(&p.o_map, so + pn * (S::BM * 128), pn * 64, g.head0, g.w.tok0);
+      tma_store_commit();
+      tma_store_wait_read(); /* shared memory stays until the boxes are read */
+    }
+    return;
+  }
+  constexpr int CH = S::CHUNKS, OL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
+#pragma unroll
+  for (int k = 0; k < OL; k++) {
+    const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
+    if (((S::BM * CH) % S::THREADS != 0 && i >= S::BM * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
+        *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
+  }
+}
+
 }  // namespace aa
 
 #endif /* ANYATTN_GPU_KERNEL_EPILOGUE_CUH */
