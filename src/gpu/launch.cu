@@ -473,11 +473,9 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup copies K and V */
   if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) {
     k = w, threads += 128;
-    /* its Q blocks, and its rows out, as TMA boxes where the views allow (host_nv.cuh, tma_rows_map) */
-    const bool whole = p.n_hchunks == 1;
-    p.q_tma = whole && tma_rows_map(0, &p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens, p.gh, p.bq);
-    p.o_tma = whole && tma_rows_map(1, &p.o_map, a->out, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens, p.gh,
-                                    p.bq);
+    /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
+    p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
+                                           p.gh, p.bq);
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

@@ -28,9 +28,10 @@
 namespace aa {
 
 /* One program of shape S on p: the work search (find, or find_seq for the
- * decode role of a role launch), the mainloop, the epilogue and the split
- * merge. Every thread of the block calls it. */
-template <typename T, class S>
+ * decode role of a role launch), the mainloop, the epilogue (unsplit
+ * programs of tiles that own their rows: own_rows_epilogue, where OWN_ROWS)
+ * and the split merge. Every thread of the block calls it. */
+template <typename T, class S, bool OWN_ROWS = kOwnRows<S>>
 __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsigned char *smem, bool decode_role) {
   constexpr bool PP = PassCaps<S>::PP;
   const SmemTiles<T, S> sm(smem);
@@ -67,6 +68,12 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   async_wait<0>();
   if (g.split) grid_dependents_launch(); /* the next kernel may start launching; it waits for our writes */
   block_sync();
+  if constexpr (OWN_ROWS) {
+    if (!g.split) {
+      own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+      return;
+    }
+  }
   Epilogue<T, S>(p, g, smem).run(sx, acc);
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
@@ -74,7 +81,7 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
 /* One program of the pipelined tile with a producer warpgroup (WsShape,
  * mainloop_ws.cuh): all threads search; the producer then copies K and V
  * (and Q, as boxes, where p.q_tma) and exits, the consumers load Q (else),
- * run the loop and write their rows (ws_epilogue, epilogue.cuh). Unsplit
+ * run the loop and write their rows (own_rows_epilogue, epilogue.cuh). Unsplit
  * launches only (launch.cu, ws_kernel): split segments write empty
  * partials, merge and meet at cluster barriers as a block of consumers
  * alone, which this kernel is not. */
@@ -98,7 +105,7 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, un
   FragC acc[S::DK];
   if (!p.q_tma) load_q(p, g, sm);
   mainloop_ws(p, g, sm, sx, acc);
-  ws_epilogue<T, S>(p, g, sm, sx, acc);
+  own_rows_epilogue<T, S>(p, g, sm, sx, acc);
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
@@ -127,7 +134,9 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE,
   using S = TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>;
   extern __shared__ __align__(16) unsigned char smem[];
   Program<S> g(p);
-  attend<T, S>(p, g, smem, false);
+  /* a staged batch (FP8 2) runs here split only (unsplit: attn_ws_kernel), and with own_rows_epilogue
+   * compiled in, m128n96w8s2 at d192 spills (ptxas 13.0: 8 bytes stored, 40 loaded) */
+  attend<T, S, kOwnRows<S> && FP8 != 2>(p, g, smem, false);
 }
 
 /* A role pair's launch (src/choose/configs.h, docs/design/prefill.md#mixed-batches):
@@ -148,7 +157,8 @@ __global__ void __launch_bounds__(P_W *AA_WARP_SIZE, 1) attn_roles_kernel(const 
     attend<T, SD>(rp.dec, g, smem, true);
   } else {
     Program<SP> g(rp.pre, bx - rp.dec_programs);
-    attend<T, SP>(rp.pre, g, smem, false);
+    /* the fp8 pair keeps Epilogue: with own_rows_epilogue too it spills (ptxas 13.0: 8 bytes stored, 40 loaded) */
+    attend<T, SP, kOwnRows<SP> && !SP::KV8>(rp.pre, g, smem, false);
   }
 }
 

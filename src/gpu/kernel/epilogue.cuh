@@ -275,18 +275,22 @@ struct Epilogue {
   }
 };
 
-/* The producer kernel's epilogue (attend_ws: one warp a row band, WN = 1,
- * unsplit). A row's max and sum are its warp's own, so no merge: each lane
- * normalises its accumulators (sinks, the fp8 plan's v descale) and writes
- * them as T into its warpgroup's rows of the Q tile, in the 128-byte swizzled
- * panels Q came in (only that warpgroup's products read those rows, and they
- * are done); the row owners write the lse. After one barrier the rows leave
- * as TMA boxes through o_map where the box lies inside the program's Q block
- * (p.o_tma: bq tokens of one sequence, gh heads), else 16 bytes a thread. */
+/* Tiles that own their rows (wgmma, one warp a row band: WN = 1, 16-bit
+ * accumulators) skip the merge in unsplit launches: a row's max and sum are
+ * its warp's own. Each lane normalises its accumulators (sinks, the fp8 v
+ * descale) and writes them as T into its warpgroup's rows of the Q tile, in
+ * the 128-byte swizzled panels Q came in (only that warpgroup's products read
+ * those rows, and they are done); the row owners write the lse; after one
+ * barrier every thread stores 16 bytes at a time. Half the shared-memory
+ * bytes of Epilogue's fp32 rows, one barrier instead of three
+ * (docs/design/prefill.md#rows-out). */
+template <class S>
+constexpr bool kOwnRows = PassCaps<S>::WG && S::WN == 1 && !S::FRAG8;
+
 template <typename T, class S>
-__device__ __forceinline__ void ws_epilogue(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
-                                            const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) {
-  static_assert(S::WN == 1 && !S::FRAG8, "one warp per row band, 16-bit accumulators");
+__device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                                  const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) {
+  static_assert(kOwnRows<S>, "one warp per row band, 16-bit accumulators, the swizzled Q tile");
   const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
   float f[kFragCSlots];
 #pragma unroll
@@ -309,18 +313,7 @@ __device__ __forceinline__ void ws_epilogue(const AttnParams &p, const Program<S
       *reinterpret_cast<uint32_t *>(so + kv_smem_offset<S::BM>(r, col >> 3) + (col & 7) * 2) =
           pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
     }
-  const bool box = p.o_tma && g.w.n_tok == p.bq && g.heads_here == p.gh;
-  if (box) fence_proxy_async_smem(); /* the rows, before the copy engine reads them */
   program_sync<S>();
-  if (box) {
-    if (g.tid == 0) {
-#pragma unroll
-      for (int pn = 0; pn < S::PANELS; pn++) tma_store_3d(&p.o_map, so + pn * (S::BM * 128), pn * 64, g.head0, g.w.tok0);
-      tma_store_commit();
-      tma_store_wait_read(); /* shared memory stays until the boxes are read */
-    }
-    return;
-  }
   constexpr int CH = S::CHUNKS, OL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
 #pragma unroll
   for (int k = 0; k < OL; k++) {

@@ -100,11 +100,6 @@ struct AttnParams {
    * layout. 0: 16-byte copies. */
   int q_tma;
   TmaMap q_map;
-  /* 1 (the same kernel): programs whose box lies inside their Q block (bq
-   * tokens of one sequence, gh heads) write out as TMA boxes through o_map,
-   * q_map's view of out (mainloop_ws.cuh, ws_epilogue). 0: 16-byte stores. */
-  int o_tma;
-  TmaMap o_map;
   /* FP8 caches (the FP8 kernels only; kernel/shape.cuh): E4M3 variant, and
    * the dequantisation factors in device memory (NULL: 1), one per tensor or
    * per (sequence, kv head) (descale_per_head). k_descale multiplies the raw

@@ -31,7 +31,7 @@ struct TmaView {
 };
 inline bool tma_maps(TmaMap *, TmaMap *, TmaView, TmaView, anyattn_dtype, int, int, int, int, int, int) { return false; }
 inline int tma_mode() { return 0; }
-inline bool tma_rows_map(int, TmaMap *, const void *, anyattn_dtype, int, int, int, int, int) { return false; }
+inline bool tma_q_map(TmaMap *, const void *, anyattn_dtype, int, int, int, int, int) { return false; }
 /* No producer warpgroup on AMD (launch.cu, ws_kernel). */
 inline bool ws_mode() { return false; }
 /* No cap on programs per CU (host_nv.cuh's stream_warps; not measured on CDNA). */

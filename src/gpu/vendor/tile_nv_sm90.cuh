@@ -213,31 +213,6 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, 
 #endif
 }
 
-/* Box at (c0, c1, c2) of a 3-d tensor map <- src (shared memory, laid out as
- * tma_load_3d writes it); elements outside the tensor are not written. One
- * bulk group per call (commit); the issuing thread waits for the group's
- * reads of shared memory (tma_store_wait_read) before the block may exit. */
-__device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1, int c2) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
-               "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-#else
-  (void)map, (void)src, (void)c0, (void)c1, (void)c2;
-  __trap();
-#endif
-}
-__device__ __forceinline__ void tma_store_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void tma_store_wait_read() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
-
 /* Named barrier `id` over `count` threads: sync waits, arrive does not. */
 __device__ __forceinline__ void named_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
