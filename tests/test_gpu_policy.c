@@ -308,6 +308,18 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "unsplit bf16 on sm_90: the producer's kernel");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "split launches keep the row's kernel");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 0) == 0, "ANYATTN_CUDA_WS=0 keeps the row's kernel");
+  /* persistent blocks: one an SM past one wave, where the second Q tile fits */
+  f.st.configs[5].persist_smem = 216064;
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == kH200.num_sms, "past one wave: a block an SM");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, kH200.num_sms, 1) == kH200.num_sms, "one wave: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 1) == 100, "under one wave: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 0) == 4096, "ANYATTN_CUDA_PERSIST=0: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 3) == 3, "ANYATTN_CUDA_PERSIST=3: three blocks");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 2, 3) == 2, "ANYATTN_CUDA_PERSIST=3, two programs: two blocks");
+  f.st.configs[5].persist_smem = kH200.smem_per_block + 1;
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "no room for the second Q tile");
+  f.st.configs[5].persist_smem = 0;
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "a row without a persistent launch");
   f.st.stage_descales = 1;
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "a stage plan's descale kernels take the producer too");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "a split stage launch keeps the row's kernel");

@@ -98,10 +98,13 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!k) continue;
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
-    /* its variant with a producer warpgroup (launch.cu, unsplit launches), same shared memory */
-    if (const aa::KernelFn w = aa::ws_kernel(plan, *dev, i, 1))
+    /* its variant with a producer warpgroup (launch.cu, unsplit launches): the same
+     * shared memory, or its persistent launch's where the device has that */
+    if (const aa::KernelFn w = aa::ws_kernel(plan, *dev, i, 1)) {
+      const size_t ps = st->configs[i].persist_smem, s = aa_gpu_launch_smem(plan, dev, i, -1, 1);
       AA_CUDA_TRY(cudaFuncSetAttribute((const void *)w, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
+                                       (int)(ps > s && ps <= dev->smem_per_block ? ps : s)));
+    }
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);

@@ -36,12 +36,18 @@ struct RowFacts {
            (F8 != 0 || !AA_CONFIG_FP8_ONLY(BM, BN, W, S)) && (F8 != 1 || !AA_CONFIG_16BIT_ONLY(BM, BN, W, S)) \
        ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::SMEM_BYTES                        \
        : 0),
+#define AA_PSMEM_(hd)                                                                                  \
+  (TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::PERSIST_SMEM_BYTES <= kMaxSmemAnyDevice \
+       ? TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::PERSIST_SMEM_BYTES               \
+       : 0),
 #define AA_TMA_(hd) TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::TMA_KIND,
 #define AA_CL_(hd) (int)TileShape<row_head_dim<hd, BM, BN, W, S, F8>(), BM, BN, W, S, F8>::CLUSTER,
   static constexpr size_t smem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_SMEM_)};
+  static constexpr size_t psmem[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_PSMEM_)};
   static constexpr int tma[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_TMA_)};
   static constexpr int cluster[kNumHeadDims] = {AA_GPU_HEAD_DIMS(AA_CL_)};
 #undef AA_SMEM_
+#undef AA_PSMEM_
 #undef AA_TMA_
 #undef AA_CL_
 };
@@ -67,15 +73,17 @@ struct ConfigRow {
   int block_m, block_n, warps, stages;
   const int *run_hd;  /* per compiled head dim (kHeadDims): the compiled head dim the row runs it at */
   const size_t *smem; /* dynamic shared memory there, same order */
+  const size_t *psmem; /* a persistent launch of its producer kernel there (16-bit caches; 0: none) */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 fp8 rows), same order */
   const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
-  const int *run_hd8; /* the same four for fp8 caches */
-  const size_t *smem8;
+  const int *run_hd8; /* the same five for fp8 caches */
+  const size_t *smem8, *psmem8;
   const int *tma8, *cluster8;
 };
 
 #define AA_ROW_FACTS_(bm, bn, w, s, f8)                                                                  \
-  RowFacts<bm, bn, w, s, f8>::run_hd, RowFacts<bm, bn, w, s, f8>::smem, RowFacts<bm, bn, w, s, f8>::tma, \
+  RowFacts<bm, bn, w, s, f8>::run_hd, RowFacts<bm, bn, w, s, f8>::smem, RowFacts<bm, bn, w, s, f8>::psmem, \
+      RowFacts<bm, bn, w, s, f8>::tma, \
       RowFacts<bm, bn, w, s, f8>::cluster
 #define AA_CONFIG_ROW_(name, bm, bn, w, s) \
   {#name, bm, bn, w, s, AA_ROW_FACTS_(bm, bn, w, s, 0), AA_ROW_FACTS_(bm, bn, w, s, 1)},
@@ -249,6 +257,7 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
     c.head_dim = fp8 ? r.run_hd8[hdi] : r.run_hd[hdi];
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
+    c.persist_smem = fp8 || c.smem == 0 ? 0 : r.psmem[hdi];
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
     c.cluster = fp8 ? r.cluster8[hdi] : r.cluster[hdi];
     st->role_dec[i] = 0;
@@ -458,13 +467,13 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);
   /* unsplit decode launches of several waves may keep fewer programs per SM
    * than the row's shared memory allows (policy.h, aa_gpu_launch_smem) */
-  const size_t smem = aa_gpu_launch_smem(plan, &dev, ch.config, programs, p.num_splits);
+  size_t smem = aa_gpu_launch_smem(plan, &dev, ch.config, programs, p.num_splits);
   set_tma(p, plan, a, dev, ch.config, c.head_dim, programs * p.num_splits, smem != c.smem);
   /* On sm_90 the kernel goes out with programmatic dependent launch: it
    * launches while the kernel before it drains and waits on the device
    * (griddepcontrol.wait, before reading any input) for its writes. */
   const bool pdl = dev.arch >= 90;
-  const dim3 grid((unsigned)programs, (unsigned)p.num_splits);
+  dim3 grid((unsigned)programs, (unsigned)p.num_splits);
   /* a stage plan (staged_run) launches the kernels that apply fp8 descales */
   KernelFn k = st->stage_descales ? staged_kernel(pr->dtype, pr->head_dim, ch.config)
                                   : tc_kernel(pr->dtype, pr->head_dim, ch.config, pr->kv_dtype != ANYATTN_KV_AS_Q);
@@ -476,6 +485,9 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
     p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
                                            p.gh, p.bq);
+    /* past one wave, persistent: a block an SM, each taking every num_sms-th program (mainloop_ws.cuh, WsItem) */
+    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, persist_mode());
+    if (blocks != programs) grid.x = (unsigned)blocks, smem = c.persist_smem;
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

@@ -485,6 +485,14 @@ int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, i
   return mode != 0 && dev->arch == 90 && splits == 1 && plan->problem.kv_dtype == ANYATTN_KV_AS_Q;
 }
 
+long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs,
+                                 int mode) {
+  const aa_gpu_config *c = &aa_st(plan)->configs[cfg];
+  if (mode == 0 || c->persist_smem == 0 || c->persist_smem > dev->smem_per_block) return programs;
+  const long long cap = mode == 1 ? dev->num_sms : mode;
+  return programs > cap ? cap : programs;
+}
+
 /* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */
 
 static size_t aa_align256(size_t b) { return (b + 255) / 256 * 256; }

@@ -31,6 +31,7 @@ typedef struct {
   int tma;     /* TMA boxes the kernel can take: 0 none, 1 padded rows, 2 swizzled panels, 3 swizzled fp8 rows */
   int cluster; /* its split-KV segments may merge in a cluster (TileShape::CLUSTER) */
   int head_dim; /* the compiled head dim the row runs the plan's head dim at (src/gpu/kernel/kernels.cuh, row_head_dim) */
+  size_t persist_smem; /* a persistent launch of its producer kernel (TileShape::PERSIST_SMEM_BYTES; 0: none) */
 } aa_gpu_config;
 
 /* What the device and the build offer a plan. */
@@ -180,6 +181,15 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * the descales); never with mode 0 (ANYATTN_CUDA_WS=0).
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
+/* Blocks of such a launch of config cfg over `programs` programs: one a
+ * program, or, where the row's persistent launch fits the device
+ * (aa_gpu_config::persist_smem), persistent blocks, each taking every
+ * blocks-th program (mainloop_ws.cuh, WsItem): with mode 1 one an SM where
+ * the programs exceed one wave, with mode N >= 2 at most N in any launch
+ * (for tests); mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
+ * docs/design/prefill.md#persistent-blocks. */
+AA_HIDDEN long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
+                                           long long programs, int mode);
 
 #ifdef __cplusplus
 }

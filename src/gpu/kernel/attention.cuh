@@ -78,34 +78,29 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
   if (g.split && !g.cl) merge_if_last<T, S>(p, g, smem);
 }
 
-/* One program of the pipelined tile with a producer warpgroup (WsShape,
- * mainloop_ws.cuh): all threads search; the producer then copies K and V
- * (and Q, as boxes, where p.q_tma) and exits, the consumers load Q (else),
- * run the loop and write their rows (own_rows_epilogue, epilogue.cuh). Unsplit
- * launches only (launch.cu, ws_kernel): split segments write empty
- * partials, merge and meet at cluster barriers as a block of consumers
- * alone, which this kernel is not. */
+/* The programs of one block of the pipelined tile with a producer
+ * warpgroup (WsShape, mainloop_ws.cuh): its item (blockIdx.x), or, in a
+ * persistent launch, every gridDim.x-th (WsItem). The producer searches each
+ * item, publishes it, copies its Q (as boxes, where p.q_tma) and its K and V
+ * tiles; the consumers load Q (else), run the loop and write the rows
+ * (own_rows_epilogue, epilogue.cuh). Unsplit launches only (launch.cu,
+ * ws_kernel): split segments write empty partials, merge and meet at
+ * cluster barriers as a block of consumers alone, which this kernel is not. */
 template <typename T, class S>
-__device__ __forceinline__ void attend_ws(const AttnParams &p, Program<S> &g, unsigned char *smem) {
+__device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
   KvBoxes<T, S>::prefetch_maps(p);
   if (p.q_tma && threadIdx.x == S::THREADS) tma_prefetch_map(&p.q_map);
   grid_dependency_wait();
   ws_init_barriers<T, S>(sm);
-  if (!g.find(sm.meta)) return;
-  g.map();
-  if (g.tid >= S::THREADS) {
-    if (p.q_tma && g.tid == S::THREADS) ws_q_boxes<T, S>(p, g, sm);
+  block_sync();
+  if ((int)threadIdx.x >= S::THREADS) {
     regs_release<WsRegs<S>::PRODUCER>();
-    WsProducer<T, S>(p, g, sm).run();
+    ws_produce<T, S>(p, sm);
     return;
   }
   regs_claim<WsRegs<S>::CONSUMER>();
-  OnlineSoftmax<S> sx;
-  FragC acc[S::DK];
-  if (!p.q_tma) load_q(p, g, sm);
-  mainloop_ws(p, g, sm, sx, acc);
-  own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+  ws_consume<T, S>(p, sm);
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
@@ -119,8 +114,7 @@ __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(c
   static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
   extern __shared__ __align__(16) unsigned char smem[];
   if constexpr (PassCaps<S>::WS) {
-    Program<S> g(p);
-    attend_ws<T, S>(p, g, smem);
+    attend_ws<T, S>(p, smem);
   } else {
     pass_unsupported(); /* an sm_90 device running a build without sm_90a code */
   }

@@ -34,8 +34,30 @@ constexpr int kBarProducer = 9;
 /* mbarriers after the four "stage landed" ones (SmemTiles::bar): "stage
  * free", K stage 0, 1 then V stage 0, 1; one arrival per consumer warp. */
 constexpr int kWsFreeBar = 4, kWsConsumerWarps = 8;
-/* Then "Q landed" (p.q_tma): one arrival, the producer's, and Q's bytes. */
-constexpr int kWsQBar = 8;
+/* Then, per Q tile b (0: q, 1: q2): "Q landed" (p.q_tma: one arrival, the
+ * producer's, and Q's bytes), "Q free" (one arrival per consumer warp once
+ * its item's rows are out of the tile) and "item published" (one arrival,
+ * the producer's, after it wrote the item's descriptor, WsItem). */
+constexpr int kWsQBar = 8, kWsQFreeBar = 10, kWsItemBar = 12;
+static_assert(kWsItemBar + 2 <= 14, "the mbarriers TileShape::PP_BARS reserves");
+
+/* A block of this kernel runs items (programs) blockIdx.x, then, in a
+ * persistent launch (a grid smaller than the programs), j gridDim.x +
+ * blockIdx.x on even rounds j and j gridDim.x + gridDim.x - 1 - blockIdx.x
+ * on odd ones: the programs go longest first (Program), so each block's
+ * long and short ones alternate. Items come to the consumers through
+ * SmemTiles::desc, k % 2 for the block's k-th item with work: its program
+ * index, then its Work; -1: no more. Its Q goes to tile k % 2. */
+struct WsItem {
+  __device__ __forceinline__ static int at(int j, int G, int bx) { return j * G + ((j & 1) ? G - 1 - bx : bx); }
+  __device__ __forceinline__ static void put(int *d, int item, const Work &w) {
+    d[0] = item, d[1] = w.seq, d[2] = w.q_len, d[3] = w.kv_len, d[4] = w.pos0, d[5] = w.q_first, d[6] = w.tok0,
+    d[7] = w.n_tok;
+  }
+  __device__ __forceinline__ static void get(const int *d, Work &w) {
+    w.seq = d[1], w.q_len = d[2], w.kv_len = d[3], w.pos0 = d[4], w.q_first = d[5], w.tok0 = d[6], w.n_tok = d[7];
+  }
+};
 
 /* The program's Q block as TMA boxes (p.q_tma), issued by one producer
  * thread right after the work search: one box of 64 columns x gh heads x bq
@@ -44,8 +66,8 @@ constexpr int kWsQBar = 8;
  * token r / gh, head r % gh). Tokens past the Q block are the next
  * sequence's or zeros (past num_tokens); their rows are never stored. */
 template <typename T, class S>
-__device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
-  uint64_t *bar = sm.bar + kWsQBar;
+__device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                           uint64_t *bar) {
   mbar_arrive_expect_tx(bar, (uint32_t)(S::PANELS * 64 * p.gh * p.bq * sizeof(T)));
 #pragma unroll
   for (int pn = 0; pn < S::PANELS; pn++)
@@ -55,7 +77,8 @@ __device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S>
 
 /* The producer warpgroup: K(t) and V(t) into stage t % 2, in tile order,
  * each once both consumer warpgroups are done with the stage's previous
- * tile (t - 2). Halves come as TMA boxes where PipelinedTile takes them
+ * tile (t - 2); t counts the block's tiles over its items (tb: the item's
+ * first). Halves come as TMA boxes where PipelinedTile takes them
  * (K always, V wholly inside the key range), else as zero-filling 16-byte
  * copies; either way all 128 threads arrive on the half's "landed"
  * mbarrier, as in PipelinedTile. */
@@ -67,9 +90,11 @@ struct WsProducer {
   const KvPages<T, S> pages;
   int lt; /* thread within the warpgroup */
   bool tma;
+  int tb; /* the block's tiles before this item's */
 
-  __device__ __forceinline__ WsProducer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
-      : p(p_), g(g_), sm(sm_), pages(p_, g_) {
+  __device__ __forceinline__ WsProducer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_,
+                                        int tb_)
+      : p(p_), g(g_), sm(sm_), pages(p_, g_), tb(tb_) {
     lt = g.tid - S::THREADS;
     tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
   }
@@ -113,21 +138,22 @@ struct WsProducer {
     mbar_arrive_copies(bar);
     async_commit();
   }
-  /* Page ids one tile ahead, so a fill issues as soon as its stage is free. */
+  /* Page ids one tile ahead, so a fill issues as soon as its stage is free.
+   * The copies land on the stages' mbarriers; the producer waits for them
+   * (async_wait) only before it exits. */
   __device__ __forceinline__ void run() const {
     const int n0 = g.n_begin;
     int pk = lookup(n0, 0), pv = lookup(n0, 1);
     for (int t = 0; t < g.ntiles; t++) {
-      const int nt = n0 + t * S::BN, stage = t & 1;
-      const uint32_t par = (uint32_t)((t >> 1) + 1) & 1u; /* tile t - 2's release: that stage's (t / 2 - 1)-th */
+      const int nt = n0 + t * S::BN, bt = tb + t, stage = bt & 1;
+      const uint32_t par = (uint32_t)((bt >> 1) + 1) & 1u; /* tile bt - 2's release: that stage's (bt / 2 - 1)-th */
       const int pk1 = lookup(nt + S::BN, 0), pv1 = lookup(nt + S::BN, 1);
-      if (t >= 2) mbar_wait(sm.bar + kWsFreeBar + stage, par);
+      if (bt >= 2) mbar_wait(sm.bar + kWsFreeBar + stage, par);
       fill(stage, nt, 0, pk);
-      if (t >= 2) mbar_wait(sm.bar + kWsFreeBar + 2 + stage, par);
+      if (bt >= 2) mbar_wait(sm.bar + kWsFreeBar + 2 + stage, par);
       fill(stage, nt, 1, pv);
       pk = pk1, pv = pv1;
     }
-    async_wait<0>(); /* its copies land before it exits */
   }
 };
 
@@ -141,11 +167,13 @@ struct WsConsumer {
   const Program<S> &g;
   const SmemTiles<T, S> &sm;
   int grp;
+  int tb; /* the block's tiles before this item's: tile it of the item is the block's tb + it */
   typedef T MT;
   static constexpr bool kOverlapPV = PipelinedTile<T, S>::kOverlapPV;
 
-  __device__ __forceinline__ WsConsumer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_)
-      : p(p_), g(g_), sm(sm_), grp(g_.tid >> 7) {}
+  __device__ __forceinline__ WsConsumer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_,
+                                        int tb_)
+      : p(p_), g(g_), sm(sm_), grp(g_.tid >> 7), tb(tb_) {}
 
   __device__ __forceinline__ void release(int bar) const {
     fence_proxy_async_smem(); /* the stage's reads, before the producer's next writes */
@@ -155,9 +183,10 @@ struct WsConsumer {
   template <bool PV, bool QK>
   __device__ __forceinline__ void phase(int it, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], FragA (&pa)[S::NK]) {
     using PT = PipelinedTile<T, S>;
-    PT::template enter_turn<PV, QK>(sm, grp, it, acc, pa);
+    const int bt = tb + it; /* stages and their phases count the block's tiles */
+    PT::template enter_turn<PV, QK>(sm, grp, bt, acc, pa);
     FragC s[S::NK];
-    PT::template issue_products<PV, QK, kOverlapPV>(sm, grp, it, s, acc, pa);
+    PT::template issue_products<PV, QK, kOverlapPV>(sm, grp, bt, s, acc, pa);
     named_arrive(kBarSched0 + (grp ^ 1), 256);
     if constexpr (kOverlapPV) {
       float alpha[kFragCSlots];
@@ -166,13 +195,13 @@ struct WsConsumer {
         else wg_wait_all();
 #pragma unroll
         for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
-        release(it & 1);
+        release(bt & 1);
         sx.template weights<0>(p, g, g.n_begin + it * S::BN, s, alpha);
       }
       if constexpr (PV) {
         wg_wait_all();
         PT::keep_pv(acc, pa);
-        release(2 + ((it - 1) & 1));
+        release(2 + ((bt - 1) & 1));
       }
       if constexpr (QK) sx.template finish<MT>(s, pa, acc, alpha);
     } else {
@@ -180,22 +209,25 @@ struct WsConsumer {
       PT::keep_pv(acc, pa);
 #pragma unroll
       for (int n = 0; n < S::NK; n++) wg_keep(s[n]);
-      if constexpr (QK) release(it & 1);
-      if constexpr (PV) release(2 + ((it - 1) & 1));
+      if constexpr (QK) release(bt & 1);
+      if constexpr (PV) release(2 + ((bt - 1) & 1));
       if constexpr (QK) sx.template tile<MT, 0>(p, g, g.n_begin + it * S::BN, s, pa, acc);
     }
   }
 };
 
-/* Before the work search (whose barrier publishes them): the four "landed"
- * mbarriers (128 producer arrivals each), the four "free" ones and "Q
- * landed". */
+/* The four "landed" mbarriers (128 producer arrivals each), the four
+ * "free" ones and each Q tile's three; a block barrier after publishes them. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_init_barriers(const SmemTiles<T, S> &sm) {
   if (threadIdx.x == 0) {
     for (int i = 0; i < 4; i++) mbar_init(sm.bar + i, 128);
     for (int i = 0; i < 4; i++) mbar_init(sm.bar + kWsFreeBar + i, kWsConsumerWarps);
-    mbar_init(sm.bar + kWsQBar, 1);
+    for (int b = 0; b < 2; b++) {
+      mbar_init(sm.bar + kWsQBar + b, 1);
+      mbar_init(sm.bar + kWsQFreeBar + b, kWsConsumerWarps);
+      mbar_init(sm.bar + kWsItemBar + b, 1);
+    }
     mbar_init_fence();
   }
 }
@@ -212,16 +244,17 @@ __device__ __forceinline__ void ws_q_pad(const AttnParams &p, const Program<S> &
   }
 }
 
-/* The consumers' loop; Q is their only cp.async group, or comes as boxes
- * (p.q_tma, ws_q_boxes). */
+/* The consumers' loop over the block's k-th item, whose first tile is the
+ * block's tb-th; Q (in tile k % 2) is their only cp.async group, or comes
+ * as boxes (p.q_tma, ws_q_boxes). */
 template <typename T, class S>
 __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
-                                            OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
-  WsConsumer<T, S> c(p, g, sm);
+                                            OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], int k, int tb) {
+  WsConsumer<T, S> c(p, g, sm, tb);
   sx.rows(p, g);
   if (p.q_tma) {
     ws_q_pad<T, S>(p, g, sm);
-    mbar_wait(sm.bar + kWsQBar, 0);
+    mbar_wait(sm.bar + kWsQBar + (k & 1), (uint32_t)(k >> 1) & 1u);
   } else {
     async_wait<0>(); /* Q, which wgmma reads next */
   }
@@ -231,6 +264,66 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
   if (g.ntiles > 0) run_phases(c, g.ntiles, sx, acc);
+}
+
+/* The producer warpgroup's side of a block: for each of the block's items
+ * (WsItem) the work search (its 128 threads, named barrier kBarProducer);
+ * for each with work, once the consumers have its Q tile back (the item two
+ * before), the descriptor, Q's boxes and every K/V tile. Then the end. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<T, S> &sm) {
+  const int lt = (int)threadIdx.x - S::THREADS, G = (int)gridDim.x, bx = (int)blockIdx.x;
+  const int total = p.num_qblocks * p.hprogs; /* at most 2^31 - 1 (launch.cu) */
+  int tb = 0, k = 0;
+  for (int j = 0;; j++) {
+    const int item = WsItem::at(j, G, bx);
+    const bool more = item < total && item >= 0;
+    Program<S> g(p, more ? item : 0);
+    if (more && !g.template find<128, kBarProducer>(sm.meta, lt)) continue;
+    const int b = k & 1;
+    if (k >= 2) mbar_wait(sm.bar + kWsQFreeBar + b, (uint32_t)((k >> 1) + 1) & 1u);
+    if (lt == 0) {
+      if (more) WsItem::put(sm.desc + 8 * b, item, g.w);
+      else sm.desc[8 * b] = -1;
+      mbar_arrive(sm.bar + kWsItemBar + b);
+    }
+    if (!more) break;
+    g.map();
+    if (p.q_tma && lt == 0) ws_q_boxes<T, S>(p, g, sm.with_q(b), sm.bar + kWsQBar + b);
+    WsProducer<T, S>(p, g, sm, tb).run();
+    tb += g.ntiles;
+    k++;
+  }
+  async_wait<0>(); /* its copies land before it exits */
+}
+
+/* The consumers' side: each item the producer publishes, on Q tile k % 2;
+ * its rows out (own_rows_epilogue) and the tile handed back. */
+template <typename T, class S>
+__device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<T, S> &sm0) {
+  int tb = 0;
+  for (int k = 0;; k++) {
+    const int b = k & 1;
+    mbar_wait(sm0.bar + kWsItemBar + b, (uint32_t)(k >> 1) & 1u);
+    const int *d = sm0.desc + 8 * b;
+    const int item = d[0];
+    if (item < 0) return;
+    Program<S> g(p, item);
+    WsItem::get(d, g.w);
+    g.ptok0 = g.w.tok0;
+    g.map();
+    const SmemTiles<T, S> sm = sm0.with_q(b);
+    OnlineSoftmax<S> sx;
+    FragC acc[S::DK];
+    if (!p.q_tma) load_q(p, g, sm);
+    mainloop_ws(p, g, sm, sx, acc, k, tb);
+    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    tb += g.ntiles;
+    /* the tile's reads (the rows out) before the producer's next boxes into it */
+    fence_proxy_async_smem();
+    warp_sync();
+    if (lane_id() == 0) mbar_arrive(sm0.bar + kWsQFreeBar + b);
+  }
 }
 
 }  // namespace aa

@@ -23,7 +23,7 @@ struct Work {
  * [cu[s]/bq + s, cu[s+1]/bq + s + 1), enough for its ceil(q_len/bq) blocks;
  * the grid covers num_tokens/bq + num_seqs of them, spare ones exit.
  *
- * The whole block searches together, so the metadata costs one dependent
+ * The searching threads work together, so the metadata costs one dependent
  * memory round trip instead of a chain: the threads probe THREADS evenly
  * spaced sequences at once (key(i) = cu[i]/bq + i is non-decreasing, and
  * key(num_seqs) closes the range, so blocks past the last sequence, e.g. a
@@ -32,11 +32,24 @@ struct Work {
  * one. One round when num_seqs < THREADS, two up to THREADS^2. In the last
  * round each probe also loads its sequence's lengths, so they arrive with the
  * search, and its first query's position (q_pos, else kv_len - q_len).
- * `meta` is 4 ints of shared memory. Every thread must call it. */
-template <int THREADS>
-__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta) {
+ * `meta` is 4 ints of shared memory. Every thread must call it: the block's
+ * (BAR 0), or the THREADS threads of named barrier BAR (the producer
+ * warpgroup of a persistent block, mainloop_ws.cuh), tid the thread's index
+ * among them. */
+template <int THREADS, int BAR = 0>
+__device__ __forceinline__ int search_sync_count(int pred) {
+  if constexpr (BAR == 0) return block_sync_count(pred);
+  else return named_sync_count(BAR, THREADS, pred);
+}
+template <int THREADS, int BAR = 0>
+__device__ __forceinline__ void search_sync() {
+  if constexpr (BAR == 0) block_sync();
+  else named_sync(BAR, THREADS);
+}
+template <int THREADS, int BAR = 0>
+__device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &w, int *meta, int tid) {
   const int32_t *cu = p.cu_seqlens_q;
-  const int bq = p.bq, tid = threadIdx.x;
+  const int bq = p.bq;
   int lo = 0, n = p.num_seqs + 1; /* candidates [lo, lo + n), the answer is among them */
   for (;;) {
     const int stride = (n + THREADS - 1) / THREADS;
@@ -51,7 +64,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         if (p.q_pos) qp = p.q_pos[i];
       }
     }
-    const int cnt = block_sync_count(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
+    const int cnt = search_sync_count<THREADS, BAR>(probe && fast_div(c0, p.bq_magic, p.bq_shift) + i <= block); /* >= 1 */
     const int s = lo + (cnt - 1) * stride;
     if (stride == 1) {
       if (i == s) {
@@ -60,7 +73,7 @@ __device__ __forceinline__ bool find_work(const AttnParams &p, int block, Work &
         meta[2] = kv;
         meta[3] = p.q_pos ? qp : kv - (c1 - c0);
       }
-      block_sync();
+      search_sync<THREADS, BAR>();
       if (s >= p.num_seqs) return false;
       w.seq = s;
       const int local = block - (fast_div(meta[0], p.bq_magic, p.bq_shift) + s);
@@ -120,8 +133,9 @@ struct Program {
   /* The work search (every thread calls it); false: the program has none.
    * A role launch's prefill role leaves sequences shorter than min_q_len to
    * the decode role. */
-  __device__ __forceinline__ bool find(int *meta) {
-    if (!find_work<S::THREADS>(p, qblock, w, meta) || w.q_len < p.min_q_len) return false;
+  template <int THREADS = S::THREADS, int BAR = 0>
+  __device__ __forceinline__ bool find(int *meta, int tid = (int)threadIdx.x) {
+    if (!find_work<THREADS, BAR>(p, qblock, w, meta, tid) || w.q_len < p.min_q_len) return false;
     ptok0 = w.tok0;
     return true;
   }

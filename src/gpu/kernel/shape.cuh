@@ -153,10 +153,19 @@ struct TileShape {
   /* 16 bytes at the end: the work search's scratch (find_work, scheduler.cuh); then the mbarriers */
   static constexpr size_t META_OFF = PIPE_BYTES > CL_END ? PIPE_BYTES : CL_END;
   static constexpr size_t BAR_OFF = META_OFF + 16;
-  /* PP: nine mbarriers (the four above, then the two code tiles' over FP8
-   * caches, or the four "stage free" ones and "Q landed" of the producer
-   * warpgroup's variant, WsShape) */
-  static constexpr size_t SMEM_BYTES = BAR_OFF + (PP ? 72 : TMA ? 8 * STAGES : 0);
+  /* PP: fourteen mbarriers (the four above, then the two code tiles' over
+   * FP8 caches, or the producer warpgroup's: four "stage free", two "Q
+   * landed", two "Q free" and two "item published", mainloop_ws.cuh), then
+   * two item descriptors of 8 ints (WsItem) */
+  static constexpr int PP_BARS = 14;
+  static constexpr size_t DESC_OFF = BAR_OFF + 8 * PP_BARS;
+  static constexpr size_t SMEM_BYTES = PP ? DESC_OFF + 64 : BAR_OFF + (TMA ? 8 * STAGES : 0);
+  /* A persistent launch of the producer warpgroup's kernel (several items a
+   * block, mainloop_ws.cuh) takes a second Q tile, Q2_OFF bytes after the
+   * pipeline's start (1024-byte aligned, past everything above): its shared
+   * memory, 0 where that is not the kernel's. */
+  static constexpr size_t Q2_OFF = (SMEM_BYTES + 1023) / 1024 * 1024;
+  static constexpr size_t PERSIST_SMEM_BYTES = PP && !KV8 ? WG_ALIGN + Q2_OFF + Q_BYTES : 0;
   /* A warpgroup of its own copies K and V (WsShape); THREADS stays the
    * consumers' count. */
   static constexpr bool WS = false;
@@ -273,6 +282,8 @@ struct SmemTiles {
   unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] the next tiles' rows: addresses (KvCopies) or element offsets (sm90 loader) */
   int *meta;    /* 4 ints: find_work's scratch */
+  int *desc;    /* PP: two item descriptors of 8 ints (mainloop_ws.cuh) */
+  T *q2;        /* PP: the second Q tile of a persistent launch (PERSIST_SMEM_BYTES) */
   uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; then TMA_PP8: K codes, V codes; WS: K stage 0, 1 and
                   * V stage 0, 1 free) or [STAGES] (TMA) */
   __device__ __forceinline__ explicit SmemTiles(unsigned char *smem) : base(smem) {
@@ -286,6 +297,14 @@ struct SmemTiles {
     off = reinterpret_cast<int64_t *>(v8 + PassCaps<S>::CODE_STAGES * S::V8_TILE_BYTES);
     meta = reinterpret_cast<int *>(smem + S::META_OFF);
     bar = reinterpret_cast<uint64_t *>(smem + S::BAR_OFF);
+    desc = reinterpret_cast<int *>(smem + S::DESC_OFF);
+    q2 = reinterpret_cast<T *>(pipe + S::Q2_OFF);
+  }
+  /* The same tiles with Q tile b (0: q, 1: q2) as q. */
+  __device__ __forceinline__ SmemTiles with_q(int b) const {
+    SmemTiles t = *this;
+    if (b) t.q = q2;
+    return t;
   }
 };
 

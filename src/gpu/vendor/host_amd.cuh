@@ -34,6 +34,7 @@ inline int tma_mode() { return 0; }
 inline bool tma_q_map(TmaMap *, const void *, anyattn_dtype, int, int, int, int, int) { return false; }
 /* No producer warpgroup on AMD (launch.cu, ws_kernel). */
 inline bool ws_mode() { return false; }
+inline int persist_mode() { return 0; }
 /* No cap on programs per CU (host_nv.cuh's stream_warps; not measured on CDNA). */
 inline int stream_warps(int) { return 0; }
 

@@ -107,6 +107,22 @@ inline bool ws_mode() {
   return on;
 }
 
+/* Persistent launches of the producer warpgroup's kernel (policy.h,
+ * aa_gpu_producer_blocks): ANYATTN_CUDA_PERSIST=0 launches a block per
+ * program even past one wave (0; for comparisons), =N from 2 to 65536 at
+ * most N blocks in every launch that has room for the second Q tile (N;
+ * for tests: many items a block); else a block an SM past one wave (1). */
+inline int persist_mode() {
+  static const int mode = [] {
+    const char *e = getenv("ANYATTN_CUDA_PERSIST");
+    if (!e || !*e) return 1;
+    char *end = nullptr;
+    const long v = strtol(e, &end, 10);
+    return *end == '\0' && v >= 0 && v <= 65536 ? (int)v : 1;
+  }();
+  return mode;
+}
+
 /* Warps of 16-row decode programs one SM keeps in an unsplit launch of
  * several waves over cache rows of more than 128 bytes (policy.h,
  * aa_gpu_launch_smem): 8 on sm_90 (measured on the H200:

@@ -293,6 +293,7 @@ __device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int,
 __device__ __forceinline__ void tma_load_3d(void *, const void *, int, int, int, uint64_t *) { __builtin_trap(); }
 __device__ __forceinline__ void named_sync(int, int) { __builtin_trap(); }
 __device__ __forceinline__ void named_arrive(int, int) { __builtin_trap(); }
+__device__ __forceinline__ int named_sync_count(int, int, int) { __builtin_trap(); return 0; }
 __device__ __forceinline__ void pass_unsupported() { __builtin_trap(); }
 template <int N>
 __device__ __forceinline__ void regs_release() { __builtin_trap(); }

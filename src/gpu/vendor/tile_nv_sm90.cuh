@@ -220,6 +220,16 @@ __device__ __forceinline__ void named_sync(int id, int count) {
 __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+/* named_sync that also returns how many of the `count` threads passed a
+ * true pred (the producer warpgroup's work search, scheduler.cuh). */
+__device__ __forceinline__ int named_sync_count(int id, int count, int pred) {
+  int n;
+  asm volatile("{\n.reg .pred p;\nsetp.ne.s32 p, %3, 0;\nbar.red.popc.u32 %0, %1, %2, p;\n}\n"
+               : "=r"(n)
+               : "r"(id), "r"(count), "r"(pred)
+               : "memory");
+  return n;
+}
 
 /* Stops a kernel whose code this pass cannot hold (a kernel launched only
  * where the device runs sm_90a code, reached anyway): a loud error, never
