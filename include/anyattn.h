@@ -243,14 +243,16 @@ ANYATTN_API size_t anyattn_plan_workspace_size(const anyattn_plan *plan);
  * the workspace, before its first run, on the stream of its runs (or with
  * that stream ordered after it). GPU plans that split decode-like batches
  * over KV segments keep one arrival counter per program at the workspace's
- * head, which must be zero before a run; every run leaves them zero again
- * (the last segment to arrive resets its counter), so no run needs this
- * again. Prepare again when anything but a run has written the workspace,
- * and before runs of a plan with another problem or other limits (their
- * counters lie elsewhere: a workspace serves plans of one problem and
- * limits). GPU: one cudaMemsetAsync / hipMemsetAsync of the counters on
- * `stream`, never synchronised, legal inside a graph capture; the CPU
- * backend and plans that never split need nothing (OK, nothing written).
+ * head, and sm_90 plans over 16-bit caches two counters of work handed out
+ * to persistent blocks at its end; all must be zero before a run, and every
+ * run leaves them zero again (the last segment or block to arrive resets
+ * them), so no run needs this again. Prepare again when anything but a run
+ * has written the workspace, and before runs of a plan with another problem
+ * or other limits (their counters lie elsewhere: a workspace serves plans of
+ * one problem and limits). GPU: one or two cudaMemsetAsync / hipMemsetAsync
+ * of the counters on `stream`, never synchronised, legal inside a graph
+ * capture; the CPU backend and plans without counters need nothing (OK,
+ * nothing written).
  * Checks workspace and workspace_size as run does. A run on a workspace that
  * was not prepared computes wrong results or none: the library cannot see
  * device memory from the host. */

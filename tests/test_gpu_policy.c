@@ -320,6 +320,19 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "no room for the second Q tile");
   f.st.configs[5].persist_smem = 0;
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "a row without a persistent launch");
+  /* their scheduler words: 256 bytes after the split area, on sm_90 over 16-bit caches */
+  f.plan.workspace_size = 1000;
+  aa_gpu_plan_sched(&f.plan, &kH200);
+  EXPECT(f.st.has_sched == 1 && f.st.sched_offset == 1024 && f.plan.workspace_size == 1280,
+         "scheduler words at %zu, workspace %zu", f.st.sched_offset, f.plan.workspace_size);
+  f.plan.workspace_size = 0;
+  aa_gpu_plan_sched(&f.plan, &kH200);
+  EXPECT(f.st.has_sched == 1 && f.st.sched_offset == 0 && f.plan.workspace_size == 256, "a plan without splits: 256 bytes");
+  f.plan.workspace_size = 0;
+  f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
+  aa_gpu_plan_sched(&f.plan, &kH200);
+  EXPECT(f.st.has_sched == 0 && f.plan.workspace_size == 0, "fp8 caches: none");
+  f.plan.problem.kv_dtype = ANYATTN_KV_AS_Q;
   f.st.stage_descales = 1;
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "a stage plan's descale kernels take the producer too");
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 2, 1) == 0, "a split stage launch keeps the row's kernel");

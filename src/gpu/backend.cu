@@ -242,6 +242,7 @@ anyattn_status plan(anyattn_plan *plan) {
            "limits->max_tokens %d: %lld programs, over the grid limit", plan->limits.max_tokens, programs);
   st->config = cfg;
   AA_TRY(aa_gpu_plan_splits(plan, &dev));
+  aa_gpu_plan_sched(plan, &dev);
   if (fp8 && plan->limits.stage_kv_tokens > 0) AA_TRY(plan_stage(plan));
   const char *dt = pr->dtype == ANYATTN_DTYPE_F16 ? (!fp8 ? "f16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "f16/e4m3" : "f16/e4m3fnuz")
                                                   : (!fp8 ? "bf16" : pr->kv_dtype == ANYATTN_KV_FP8_E4M3 ? "bf16/e4m3" : "bf16/e4m3fnuz");
@@ -294,12 +295,17 @@ anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
   return ANYATTN_STATUS_OK;
 }
 
-/* The split-KV arrival counters at the workspace's head start at zero
- * (kernel/merge.cuh; every run leaves them so). */
+/* The split-KV arrival counters at the workspace's head and the persistent
+ * launches' scheduler words start at zero (kernel/merge.cuh,
+ * kernel/mainloop_ws.cuh; every run leaves them so). */
 anyattn_status workspace_prepare(const anyattn_plan *plan, void *workspace, void *stream) {
-  if (static_cast<const aa_gpu_plan_state *>(plan->state)->num_splits < 2) return ANYATTN_STATUS_OK; /* f32 too */
+  const aa_gpu_plan_state *st = static_cast<const aa_gpu_plan_state *>(plan->state);
+  if (st->num_splits < 2 && !st->has_sched) return ANYATTN_STATUS_OK; /* f32 too */
   AA_TRY(select_device(plan->ctx->device));
-  AA_CUDA_TRY(cudaMemsetAsync(workspace, 0, aa_gpu_split_counter_bytes(plan), (cudaStream_t)stream));
+  if (st->num_splits >= 2)
+    AA_CUDA_TRY(cudaMemsetAsync(workspace, 0, aa_gpu_split_counter_bytes(plan), (cudaStream_t)stream));
+  if (st->has_sched)
+    AA_CUDA_TRY(cudaMemsetAsync(static_cast<char *>(workspace) + st->sched_offset, 0, 256, (cudaStream_t)stream));
   return ANYATTN_STATUS_OK;
 }
 

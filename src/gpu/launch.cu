@@ -487,7 +487,12 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
                                            p.gh, p.bq);
     /* past one wave, persistent: a block an SM, each taking every num_sms-th program (mainloop_ws.cuh, WsItem) */
     const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, persist_mode());
-    if (blocks != programs) grid.x = (unsigned)blocks, smem = c.persist_smem;
+    if (blocks != programs) {
+      grid.x = (unsigned)blocks, smem = c.persist_smem;
+      /* items past the blocks' first by claims on the workspace's words (a stage plan's run has none: rounds) */
+      if (st->has_sched && a->workspace)
+        p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
+    }
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));
   return ANYATTN_STATUS_OK;

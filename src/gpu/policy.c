@@ -527,6 +527,16 @@ anyattn_status aa_gpu_plan_stage(anyattn_plan *plan) {
   return ANYATTN_STATUS_OK;
 }
 
+void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev) {
+  aa_gpu_plan_state *st = (aa_gpu_plan_state *)plan->state;
+  st->has_sched = 0;
+  st->sched_offset = 0;
+  if (dev->arch != 90 || plan->problem.kv_dtype != ANYATTN_KV_AS_Q || plan->problem.dtype == ANYATTN_DTYPE_F32) return;
+  st->sched_offset = aa_align256(plan->workspace_size); /* the split area is bounded far below SIZE_MAX (plan_splits) */
+  plan->workspace_size = st->sched_offset + 256;
+  st->has_sched = 1;
+}
+
 int aa_gpu_stage_fits(const anyattn_plan *plan, const anyattn_args *a) {
   const aa_gpu_plan_state *st = aa_st(plan);
   if (st->stage_pages <= 0 || a->num_seqs <= 0 || a->num_seqs > AA_GPU_STAGE_MAX_SEQS) return 0;

@@ -74,6 +74,10 @@ typedef struct {
   long long stage_pages; /* 0: no staging */
   long long stage_stride;
   size_t stage_offset, stage_page_bytes, stage_kv_bytes;
+  /* has_sched: the workspace holds, at sched_offset, the two words of the
+   * producer kernel's persistent launches (aa_gpu_plan_sched) */
+  int has_sched;
+  size_t sched_offset;
   struct anyattn_plan_s *stage_plan;
   int stage_descales;
 } aa_gpu_plan_state;
@@ -188,6 +192,10 @@ AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_devi
  * the programs exceed one wave, with mode N >= 2 at most N in any launch
  * (for tests); mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
  * docs/design/prefill.md#persistent-blocks. */
+/* Reserves the two scheduler words of persistent producer launches (256
+ * bytes at the end of the workspace) where the plan may launch them: sm_90,
+ * 16-bit caches. After aa_gpu_plan_splits; zeroed by workspace_prepare. */
+AA_HIDDEN void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev);
 AA_HIDDEN long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
                                            long long programs, int mode);
 

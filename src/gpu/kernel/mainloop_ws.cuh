@@ -42,12 +42,14 @@ constexpr int kWsQBar = 8, kWsQFreeBar = 10, kWsItemBar = 12;
 static_assert(kWsItemBar + 2 <= 14, "the mbarriers TileShape::PP_BARS reserves");
 
 /* A block of this kernel runs items (programs) blockIdx.x, then, in a
- * persistent launch (a grid smaller than the programs), j gridDim.x +
+ * persistent launch (a grid smaller than the programs), gridDim.x + the
+ * claims on p.sched[0] (the program order is longest first within a
+ * sequence, Program, and a block claims its next item once it has issued
+ * the last tile of the current one); without p.sched, j gridDim.x +
  * blockIdx.x on even rounds j and j gridDim.x + gridDim.x - 1 - blockIdx.x
- * on odd ones: the programs go longest first (Program), so each block's
- * long and short ones alternate. Items come to the consumers through
- * SmemTiles::desc, k % 2 for the block's k-th item with work: its program
- * index, then its Work; -1: no more. Its Q goes to tile k % 2. */
+ * on odd ones. Items come to the consumers through SmemTiles::desc, k % 2
+ * for the block's k-th item with work: its program index, then its Work;
+ * -1: no more. Its Q goes to tile k % 2. */
 struct WsItem {
   __device__ __forceinline__ static int at(int j, int G, int bx) { return j * G + ((j & 1) ? G - 1 - bx : bx); }
   __device__ __forceinline__ static void put(int *d, int item, const Work &w) {
@@ -274,12 +276,21 @@ template <typename T, class S>
 __device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<T, S> &sm) {
   const int lt = (int)threadIdx.x - S::THREADS, G = (int)gridDim.x, bx = (int)blockIdx.x;
   const int total = p.num_qblocks * p.hprogs; /* at most 2^31 - 1 (launch.cu) */
-  int tb = 0, k = 0;
+  /* the block's item after its j-th: a claim (lt 0's, through desc[16]) or the next round's */
+  auto next = [&](int j) -> int {
+    if (!p.sched) return WsItem::at(j + 1, G, bx);
+    if (lt == 0) sm.desc[16] = (int)min((unsigned)G + atomicAdd(p.sched, 1u), (unsigned)total);
+    named_sync(kBarProducer, 128);
+    return sm.desc[16];
+  };
+  int tb = 0, k = 0, item = bx;
   for (int j = 0;; j++) {
-    const int item = WsItem::at(j, G, bx);
     const bool more = item < total && item >= 0;
     Program<S> g(p, more ? item : 0);
-    if (more && !g.template find<128, kBarProducer>(sm.meta, lt)) continue;
+    if (more && !g.template find<128, kBarProducer>(sm.meta, lt)) {
+      item = next(j);
+      continue;
+    }
     const int b = k & 1;
     if (k >= 2) mbar_wait(sm.bar + kWsQFreeBar + b, (uint32_t)((k >> 1) + 1) & 1u);
     if (lt == 0) {
@@ -293,6 +304,17 @@ __device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<
     WsProducer<T, S>(p, g, sm, tb).run();
     tb += g.ntiles;
     k++;
+    item = next(j);
+  }
+  /* the last block done resets the words for the next call: every block's
+   * claims precede its count (the fence), and the count the reset */
+  if (p.sched && lt == 0) {
+    __threadfence();
+    if (atomicAdd(p.sched + 1, 1u) == (unsigned)G - 1u) {
+      __threadfence();
+      p.sched[0] = 0u;
+      p.sched[1] = 0u;
+    }
   }
   async_wait<0>(); /* its copies land before it exits */
 }

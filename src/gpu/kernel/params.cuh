@@ -83,6 +83,11 @@ struct AttnParams {
    * end and write out/lse themselves: no partials, no counters. */
   int cluster;
   unsigned *counters; /* [num_tokens * hprogs] arrivals per program, 0 between calls (the workspace's head) */
+  /* A persistent launch of the producer warpgroup's kernel (mainloop_ws.cuh,
+   * WsItem): two words of the workspace, 0 between calls, that hand out
+   * programs past each block's first (claims) and count the blocks done
+   * (the last resets both); NULL: each block takes every gridDim.x-th. */
+  unsigned *sched;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
   /* > 0 (sm_90, padded tiles, see TileShape::TMA): K/V tiles come as TMA
