@@ -485,13 +485,15 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
     p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
                                            p.gh, p.bq);
-    /* past one wave, persistent: a block an SM, each taking every num_sms-th program (mainloop_ws.cuh, WsItem) */
-    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, persist_mode());
+    /* past one wave, persistent: a block an SM, claiming programs on the workspace's words
+     * (mainloop_ws.cuh, WsItem); a run without them (a stage plan's) keeps a block per
+     * program, unless a test asks for N blocks (they then take rounds) */
+    const bool words = st->has_sched && a->workspace;
+    const int mode = persist_mode() == 1 && !words ? 0 : persist_mode();
+    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, mode);
     if (blocks != programs) {
       grid.x = (unsigned)blocks, smem = c.persist_smem;
-      /* items past the blocks' first by claims on the workspace's words (a stage plan's run has none: rounds) */
-      if (st->has_sched && a->workspace)
-        p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
+      if (words) p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
     }
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));

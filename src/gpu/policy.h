@@ -185,17 +185,18 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * the descales); never with mode 0 (ANYATTN_CUDA_WS=0).
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
-/* Blocks of such a launch of config cfg over `programs` programs: one a
- * program, or, where the row's persistent launch fits the device
- * (aa_gpu_config::persist_smem), persistent blocks, each taking every
- * blocks-th program (mainloop_ws.cuh, WsItem): with mode 1 one an SM where
- * the programs exceed one wave, with mode N >= 2 at most N in any launch
- * (for tests); mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
- * docs/design/prefill.md#persistent-blocks. */
 /* Reserves the two scheduler words of persistent producer launches (256
  * bytes at the end of the workspace) where the plan may launch them: sm_90,
  * 16-bit caches. After aa_gpu_plan_splits; zeroed by workspace_prepare. */
 AA_HIDDEN void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev);
+/* Blocks of a producer launch of config cfg over `programs` programs: one a
+ * program, or, where the row's persistent launch fits the device
+ * (aa_gpu_config::persist_smem), persistent blocks, each running program
+ * after program (mainloop_ws.cuh, WsItem): with mode 1 one an SM where the
+ * programs exceed one wave (launch.cu passes it where the run has the
+ * scheduler words), with mode N >= 2 at most N in any launch (for tests);
+ * mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
+ * docs/design/prefill.md#persistent-blocks. */
 AA_HIDDEN long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
                                            long long programs, int mode);
 

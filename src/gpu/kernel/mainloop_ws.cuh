@@ -45,9 +45,9 @@ static_assert(kWsItemBar + 2 <= 14, "the mbarriers TileShape::PP_BARS reserves")
  * persistent launch (a grid smaller than the programs), gridDim.x + the
  * claims on p.sched[0] (the program order is longest first within a
  * sequence, Program, and a block claims its next item once it has issued
- * the last tile of the current one); without p.sched, j gridDim.x +
- * blockIdx.x on even rounds j and j gridDim.x + gridDim.x - 1 - blockIdx.x
- * on odd ones. Items come to the consumers through SmemTiles::desc, k % 2
+ * the last tile of the current one); without p.sched (ANYATTN_CUDA_PERSIST=N
+ * in a run without a workspace: tests), j gridDim.x + blockIdx.x on even
+ * rounds j and j gridDim.x + gridDim.x - 1 - blockIdx.x on odd ones. Items come to the consumers through SmemTiles::desc, k % 2
  * for the block's k-th item with work: its program index, then its Work;
  * -1: no more. Its Q goes to tile k % 2. */
 struct WsItem {
