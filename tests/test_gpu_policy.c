@@ -332,6 +332,11 @@ static void test_clusters_and_boxes(void) {
   f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3;
   aa_gpu_plan_sched(&f.plan, &kH200);
   EXPECT(f.st.has_sched == 0 && f.plan.workspace_size == 0, "fp8 caches: none");
+  f.plan.limits.stage_kv_tokens = 65536;
+  aa_gpu_plan_sched(&f.plan, &kH200);
+  EXPECT(f.st.has_sched == 1 && f.plan.workspace_size == 256, "fp8 caches with a stage area: the staged runs' words");
+  f.plan.limits.stage_kv_tokens = 0;
+  f.plan.workspace_size = 0;
   f.plan.problem.kv_dtype = ANYATTN_KV_AS_Q;
   f.st.stage_descales = 1;
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 1) == 1, "a stage plan's descale kernels take the producer too");

@@ -98,13 +98,14 @@ anyattn_status prepare_kernels(anyattn_plan *plan, const aa_gpu_device *dev, int
     if (!k) continue;
     AA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
-    /* its variant with a producer warpgroup (launch.cu, unsplit launches): the same
-     * shared memory, or its persistent launch's where the device has that */
-    if (const aa::KernelFn w = aa::ws_kernel(plan, *dev, i, 1)) {
-      const size_t ps = st->configs[i].persist_smem, s = aa_gpu_launch_smem(plan, dev, i, -1, 1);
+    /* its variant with a producer warpgroup (launch.cu, unsplit launches), same shared
+     * memory, and that variant's persistent kernel where the device has its shared memory */
+    if (const aa::KernelFn w = aa::ws_kernel(plan, *dev, i, 1, false))
       AA_CUDA_TRY(cudaFuncSetAttribute((const void *)w, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)(ps > s && ps <= dev->smem_per_block ? ps : s)));
-    }
+                                       (int)aa_gpu_launch_smem(plan, dev, i, -1, 1)));
+    const size_t ps = st->configs[i].persist_smem;
+    const aa::KernelFn pw = ps > 0 && ps <= dev->smem_per_block ? aa::ws_kernel(plan, *dev, i, 1, true) : nullptr;
+    if (pw) AA_CUDA_TRY(cudaFuncSetAttribute((const void *)pw, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ps));
     /* the row's role pair, unless a single row is forced */
     if (aa_gpu_roles_fit(st, dev, i) && (forced < 0 || st->forced_dec > 0)) {
       const void *r = (const void *)aa::roles_kernel(pr->dtype, pr->head_dim, i, pr->kv_dtype != ANYATTN_KV_AS_Q);
@@ -168,6 +169,9 @@ anyattn_status plan_stage(anyattn_plan *pl) {
   AA_TRY(plan(sp));
   aa_gpu_plan_state *ss = state_of(sp);
   ss->stage_descales = 1;
+  /* its runs get the scheduler words of this plan's workspace as theirs (launch.cu, staged_run) */
+  ss->has_sched = st->has_sched;
+  ss->sched_offset = 0;
   const aa_gpu_device dev = aa::device_of(pl->ctx);
   AA_TRY(prepare_kernels(sp, &dev, ss->config_forced ? ss->config : -1)); /* now the kernels with descales */
   return aa_gpu_plan_stage(pl);

@@ -318,7 +318,7 @@ KernelFn staged_kernel(anyattn_dtype dtype, int hd, int cfg) {
   }
 }
 
-KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits) {
+KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits, bool persist) {
   const anyattn_problem *pr = &plan->problem;
   if (!aa_gpu_producer_launch(plan, &dev, splits, ws_mode() ? 1 : 0)) return nullptr;
   KernelFn k[kNumConfigs];
@@ -326,10 +326,12 @@ KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, 
   /* a stage plan's kernels apply the fp8 plan's descales (staged_run) */
   const bool st = static_cast<const aa_gpu_plan_state *>(plan->state)->stage_descales;
   switch (run_head_dim(pr->head_dim, cfg, false)) {
-#define AA_WS_CASE_(d)                                                                      \
-  case d:                                                                                   \
-    if (st) bf ? aa_kernel_table_bf16_staged_ws_d##d(k) : aa_kernel_table_f16_staged_ws_d##d(k); \
-    else bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k);               \
+#define AA_WS_CASE_(d)                                                                              \
+  case d:                                                                                           \
+    if (persist && st) bf ? aa_kernel_table_bf16_staged_pws_d##d(k) : aa_kernel_table_f16_staged_pws_d##d(k); \
+    else if (persist) bf ? aa_kernel_table_bf16_pws_d##d(k) : aa_kernel_table_f16_pws_d##d(k);        \
+    else if (st) bf ? aa_kernel_table_bf16_staged_ws_d##d(k) : aa_kernel_table_f16_staged_ws_d##d(k); \
+    else bf ? aa_kernel_table_bf16_ws_d##d(k) : aa_kernel_table_f16_ws_d##d(k);                       \
     return k[cfg];
     AA_GPU_HEAD_DIMS(AA_WS_CASE_)
 #undef AA_WS_CASE_
@@ -433,8 +435,10 @@ bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *s
   sa->block_table = ws ? reinterpret_cast<const int32_t *>(ws + 2 * st->stage_kv_bytes) : nullptr;
   sa->block_table_stride = (int)st->stage_stride;
   sa->prior_writes = ANYATTN_PRIOR_WRITES_ANY; /* the copy is written by the kernel just before */
-  sa->workspace = nullptr;
-  sa->workspace_size = 0;
+  /* the stage plan's run is unsplit: of a workspace it reads only the persistent launches'
+   * scheduler words, which this plan's workspace holds (plan_stage: at offset 0 of sa's) */
+  sa->workspace = ws && st->has_sched ? static_cast<char *>(a->workspace) + st->sched_offset : nullptr;
+  sa->workspace_size = sa->workspace ? 256 : 0;
   const aa_gpu_device dev = device_of(plan->ctx);
   *sc = aa_gpu_choose(sp, &dev, sa);
   const aa_gpu_plan_state *ss = static_cast<const aa_gpu_plan_state *>(sp->state);
@@ -480,20 +484,19 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   AA_CHECK(k != nullptr, ANYATTN_STATUS_UNSUPPORTED_CONFIG, "%s: no kernel compiled at head_dim %d", c.name, pr->head_dim);
   int threads = c.warps * AA_WARP_SIZE;
   /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup copies K and V */
-  if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits)) {
+  if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits, false)) {
     k = w, threads += 128;
     /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
     p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
                                            p.gh, p.bq);
-    /* past one wave, persistent: a block an SM, claiming programs on the workspace's words
-     * (mainloop_ws.cuh, WsItem); a run without them (a stage plan's) keeps a block per
-     * program, unless a test asks for N blocks (they then take rounds) */
+    /* past one wave, persistent: a block an SM, claiming programs on the workspace's
+     * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
     const bool words = st->has_sched && a->workspace;
-    const int mode = persist_mode() == 1 && !words ? 0 : persist_mode();
-    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, mode);
-    if (blocks != programs) {
-      grid.x = (unsigned)blocks, smem = c.persist_smem;
-      if (words) p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
+    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, words ? persist_mode() : 0);
+    const KernelFn pw = blocks != programs ? ws_kernel(plan, dev, ch.config, p.num_splits, true) : nullptr;
+    if (pw) {
+      k = pw, grid.x = (unsigned)blocks, smem = c.persist_smem;
+      p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
     }
   }
   AA_TRY(launch(k, grid, dim3((unsigned)threads), smem, stream, pdl, p.cluster ? p.num_splits : 0, p));

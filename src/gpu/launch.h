@@ -28,8 +28,9 @@ KernelFn staged_kernel(anyattn_dtype dtype, int head_dim, int cfg);
 /* The kernel with a producer warpgroup (attn_ws_kernel) that run launches
  * for config cfg of `plan` in a launch of `splits` segments on `dev`, or
  * nullptr where it launches the row's own kernel: the pipelined rows, where
- * the policy says (aa_gpu_producer_launch; ANYATTN_CUDA_WS=0: never). */
-KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits);
+ * the policy says (aa_gpu_producer_launch; ANYATTN_CUDA_WS=0: never);
+ * persist: its persistent kernel (nullptr where the shape has none). */
+KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits, bool persist = false);
 /* The role pair kernel whose prefill row is config cfg (nullptr: none compiled there). */
 RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */

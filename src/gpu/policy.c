@@ -531,7 +531,9 @@ void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev) {
   aa_gpu_plan_state *st = (aa_gpu_plan_state *)plan->state;
   st->has_sched = 0;
   st->sched_offset = 0;
-  if (dev->arch != 90 || plan->problem.kv_dtype != ANYATTN_KV_AS_Q || plan->problem.dtype == ANYATTN_DTYPE_F32) return;
+  if (dev->arch != 90 || plan->problem.dtype == ANYATTN_DTYPE_F32 ||
+      (plan->problem.kv_dtype != ANYATTN_KV_AS_Q && plan->limits.stage_kv_tokens <= 0))
+    return;
   st->sched_offset = aa_align256(plan->workspace_size); /* the split area is bounded far below SIZE_MAX (plan_splits) */
   plan->workspace_size = st->sched_offset + 256;
   st->has_sched = 1;

@@ -186,8 +186,10 @@ AA_HIDDEN int aa_gpu_tma_rows(const anyattn_plan *plan, const aa_gpu_device *dev
  * docs/design/prefill.md#producer-warpgroup. */
 AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, int splits, int mode);
 /* Reserves the two scheduler words of persistent producer launches (256
- * bytes at the end of the workspace) where the plan may launch them: sm_90,
- * 16-bit caches. After aa_gpu_plan_splits; zeroed by workspace_prepare. */
+ * bytes after the split area) where the plan may launch them: sm_90, 16-bit
+ * caches, or fp8 caches with a stage area (its staged runs, launch.cu's
+ * staged_run, use these words). After aa_gpu_plan_splits, before the stage
+ * area; zeroed by workspace_prepare. */
 AA_HIDDEN void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev);
 /* Blocks of a producer launch of config cfg over `programs` programs: one a
  * program, or, where the row's persistent launch fits the device

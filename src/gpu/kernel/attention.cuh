@@ -79,42 +79,65 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
 }
 
 /* The programs of one block of the pipelined tile with a producer
- * warpgroup (WsShape, mainloop_ws.cuh): its item (blockIdx.x), or, in a
- * persistent launch, every gridDim.x-th (WsItem). The producer searches each
- * item, publishes it, copies its Q (as boxes, where p.q_tma) and its K and V
- * tiles; the consumers load Q (else), run the loop and write the rows
- * (own_rows_epilogue, epilogue.cuh). Unsplit launches only (launch.cu,
- * ws_kernel): split segments write empty partials, merge and meet at
- * cluster barriers as a block of consumers alone, which this kernel is not. */
-template <typename T, class S>
+ * warpgroup (WsShape, mainloop_ws.cuh). A block per program: all threads
+ * search; the producer then copies K and V (and Q, as boxes, where p.q_tma)
+ * and exits, the consumers load Q (else), run the loop and write their rows
+ * (own_rows_epilogue, epilogue.cuh). A persistent launch (PERSIST, where
+ * the shape has the second Q tile: kWsPersist) runs ws_produce and
+ * ws_consume: program after program, the producer searching each (two
+ * kernels: in one, ptxas 13.0 spills the d128 one's registers). Unsplit
+ * launches only (launch.cu, ws_kernel): split segments write empty
+ * partials, merge and meet at cluster barriers as a block of consumers
+ * alone, which this kernel is not. */
+template <typename T, class S, bool PERSIST>
 __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
   KvBoxes<T, S>::prefetch_maps(p);
   if (p.q_tma && threadIdx.x == S::THREADS) tma_prefetch_map(&p.q_map);
   grid_dependency_wait();
   ws_init_barriers<T, S>(sm);
-  block_sync();
-  if ((int)threadIdx.x >= S::THREADS) {
-    regs_release<WsRegs<S>::PRODUCER>();
-    ws_produce<T, S>(p, sm);
-    return;
+  if constexpr (PERSIST) {
+    static_assert(kWsPersist<S>, "persistent blocks where the second Q tile fits");
+    block_sync();
+    if ((int)threadIdx.x >= S::THREADS) {
+      regs_release<WsRegs<S>::PRODUCER>();
+      ws_produce<T, S>(p, sm);
+    } else {
+      regs_claim<WsRegs<S>::CONSUMER>();
+      ws_consume<T, S>(p, sm);
+    }
+  } else {
+    Program<S> g(p);
+    if (!g.find(sm.meta)) return;
+    g.map();
+    if (g.tid >= S::THREADS) {
+      if (p.q_tma && g.tid == S::THREADS) ws_q_boxes<T, S>(p, g, sm, sm.bar + kWsQBar);
+      regs_release<WsRegs<S>::PRODUCER>();
+      WsProducer<T, S>(p, g, sm, 0).run();
+      async_wait<0>(); /* its copies land before it exits */
+      return;
+    }
+    regs_claim<WsRegs<S>::CONSUMER>();
+    OnlineSoftmax<S> sx;
+    FragC acc[S::DK];
+    if (!p.q_tma) load_q(p, g, sm);
+    mainloop_ws(p, g, sm, sx, acc, 0, 0);
+    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
   }
-  regs_claim<WsRegs<S>::CONSUMER>();
-  ws_consume<T, S>(p, sm);
 }
 
 /* The pipelined tile's kernel with a producer warpgroup: THREADS + 128
  * threads, launched by run on sm_90 only (an sm_80 pass has no wgmma).
  * FP8 0: 16-bit caches; 2: a staged fp8 batch's 16-bit copy, with the fp8
- * plan's descales (shape.cuh). */
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8>
+ * plan's descales (shape.cuh). PERSIST: persistent blocks (p.sched). */
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int FP8, bool PERSIST>
 __global__ void __launch_bounds__(WARPS *AA_WARP_SIZE + 128, 1) attn_ws_kernel(const AA_GRID_CONSTANT AttnParams p) {
   static_assert(FP8 == 0 || FP8 == 2, "the producer copies 16-bit tiles");
   using S = WsShape<TileShape<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, FP8>>;
   static_assert(S::THREADS + S::PRODUCER_THREADS == WARPS * AA_WARP_SIZE + 128, "the launch's threads");
   extern __shared__ __align__(16) unsigned char smem[];
   if constexpr (PassCaps<S>::WS) {
-    attend_ws<T, S>(p, smem);
+    attend_ws<T, S, PERSIST>(p, smem);
   } else {
     pass_unsupported(); /* an sm_90 device running a build without sm_90a code */
   }

@@ -74,16 +74,17 @@ constexpr KernelFn staged_or_null() {
  * kernel over 16-bit caches (F8 0, or 2: with fp8 descales, staged_or_null)
  * is built as the pipelined tile (TileShape::PP); nullptr for every other
  * row. */
-template <typename T, int HD, int BM, int BN, int W, int S, int F8>
+template <typename T, int HD, int BM, int BN, int W, int S, int F8, bool PERSIST = false>
 constexpr KernelFn ws_or_null() {
-  if constexpr (TileShape<HD, BM, BN, W, S, F8>::PP && row_built<HD, BM, BN, W, S, F8>())
-    return &attn_ws_kernel<T, HD, BM, BN, W, S, F8>;
+  if constexpr (TileShape<HD, BM, BN, W, S, F8>::PP && row_built<HD, BM, BN, W, S, F8>() &&
+                (!PERSIST || kWsPersist<TileShape<HD, BM, BN, W, S, F8>>))
+    return &attn_ws_kernel<T, HD, BM, BN, W, S, F8, PERSIST>;
   else return nullptr;
 }
 /* The same for the rows of staged_or_null, with fp8 descales (FP8 2). */
-template <typename T, int HD, int BM, int BN, int W, int S>
+template <typename T, int HD, int BM, int BN, int W, int S, bool PERSIST = false>
 constexpr KernelFn staged_ws_or_null() {
-  if constexpr (BM == 128) return ws_or_null<T, HD, BM, BN, W, S, 2>();
+  if constexpr (BM == 128) return ws_or_null<T, HD, BM, BN, W, S, 2, PERSIST>();
   else return nullptr;
 }
 /* A role pair's kernel where its prefill tile is built and its decode tile
@@ -151,24 +152,34 @@ constexpr RolesFn roles_kernel_or_null() {
 
 /* Defines aa_kernel_table_<TN>_ws_d<HD_>(out): out[i] = the kernel of config
  * i with a producer warpgroup over 16-bit caches (ws_or_null), or nullptr;
- * and aa_kernel_table_<TN>_staged_ws_d<HD_>(out), the same over a staged
- * batch's copy with fp8 descales (FP8 2, the rows of staged_or_null). */
+ * aa_kernel_table_<TN>_staged_ws_d<HD_>(out), the same over a staged
+ * batch's copy with fp8 descales (FP8 2, the rows of staged_or_null); and
+ * the two ..._pws_... and ..._staged_pws_... of their persistent kernels
+ * (nullptr where the shape has none: kWsPersist). */
 #ifdef ANYATTN_NO_KERNELS
 #define AA_WS_PTR_ AA_KERNEL_PTR_
 #define AA_STAGED_WS_PTR_ AA_KERNEL_PTR_
+#define AA_PWS_PTR_ AA_KERNEL_PTR_
+#define AA_STAGED_PWS_PTR_ AA_KERNEL_PTR_
 #else
 #define AA_WS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s, 0>(),
 #define AA_STAGED_WS_PTR_(name, bm, bn, w, s) aa::staged_ws_or_null<T, HD, bm, bn, w, s>(),
+#define AA_PWS_PTR_(name, bm, bn, w, s) aa::ws_or_null<T, HD, bm, bn, w, s, 0, true>(),
+#define AA_STAGED_PWS_PTR_(name, bm, bn, w, s) aa::staged_ws_or_null<T, HD, bm, bn, w, s, true>(),
 #endif
-#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_)                                        \
-  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)       \
-  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_ws_d##HD_, AA_STAGED_WS_PTR_, TYPE, HD_)
+#define AA_DEFINE_KERNEL_TABLE_WS(TN, TYPE, HD_)                                                  \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_ws_d##HD_, AA_WS_PTR_, TYPE, HD_)                 \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_ws_d##HD_, AA_STAGED_WS_PTR_, TYPE, HD_)   \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_pws_d##HD_, AA_PWS_PTR_, TYPE, HD_)               \
+  AA_DEFINE_KERNEL_LIST_(aa_kernel_table_##TN##_staged_pws_d##HD_, AA_STAGED_PWS_PTR_, TYPE, HD_)
 
 #define AA_DECLARE_KERNEL_TABLE(TN, HD_)                                     \
   void aa_kernel_table_##TN##_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
   void aa_kernel_table_##TN##_fp8_d##HD_(aa::KernelFn *out, aa::RolesFn *roles); \
   void aa_kernel_table_##TN##_staged_d##HD_(aa::KernelFn *out);                 \
   void aa_kernel_table_##TN##_ws_d##HD_(aa::KernelFn *out);                     \
-  void aa_kernel_table_##TN##_staged_ws_d##HD_(aa::KernelFn *out);
+  void aa_kernel_table_##TN##_staged_ws_d##HD_(aa::KernelFn *out);            \
+  void aa_kernel_table_##TN##_pws_d##HD_(aa::KernelFn *out);                   \
+  void aa_kernel_table_##TN##_staged_pws_d##HD_(aa::KernelFn *out);
 
 #endif

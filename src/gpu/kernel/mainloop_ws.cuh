@@ -28,8 +28,9 @@ struct WsRegs {
                     PRODUCER >= 24 && PRODUCER % 8 == 0,
                 "the producer's and the consumers' registers fill the block's");
 };
-/* The producer's own named barrier (its copies' row offsets); ids 1..8 are
- * the pipelined tile's (mainloop_sm90.cuh). */
+/* The producer's own named barrier (its work search in persistent blocks,
+ * its copies' row offsets); ids 1..8 are the pipelined tile's
+ * (mainloop_sm90.cuh). */
 constexpr int kBarProducer = 9;
 /* mbarriers after the four "stage landed" ones (SmemTiles::bar): "stage
  * free", K stage 0, 1 then V stage 0, 1; one arrival per consumer warp. */
@@ -45,13 +46,11 @@ static_assert(kWsItemBar + 2 <= 14, "the mbarriers TileShape::PP_BARS reserves")
  * persistent launch (a grid smaller than the programs), gridDim.x + the
  * claims on p.sched[0] (the program order is longest first within a
  * sequence, Program, and a block claims its next item once it has issued
- * the last tile of the current one); without p.sched (ANYATTN_CUDA_PERSIST=N
- * in a run without a workspace: tests), j gridDim.x + blockIdx.x on even
- * rounds j and j gridDim.x + gridDim.x - 1 - blockIdx.x on odd ones. Items come to the consumers through SmemTiles::desc, k % 2
+ * the last tile of the current one); a launch without p.sched has a block
+ * per program (launch.cu), so no item past the first. Items come to the consumers through SmemTiles::desc, k % 2
  * for the block's k-th item with work: its program index, then its Work;
  * -1: no more. Its Q goes to tile k % 2. */
 struct WsItem {
-  __device__ __forceinline__ static int at(int j, int G, int bx) { return j * G + ((j & 1) ? G - 1 - bx : bx); }
   __device__ __forceinline__ static void put(int *d, int item, const Work &w) {
     d[0] = item, d[1] = w.seq, d[2] = w.q_len, d[3] = w.kv_len, d[4] = w.pos0, d[5] = w.q_first, d[6] = w.tok0,
     d[7] = w.n_tok;
@@ -268,6 +267,11 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
   if (g.ntiles > 0) run_phases(c, g.ntiles, sx, acc);
 }
 
+/* Whether shape S has persistent launches: its second Q tile fits the
+ * shared memory (TileShape::PERSIST_SMEM_BYTES; head dims up to 128). */
+template <class S>
+constexpr bool kWsPersist = S::PERSIST_SMEM_BYTES > 0 && S::PERSIST_SMEM_BYTES <= AA_MAX_SMEM_PER_BLOCK;
+
 /* The producer warpgroup's side of a block: for each of the block's items
  * (WsItem) the work search (its 128 threads, named barrier kBarProducer);
  * for each with work, once the consumers have its Q tile back (the item two
@@ -276,35 +280,35 @@ template <typename T, class S>
 __device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<T, S> &sm) {
   const int lt = (int)threadIdx.x - S::THREADS, G = (int)gridDim.x, bx = (int)blockIdx.x;
   const int total = p.num_qblocks * p.hprogs; /* at most 2^31 - 1 (launch.cu) */
-  /* the block's item after its j-th: a claim (lt 0's, through desc[16]) or the next round's */
-  auto next = [&](int j) -> int {
-    if (!p.sched) return WsItem::at(j + 1, G, bx);
+  /* the block's next item: a claim (lt 0's, through desc[16]), or none */
+  auto next = [&]() -> int {
+    if (!p.sched) return total;
     if (lt == 0) sm.desc[16] = (int)min((unsigned)G + atomicAdd(p.sched, 1u), (unsigned)total);
     named_sync(kBarProducer, 128);
     return sm.desc[16];
   };
   int tb = 0, k = 0, item = bx;
-  for (int j = 0;; j++) {
+  for (;;) {
     const bool more = item < total && item >= 0;
     Program<S> g(p, more ? item : 0);
     if (more && !g.template find<128, kBarProducer>(sm.meta, lt)) {
-      item = next(j);
+      item = next();
       continue;
     }
     const int b = k & 1;
     if (k >= 2) mbar_wait(sm.bar + kWsQFreeBar + b, (uint32_t)((k >> 1) + 1) & 1u);
+    if (more) g.map();
     if (lt == 0) {
+      if (more && p.q_tma) ws_q_boxes<T, S>(p, g, sm.with_q(b), sm.bar + kWsQBar + b);
       if (more) WsItem::put(sm.desc + 8 * b, item, g.w);
       else sm.desc[8 * b] = -1;
       mbar_arrive(sm.bar + kWsItemBar + b);
     }
     if (!more) break;
-    g.map();
-    if (p.q_tma && lt == 0) ws_q_boxes<T, S>(p, g, sm.with_q(b), sm.bar + kWsQBar + b);
     WsProducer<T, S>(p, g, sm, tb).run();
     tb += g.ntiles;
     k++;
-    item = next(j);
+    item = next();
   }
   /* the last block done resets the words for the next call: every block's
    * claims precede its count (the fence), and the count the reset */

@@ -86,8 +86,7 @@ struct AttnParams {
   /* A persistent launch of the producer warpgroup's kernel (mainloop_ws.cuh,
    * WsItem): two words of the workspace, 0 between calls, that hand out
    * programs past each block's first (claims) and count the blocks done
-   * (the last resets both); NULL: each block takes every gridDim.x-th
-   * (ANYATTN_CUDA_PERSIST=N without a workspace, launch.cu). */
+   * (the last resets both); NULL: a block per program (launch.cu). */
   unsigned *sched;
   float2 *part_ml; /* [num_splits * num_tokens * num_q_heads]: (max logit, log2 domain; sum) */
   float *part_o;   /* [same rows][head_dim] fp32, normalised by the segment's own sum */
