@@ -310,16 +310,17 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_launch(&f.plan, &kH200, 1, 0) == 0, "ANYATTN_CUDA_WS=0 keeps the row's kernel");
   /* persistent blocks: one an SM past one wave, where the second Q tile fits */
   f.st.configs[5].persist_smem = 216064;
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == kH200.num_sms, "past one wave: a block an SM");
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, kH200.num_sms, 1) == kH200.num_sms, "one wave: a block a program");
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 1) == 100, "under one wave: a block a program");
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 0) == 4096, "ANYATTN_CUDA_PERSIST=0: a block a program");
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 3) == 3, "ANYATTN_CUDA_PERSIST=3: three blocks");
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 2, 3) == 2, "ANYATTN_CUDA_PERSIST=3, two programs: two blocks");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 4088, 1) == kH200.num_sms, "past one wave: a block an SM");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 136, 128, 1) == 136,
+         "1x512: 136 programs, 8 of them possibly empty: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 92, 1) == 100, "under one wave: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 4088, 0) == 4096, "ANYATTN_CUDA_PERSIST=0: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 92, 3) == 3, "ANYATTN_CUDA_PERSIST=3: three blocks");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 2, 0, 3) == 2, "ANYATTN_CUDA_PERSIST=3, two programs: two blocks");
   f.st.configs[5].persist_smem = kH200.smem_per_block + 1;
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "no room for the second Q tile");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 4088, 1) == 4096, "no room for the second Q tile");
   f.st.configs[5].persist_smem = 0;
-  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 1) == 4096, "a row without a persistent launch");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 4088, 1) == 4096, "a row without a persistent launch");
   /* their scheduler words: 256 bytes after the split area, on sm_90 over 16-bit caches */
   f.plan.workspace_size = 1000;
   aa_gpu_plan_sched(&f.plan, &kH200);

@@ -492,7 +492,8 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     /* past one wave, persistent: a block an SM, claiming programs on the workspace's
      * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
     const bool words = st->has_sched && a->workspace;
-    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, words ? persist_mode() : 0);
+    const long long busy = (long long)(a->num_tokens / p.bq) * p.hprogs;
+    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, busy, words ? persist_mode() : 0);
     const KernelFn pw = blocks != programs ? ws_kernel(plan, dev, ch.config, p.num_splits, true) : nullptr;
     if (pw) {
       k = pw, grid.x = (unsigned)blocks, smem = c.persist_smem;

@@ -486,11 +486,11 @@ int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, i
 }
 
 long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs,
-                                 int mode) {
+                                 long long busy, int mode) {
   const aa_gpu_config *c = &aa_st(plan)->configs[cfg];
   if (mode == 0 || c->persist_smem == 0 || c->persist_smem > dev->smem_per_block) return programs;
-  const long long cap = mode == 1 ? dev->num_sms : mode;
-  return programs > cap ? cap : programs;
+  if (mode == 1) return busy > dev->num_sms ? dev->num_sms : programs;
+  return programs > mode ? mode : programs;
 }
 
 /* ---- fp8 pages staged to 16-bit (docs/design/layout.md#staged-prefill) ---- */

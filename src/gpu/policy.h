@@ -191,16 +191,18 @@ AA_HIDDEN int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_devi
  * staged_run, use these words). After aa_gpu_plan_splits, before the stage
  * area; zeroed by workspace_prepare. */
 AA_HIDDEN void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev);
-/* Blocks of a producer launch of config cfg over `programs` programs: one a
- * program, or, where the row's persistent launch fits the device
+/* Blocks of a producer launch of config cfg over `programs` programs, of
+ * which at least `busy` have work (num_tokens / bq Q blocks a head program:
+ * the grid's spare Q block of each sequence may be empty): one a program,
+ * or, where the row's persistent launch fits the device
  * (aa_gpu_config::persist_smem), persistent blocks, each running program
  * after program (mainloop_ws.cuh, WsItem): with mode 1 one an SM where the
- * programs exceed one wave (launch.cu passes it where the run has the
+ * busy programs exceed one wave (launch.cu passes it where the run has the
  * scheduler words), with mode N >= 2 at most N in any launch (for tests);
  * mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
  * docs/design/prefill.md#persistent-blocks. */
 AA_HIDDEN long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg,
-                                           long long programs, int mode);
+                                           long long programs, long long busy, int mode);
 
 #ifdef __cplusplus
 }
