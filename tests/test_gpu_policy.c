@@ -314,6 +314,8 @@ static void test_clusters_and_boxes(void) {
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 136, 128, 1) == 136,
          "1x512: 136 programs, 8 of them possibly empty: a block a program");
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 92, 1) == 100, "under one wave: a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 256, 248, 1) == 256, "2x500: under two waves, a block a program");
+  EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 520, 512, 1) == kH200.num_sms, "1x2048: past two waves, a block an SM");
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 4096, 4088, 0) == 4096, "ANYATTN_CUDA_PERSIST=0: a block a program");
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 100, 92, 3) == 3, "ANYATTN_CUDA_PERSIST=3: three blocks");
   EXPECT(aa_gpu_producer_blocks(&f.plan, &kH200, 5, 2, 0, 3) == 2, "ANYATTN_CUDA_PERSIST=3, two programs: two blocks");

@@ -197,7 +197,7 @@ AA_HIDDEN void aa_gpu_plan_sched(anyattn_plan *plan, const aa_gpu_device *dev);
  * or, where the row's persistent launch fits the device
  * (aa_gpu_config::persist_smem), persistent blocks, each running program
  * after program (mainloop_ws.cuh, WsItem): with mode 1 one an SM where the
- * busy programs exceed one wave (launch.cu passes it where the run has the
+ * busy programs exceed two waves (launch.cu passes it where the run has the
  * scheduler words), with mode N >= 2 at most N in any launch (for tests);
  * mode 0 never (ANYATTN_CUDA_PERSIST, host_nv.cuh).
  * docs/design/prefill.md#persistent-blocks. */
