@@ -489,7 +489,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
     /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
     p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
                                            p.gh, p.bq);
-    /* past one wave, persistent: a block an SM, claiming programs on the workspace's
+    /* past two waves of busy programs, persistent: a block an SM, claiming programs on the workspace's
      * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
     const bool words = st->has_sched && a->workspace;
     const long long busy = (long long)(a->num_tokens / p.bq) * p.hprogs;
