@@ -84,6 +84,8 @@ constexpr KernelFn ws_or_null() {
 /* The same for the rows of staged_or_null, with fp8 descales (FP8 2). */
 template <typename T, int HD, int BM, int BN, int W, int S, bool PERSIST = false>
 constexpr KernelFn staged_ws_or_null() {
+  static_assert(TileShape<HD, BM, BN, W, S, 2>::PERSIST_SMEM_BYTES == TileShape<HD, BM, BN, W, S, 0>::PERSIST_SMEM_BYTES,
+                "a stage plan launches its persistent kernel with the 16-bit row's shared memory (launch.cu)");
   if constexpr (BM == 128) return ws_or_null<T, HD, BM, BN, W, S, 2, PERSIST>();
   else return nullptr;
 }

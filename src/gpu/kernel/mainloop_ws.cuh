@@ -42,14 +42,13 @@ constexpr int kWsFreeBar = 4, kWsConsumerWarps = 8;
 constexpr int kWsQBar = 8, kWsQFreeBar = 10, kWsItemBar = 12;
 static_assert(kWsItemBar + 2 <= 14, "the mbarriers TileShape::PP_BARS reserves");
 
-/* A block of this kernel runs items (programs) blockIdx.x, then, in a
- * persistent launch (a grid smaller than the programs), gridDim.x + the
- * claims on p.sched[0] (the program order is longest first within a
+/* A persistent block runs items (programs) blockIdx.x, then gridDim.x +
+ * each claim on p.sched[0] (the program order is longest first within a
  * sequence, Program, and a block claims its next item once it has issued
- * the last tile of the current one); a launch without p.sched has a block
- * per program (launch.cu), so no item past the first. Items come to the consumers through SmemTiles::desc, k % 2
- * for the block's k-th item with work: its program index, then its Work;
- * -1: no more. Its Q goes to tile k % 2. */
+ * the last tile of the current one); without p.sched, none past the first.
+ * Items come to the consumers through SmemTiles::desc, k % 2 for the
+ * block's k-th item with work: its program index, then its Work; -1: no
+ * more. Its Q goes to tile k % 2. */
 struct WsItem {
   __device__ __forceinline__ static void put(int *d, int item, const Work &w) {
     d[0] = item, d[1] = w.seq, d[2] = w.q_len, d[3] = w.kv_len, d[4] = w.pos0, d[5] = w.q_first, d[6] = w.tok0,
