@@ -343,7 +343,9 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
     snprintf(buf, size, "%s, %d segments merged %s", name, ch.splits,
              ch.cluster ? "in a cluster" : "by the last to arrive");
   } else {
-    snprintf(buf, size, "%s, unsplit%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "");
+    /* run_describe has no workspace: a run has the scheduler words where the plan does */
+    snprintf(buf, size, "%s, unsplit%s%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "",
+             aa::persistent_blocks(plan, dev, ch.config, a, st->has_sched) ? " in persistent blocks" : "");
   }
   return ANYATTN_STATUS_OK;
 }

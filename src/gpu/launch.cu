@@ -339,6 +339,16 @@ KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, 
   }
 }
 
+long long persistent_blocks(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, const anyattn_args *a,
+                            bool words) {
+  const aa_gpu_row_map m = aa_gpu_rows(plan->group, static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg].block_m);
+  const long long hprogs = (long long)plan->problem.num_kv_heads * m.n_hchunks;
+  const long long programs = ((long long)a->num_tokens / m.bq + a->num_seqs) * hprogs;
+  const long long busy = (long long)(a->num_tokens / m.bq) * hprogs; /* each sequence's spare Q block may be empty */
+  const long long blocks = aa_gpu_producer_blocks(plan, &dev, cfg, programs, busy, words ? persist_mode() : 0);
+  return blocks != programs && ws_kernel(plan, dev, cfg, 1, true) ? blocks : 0;
+}
+
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
   KernelFn k[kNumConfigs];
   RolesFn r[kNumPairs + 1];
@@ -491,12 +501,8 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
                                            p.gh, p.bq);
     /* past two waves of busy programs, persistent: a block an SM, claiming programs on the workspace's
      * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
-    const bool words = st->has_sched && a->workspace;
-    const long long busy = (long long)(a->num_tokens / p.bq) * p.hprogs;
-    const long long blocks = aa_gpu_producer_blocks(plan, &dev, ch.config, programs, busy, words ? persist_mode() : 0);
-    const KernelFn pw = blocks != programs ? ws_kernel(plan, dev, ch.config, p.num_splits, true) : nullptr;
-    if (pw) {
-      k = pw, grid.x = (unsigned)blocks, smem = c.persist_smem;
+    if (const long long blocks = persistent_blocks(plan, dev, ch.config, a, st->has_sched && a->workspace)) {
+      k = ws_kernel(plan, dev, ch.config, 1, true), grid.x = (unsigned)blocks, smem = c.persist_smem;
       p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
     }
   }
