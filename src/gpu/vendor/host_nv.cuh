@@ -109,9 +109,9 @@ inline bool ws_mode() {
 
 /* Persistent launches of the producer warpgroup's kernel (policy.h,
  * aa_gpu_producer_blocks): ANYATTN_CUDA_PERSIST=0 launches a block per
- * program even past one wave (0; for comparisons), =N from 2 to 65536 at
- * most N blocks in every launch that has room for the second Q tile (N;
- * for tests: many items a block); else a block an SM past one wave (1). */
+ * program everywhere (0; for comparisons), =N from 2 to 65536 at most N
+ * blocks in every launch that has room for the second Q tile (N; for
+ * tests: many items a block); else a block an SM past two waves (1). */
 inline int persist_mode() {
   static const int mode = [] {
     const char *e = getenv("ANYATTN_CUDA_PERSIST");
