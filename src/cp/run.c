@@ -22,7 +22,9 @@ anyattn_status anyattn_cp_workspace_prepare(const anyattn_cp_plan *plan, void *w
   cp_clear_error();
   CP_CHECK_NOT_NULL(plan, "plan");
   CP_TRY(cp_check_workspace(plan, workspace, workspace_size));
-  /* the sub-plans share the local-attention region; their counters lie at its head alike */
+  /* the sub-plans share the local-attention region: of one problem (but for the causal flag)
+   * and one set of limits, their workspaces have one layout, so their split-KV counters (at
+   * its head) and their persistent launches' scheduler words lie at the same offsets */
   anyattn_plan *subs[2] = {plan->causal_plan, plan->full_plan};
   for (int i = 0; i < 2; i++) {
     if (!subs[i] || plan->z.inner_bytes == 0) continue;
