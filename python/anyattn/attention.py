@@ -86,8 +86,9 @@ class _Plan:
 
     def _new_workspace(self, stream):
         """A workspace made ready for this plan's runs on `stream`
-        (anyattn_workspace_prepare: zeroes the split-KV counters, enqueued
-        on the stream, so it may be captured)."""
+        (anyattn_workspace_prepare: zeroes the split-KV counters and the
+        persistent launches' scheduler words, enqueued on the stream, so it
+        may be captured)."""
         ws = _alloc_workspace(self.workspace_size, self.backend, self.device)
         check(_lib.lib().anyattn_workspace_prepare(self.handle, ws[1], self.workspace_size, stream),
               "anyattn_workspace_prepare")
