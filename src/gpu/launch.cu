@@ -73,7 +73,7 @@ struct ConfigRow {
   int block_m, block_n, warps, stages;
   const int *run_hd;  /* per compiled head dim (kHeadDims): the compiled head dim the row runs it at */
   const size_t *smem; /* dynamic shared memory there, same order */
-  const size_t *psmem; /* a persistent launch of its producer kernel there (16-bit caches; 0: none) */
+  const size_t *psmem; /* a persistent launch of its producer kernel there (0: none; fp8 rows have none) */
   const int *tma;     /* TMA boxes the kernel can take (TileShape::TMA_KIND: 1 padded rows, 2 swizzled panels, 3 fp8 rows), same order */
   const int *cluster; /* segments may merge in a cluster (TileShape::CLUSTER), same order */
   const int *run_hd8; /* the same five for fp8 caches */
@@ -257,7 +257,7 @@ bool config_table(int head_dim, bool fp8, aa_gpu_plan_state *st) {
     c.block_m = r.block_m, c.block_n = r.block_n, c.warps = r.warps, c.stages = r.stages;
     c.head_dim = fp8 ? r.run_hd8[hdi] : r.run_hd[hdi];
     c.smem = fp8 ? r.smem8[hdi] : r.smem[hdi];
-    c.persist_smem = fp8 || c.smem == 0 ? 0 : r.psmem[hdi];
+    c.persist_smem = c.smem == 0 ? 0 : fp8 ? r.psmem8[hdi] : r.psmem[hdi]; /* fp8 rows: 0 (TileShape) */
     c.tma = fp8 ? r.tma8[hdi] : r.tma[hdi];
     c.cluster = fp8 ? r.cluster8[hdi] : r.cluster[hdi];
     st->role_dec[i] = 0;
@@ -340,13 +340,15 @@ KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, 
 }
 
 long long persistent_blocks(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, const anyattn_args *a,
-                            bool words) {
+                            bool words, KernelFn *kernel) {
   const aa_gpu_row_map m = aa_gpu_rows(plan->group, static_cast<const aa_gpu_plan_state *>(plan->state)->configs[cfg].block_m);
   const long long hprogs = (long long)plan->problem.num_kv_heads * m.n_hchunks;
   const long long programs = ((long long)a->num_tokens / m.bq + a->num_seqs) * hprogs;
   const long long busy = (long long)(a->num_tokens / m.bq) * hprogs; /* each sequence's spare Q block may be empty */
   const long long blocks = aa_gpu_producer_blocks(plan, &dev, cfg, programs, busy, words ? persist_mode() : 0);
-  return blocks != programs && ws_kernel(plan, dev, cfg, 1, true) ? blocks : 0;
+  const KernelFn k = blocks != programs ? ws_kernel(plan, dev, cfg, 1, true) : nullptr;
+  if (kernel) *kernel = k;
+  return k ? blocks : 0;
 }
 
 RolesFn roles_kernel(anyattn_dtype dtype, int hd, int cfg, bool fp8) {
@@ -501,8 +503,9 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
                                            p.gh, p.bq);
     /* past two waves of busy programs, persistent: a block an SM, claiming programs on the workspace's
      * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
-    if (const long long blocks = persistent_blocks(plan, dev, ch.config, a, st->has_sched && a->workspace)) {
-      k = ws_kernel(plan, dev, ch.config, 1, true), grid.x = (unsigned)blocks, smem = c.persist_smem;
+    KernelFn pk = nullptr;
+    if (const long long blocks = persistent_blocks(plan, dev, ch.config, a, st->has_sched && a->workspace, &pk)) {
+      k = pk, grid.x = (unsigned)blocks, smem = c.persist_smem;
       p.sched = reinterpret_cast<unsigned *>(static_cast<char *>(a->workspace) + st->sched_offset);
     }
   }

@@ -32,10 +32,11 @@ KernelFn staged_kernel(anyattn_dtype dtype, int head_dim, int cfg);
  * persist: its persistent kernel (nullptr where the shape has none). */
 KernelFn ws_kernel(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, int splits, bool persist = false);
 /* The blocks of a persistent launch of that kernel's persistent variant for
- * config cfg over a's batch (0: a block per program); words: the run has
- * the workspace's scheduler words (aa_gpu_plan_sched). Unsplit launches. */
+ * config cfg over a's batch (0: a block per program), and that kernel in
+ * *kernel (when given); words: the run has the workspace's scheduler words
+ * (aa_gpu_plan_sched). Unsplit launches. */
 long long persistent_blocks(const anyattn_plan *plan, const aa_gpu_device &dev, int cfg, const anyattn_args *a,
-                            bool words);
+                            bool words, KernelFn *kernel = nullptr);
 /* The role pair kernel whose prefill row is config cfg (nullptr: none compiled there). */
 RolesFn roles_kernel(anyattn_dtype dtype, int head_dim, int cfg, bool fp8);
 /* The device facts the policy reads. */
