@@ -454,6 +454,33 @@ static void test_roles(void) {
   f.st.tree = &tree64;
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.config == 4 && c.dec_config == -1, "m64n64w4s2: config %d dec %d", c.config, c.dec_config);
+  /* a row with a persistent producer launch (sm_90, 16-bit caches) keeps mixed batches, Q blocks by halves */
+  f.st.tree = &tree;
+  f.st.configs[5].persist_smem = 216064;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.dec_config == -1 && c.qb_order == 1, "2048p+63d on the producer: config %d dec %d order %d",
+         c.config, c.dec_config, c.qb_order);
+  a = batch(128, 2 * 512 + 126, 4096);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == -1 && c.qb_order == 1, "2x512c+126d on the producer: dec %d order %d", c.dec_config,
+         c.qb_order);
+  a = batch(16, 16384, 1024);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == -1 && c.qb_order == 0, "16x1024 prefill: dec %d order %d", c.dec_config, c.qb_order);
+  a = batch(64, 64, 2048);
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.qb_order == 0, "64 decodes: order %d", c.qb_order);
+  const aa_gpu_device sm80 = {108, 232448, 80, 0}; /* no producer warpgroup there: roles */
+  a = batch(64, 2048 + 63, 2048);
+  c = aa_gpu_choose(&f.plan, &sm80, &a);
+  EXPECT(c.dec_config == 3 && c.qb_order == 0, "2048p+63d on sm_80: dec %d order %d", c.dec_config, c.qb_order);
+  f.plan.problem.kv_dtype = ANYATTN_KV_FP8_E4M3; /* the consumers convert fp8 codes: no producer launch */
+  EXPECT(!aa_gpu_mixed_on_producer(&f.plan, &kH200, 5), "fp8 caches: no mixed batches on the producer");
+  f.plan.problem.kv_dtype = ANYATTN_KV_AS_Q;
+  f.st.configs[5].persist_smem = kH200.smem_per_block + 1;
+  EXPECT(!aa_gpu_mixed_on_producer(&f.plan, &kH200, 5), "no room for the second Q tile: roles");
+  f.st.configs[5].persist_smem = 0;
+  EXPECT(!aa_gpu_mixed_on_producer(&f.plan, &kH200, 5), "a row without a persistent launch: roles");
 
   /* a forced pair runs every batch as roles; batch-1 decode splits 16 ways (132 / 8) */
   make_plan(&f, 32, 8, 128, 256, 8192, 32768, "m128n128w8s2+m16n128w8s2");
@@ -473,7 +500,12 @@ static void test_roles(void) {
   make_plan(&f, 32, 8, 128, 256, 8192, 32768, "m128n128w8s2");
   aa_gpu_plan_splits(&f.plan, &kH200);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
-  EXPECT(c.config == 5 && c.dec_config == -1, "forced row: config %d dec %d", c.config, c.dec_config);
+  EXPECT(c.config == 5 && c.dec_config == -1 && c.qb_order == 0, "forced row: config %d dec %d order %d", c.config,
+         c.dec_config, c.qb_order);
+  f.st.configs[5].persist_smem = 216064;
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.config == 5 && c.dec_config == -1 && c.qb_order == 1, "forced row with a persistent launch: order %d",
+         c.qb_order);
 }
 
 /* fp8 caches staged to 16-bit (limits.stage_kv_tokens): the stage area's

@@ -138,7 +138,8 @@ void describe(anyattn_plan *plan, const aa_gpu_device *dev, const char *dt, bool
   char name[64];
   if (st->forced_dec > 0)
     snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->forced_dec - 1].name);
-  else if (!forced && aa_gpu_roles_serve(st, dev, st->config, plan->limits.max_seqs, plan->limits.max_tokens))
+  else if (!forced && aa_gpu_roles_serve(st, dev, st->config, plan->limits.max_seqs, plan->limits.max_tokens) &&
+           !aa_gpu_mixed_on_producer(plan, dev, st->config))
     snprintf(name, sizeof name, "%s+%s", c.name, st->configs[st->role_dec[st->config] - 1].name); /* mixed limits */
   else
     snprintf(name, sizeof name, "%s", c.name);
@@ -344,8 +345,9 @@ anyattn_status describe_run(const anyattn_plan *plan, const anyattn_args *a, cha
              ch.cluster ? "in a cluster" : "by the last to arrive");
   } else {
     /* run_describe has no workspace: a run has the scheduler words where the plan does */
-    snprintf(buf, size, "%s, unsplit%s%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "",
-             aa::persistent_blocks(plan, dev, ch.config, a, st->has_sched) ? " in persistent blocks" : "");
+    snprintf(buf, size, "%s, unsplit%s%s%s", name, aa::ws_kernel(plan, dev, ch.config, 1) ? ", producer warpgroup" : "",
+             aa::persistent_blocks(plan, dev, ch.config, a, st->has_sched) ? " in persistent blocks" : "",
+             ch.qb_order ? ", Q blocks by halves (a mixed batch)" : "");
   }
   return ANYATTN_STATUS_OK;
 }

@@ -454,7 +454,9 @@ bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *s
   const aa_gpu_device dev = device_of(plan->ctx);
   *sc = aa_gpu_choose(sp, &dev, sa);
   const aa_gpu_plan_state *ss = static_cast<const aa_gpu_plan_state *>(sp->state);
-  return sc->dec_config < 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 128 &&
+  /* mixed batches (roles, or qb_order 1 on the stage plan's row) read each decode's keys once: a 16-bit copy
+   * would only add to their traffic, so they run over the fp8 codes */
+  return sc->dec_config < 0 && sc->qb_order == 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 128 &&
          staged_kernel(pr->dtype, pr->head_dim, sc->config) != nullptr;
 }
 
@@ -478,6 +480,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   set_splits(p, plan, a, ch.splits);
   p.cluster = ch.splits > 1 && ch.cluster;
   map_programs(p, plan, c);
+  p.qb_order = ch.qb_order;
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);

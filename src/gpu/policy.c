@@ -98,6 +98,14 @@ int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, in
   return mean_q > 8 && mean_q < kRolesMaxMeanQ && aa_gpu_roles_fit(st, dev, cfg);
 }
 
+/* On one H100 (graph replay) the producer's persistent launch of m128n128w8s2 with the Q blocks by halves ran
+ * mixed 1x2048p+63d@2048 in 234.5 us and 2x512c+126d@4096 in 773 us, against 288 and 871 us as roles
+ * (docs/design/prefill.md#mixed-batches). */
+int aa_gpu_mixed_on_producer(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg) {
+  const aa_gpu_config *c = &((const aa_gpu_plan_state *)plan->state)->configs[cfg];
+  return aa_gpu_producer_launch(plan, dev, 1, 1) && c->persist_smem > 0 && c->persist_smem <= dev->smem_per_block;
+}
+
 void aa_gpu_policy_init(aa_gpu_plan_state *st) {
   st->decode = aa_gpu_config_find(st, "m16n64w4s3", 10);
   st->decode_long = aa_gpu_config_find(st, "m16n128w8s2", 11);
@@ -424,6 +432,7 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
   aa_gpu_choice c;
   c.dec_config = -1;
   c.dec_splits = 1;
+  c.qb_order = 0;
   if (st->forced_dec > 0) { /* a forced pair runs every batch as roles */
     c.config = st->config;
     c.splits = 1;
@@ -451,9 +460,15 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
     c.splits = 1;
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
-  if (!st->config_forced && c.splits == 1 && aa_gpu_roles_serve(st, dev, c.config, a->num_seqs, a->num_tokens)) {
-    c.dec_config = st->role_dec[c.config] - 1;
-    c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);
+  /* a mixed batch: the prompts' Q blocks between the decodes' where the row has a persistent producer
+   * launch, else as roles (a forced row: one tile) */
+  if (c.splits == 1 && aa_gpu_roles_serve(st, dev, c.config, a->num_seqs, a->num_tokens)) {
+    if (aa_gpu_mixed_on_producer(plan, dev, c.config)) {
+      c.qb_order = 1;
+    } else if (!st->config_forced) {
+      c.dec_config = st->role_dec[c.config] - 1;
+      c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);
+    }
   }
   return c;
 }

@@ -95,6 +95,7 @@ typedef struct {
   int cluster; /* 1: the segments merge in a cluster, 0: by the last to arrive */
   int dec_config; /* -1: one tile; else a role launch, the decode role's row */
   int dec_splits; /* the decode role's split-KV segments (1: none; merged by the last to arrive) */
+  int qb_order;   /* the order programs take Q blocks in (AttnParams::qb_order): 1, a mixed batch on one tile */
 } aa_gpu_choice;
 
 AA_HIDDEN aa_gpu_row_map aa_gpu_rows(int group, int block_m);
@@ -111,7 +112,13 @@ AA_HIDDEN int aa_gpu_config_parse_any(const aa_gpu_plan_state *st, const char *n
 AA_HIDDEN int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
 /* Whether row cfg's role pair is compiled at this head dim and fits the device. */
 AA_HIDDEN int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
-/* Whether an unforced batch of these sizes on row cfg runs as roles (mixed batches). */
+/* Whether a mixed batch on row cfg runs on that one tile, its producer's
+ * persistent launch taking the prompts' Q blocks between the decodes'
+ * (qb_order 1), rather than as roles: sm_90 over 16-bit caches, where the
+ * row has a persistent launch. docs/design/prefill.md#mixed-batches. */
+AA_HIDDEN int aa_gpu_mixed_on_producer(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg);
+/* Whether a batch of these sizes on row cfg is a mixed batch on a row with a role pair
+ * (aa_gpu_choose: roles unless forced or aa_gpu_mixed_on_producer). */
 AA_HIDDEN int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg, int num_seqs,
                                  int num_tokens);
 /* Fills the fallback rows of st from its table. */

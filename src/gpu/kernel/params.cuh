@@ -44,6 +44,10 @@ struct AttnParams {
   int num_seqs;
   int num_tokens;
   int num_qblocks; /* Q blocks the grid covers: num_tokens / bq + num_seqs */
+  /* The order programs take Q blocks in (Program): 0, descending block
+   * index; 1, the upper and the lower half of the blocks by turns, each
+   * descending (mixed batches: a prompt's programs between the decodes'). */
+  int qb_order;
   int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
   int num_q_heads;
   /* The problem's head dim (a multiple of 8, at most the kernel's compiled

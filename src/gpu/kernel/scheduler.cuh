@@ -115,7 +115,10 @@ struct Program {
   __device__ __forceinline__ Program(const AttnParams &p_, int bx) : p(p_) {
     const int bxq = fast_div(bx, p.hp_magic, p.hp_shift);
     hprog = bx - bxq * p.hprogs;
-    qblock = p.num_qblocks - 1 - bxq;
+    const int m = bxq >> 1;
+    qblock = p.qb_order == 0 ? p.num_qblocks - 1 - bxq
+             : (bxq & 1)     ? (p.num_qblocks >> 1) - 1 - m /* the lower half */
+                             : p.num_qblocks - 1 - m;
     seg = (int)blockIdx.y;
   }
   __device__ __forceinline__ explicit Program(const AttnParams &p_) : Program(p_, (int)blockIdx.x) {}
