@@ -454,9 +454,10 @@ bool staged_run(const anyattn_plan *plan, const anyattn_args *a, anyattn_args *s
   const aa_gpu_device dev = device_of(plan->ctx);
   *sc = aa_gpu_choose(sp, &dev, sa);
   const aa_gpu_plan_state *ss = static_cast<const aa_gpu_plan_state *>(sp->state);
-  /* mixed batches (roles, or qb_order 1 on the stage plan's row) read each decode's keys once: a 16-bit copy
-   * would only add to their traffic, so they run over the fp8 codes */
-  return sc->dec_config < 0 && sc->qb_order == 0 && sc->splits == 1 && ss->configs[sc->config].block_m >= 128 &&
+  /* an unforced mixed batch (qb_order 1 on the stage plan's row) runs over the fp8 codes as roles: it reads
+   * each decode's keys once, which a 16-bit copy would only add to (a forced row stages it) */
+  return sc->dec_config < 0 && (sc->qb_order == 0 || ss->config_forced) && sc->splits == 1 &&
+         ss->configs[sc->config].block_m >= 128 &&
          staged_kernel(pr->dtype, pr->head_dim, sc->config) != nullptr;
 }
 
