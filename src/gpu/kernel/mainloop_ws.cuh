@@ -214,6 +214,28 @@ struct WsConsumer {
       if constexpr (QK) sx.template tile<MT, 0>(p, g, g.n_begin + it * S::BN, s, pa, acc);
     }
   }
+  /* The same phase for a warpgroup none of whose rows holds a token of the
+   * item (the second's, where the block has at most 64 / gh tokens: a
+   * decode's): the turns and the stage releases, in the same order, and no
+   * products. Its own function: a wgmma under a run-time branch serialises
+   * every wgmma of the kernel (ptxas C7520, docs/design/prefill.md). */
+  template <bool PV, bool QK>
+  __device__ __forceinline__ void idle_phase(int it) const {
+    const int bt = tb + it;
+    if constexpr (QK) mbar_wait(sm.bar + (bt & 1), (uint32_t)(bt >> 1) & 1u);
+    if constexpr (PV) mbar_wait(sm.bar + 2 + ((bt - 1) & 1), (uint32_t)((bt - 1) >> 1) & 1u);
+    named_sync(kBarSched0 + grp, 256);
+    named_arrive(kBarSched0 + (grp ^ 1), 256);
+    if constexpr (QK) release(bt & 1);
+    if constexpr (PV) release(2 + ((bt - 1) & 1));
+  }
+  /* run_phases' turns and releases for an idle warpgroup (the second: it hands the turn over first) */
+  __device__ __forceinline__ void run_idle(int ntiles) const {
+    named_arrive(kBarSched0, 256);
+    idle_phase<false, true>(0);
+    for (int it = 1; it < ntiles; it++) idle_phase<true, true>(it);
+    idle_phase<true, false>(ntiles);
+  }
 };
 
 /* The four "landed" mbarriers (128 producer arrivals each), the four
@@ -263,7 +285,13 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
 #pragma unroll
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
-  if (g.ntiles > 0) run_phases(c, g.ntiles, sx, acc);
+  if (g.ntiles > 0) {
+    /* the second warpgroup idles where its rows hold no token (row 64's token is past the block's);
+     * head dims up to 128, the mixed batches' (at 256 the idle loop took d256's spilled loads from 76
+     * to 92 bytes) */
+    if (S::HD <= 128 && c.grp == 1 && g.row_tok(64) >= g.w.n_tok) c.run_idle(g.ntiles);
+    else run_phases(c, g.ntiles, sx, acc);
+  }
 }
 
 /* Whether shape S has persistent launches: its second Q tile fits the
