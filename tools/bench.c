@@ -163,10 +163,8 @@ static void build_workload(case_list *l, const char *w, int gpu) {
     if (gpu) {
       bench_add_mixed(l, "mixed 1x2048p+63d@2048", 1, 2048, 2048, 63, 2048);
       bench_add_mixed(l, "mixed 2x512c+126d@4096", 2, 512, 4096, 126, 4096);
-      bench_add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
-    } else {
-      bench_add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
     }
+    bench_add_mixed(l, "mixed 1x512p+31d@1024", 1, 512, 512, 31, 1024);
   }
   if (strcmp(w, "ibm") == 0) bench_add_ibm(l);
 }

@@ -98,9 +98,9 @@ int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, in
   return mean_q > 8 && mean_q < kRolesMaxMeanQ && aa_gpu_roles_fit(st, dev, cfg);
 }
 
-/* On one H100 (graph replay) the producer's persistent launch of m128n128w8s2 with the Q blocks by halves ran
- * mixed 1x2048p+63d@2048 in 234.5 us and 2x512c+126d@4096 in 773 us, against 288 and 871 us as roles
- * (docs/design/prefill.md#mixed-batches). */
+/* On one H100 (graph replay, one call) m128n128w8s2's producer launch with the Q blocks by halves ran
+ * mixed 1x2048p+63d@2048, 2x512c+126d@4096 and 1x512p+31d@1024 in 236, 774 and 74.7 us, against 281, 838
+ * and 79.6 as roles (docs/design/prefill.md#mixed-batches). */
 int aa_gpu_mixed_on_producer(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg) {
   const aa_gpu_config *c = &((const aa_gpu_plan_state *)plan->state)->configs[cfg];
   return aa_gpu_producer_launch(plan, dev, 1, 1) && c->persist_smem > 0 && c->persist_smem <= dev->smem_per_block;

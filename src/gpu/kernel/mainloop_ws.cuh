@@ -217,8 +217,10 @@ struct WsConsumer {
   /* The same phase for a warpgroup none of whose rows holds a token of the
    * item (the second's, where the block has at most 64 / gh tokens: a
    * decode's): the turns and the stage releases, in the same order, and no
-   * products. Its own function: a wgmma under a run-time branch serialises
-   * every wgmma of the kernel (ptxas C7520, docs/design/prefill.md). */
+   * products. A loop of its own, chosen once per item: products skipped
+   * inside the phases, under a run-time branch, would serialise every wgmma
+   * of the kernel (ptxas C7520, docs/design/prefill.md); the choice between
+   * two whole loops does not. */
   template <bool PV, bool QK>
   __device__ __forceinline__ void idle_phase(int it) const {
     const int bt = tb + it;

@@ -111,7 +111,9 @@ struct Program {
 
   /* Program bx of a grid of Q blocks: heads fastest and Q blocks in reverse:
    * under a causal mask later blocks see more keys, so the longest programs
-   * start first and the last wave holds short ones. Reads the parameters only. */
+   * start first and the last wave holds short ones. A mixed batch (qb_order
+   * 1) takes them from the upper and the lower half by turns, each half in
+   * reverse: a prompt's blocks between the decodes'. Reads the parameters only. */
   __device__ __forceinline__ Program(const AttnParams &p_, int bx) : p(p_) {
     const int bxq = fast_div(bx, p.hp_magic, p.hp_shift);
     hprog = bx - bxq * p.hprogs;
