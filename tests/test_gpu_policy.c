@@ -11,14 +11,15 @@
 
 
 /* The NVIDIA table's rows at head dim 128 with shared memory like the H200
- * build's (TileShape::SMEM_BYTES), their TMA kinds, cluster merges and compiled head dim. */
+ * build's (TileShape::SMEM_BYTES), their TMA kinds, cluster merges and compiled head dim;
+ * no persistent launch (tests that want one set persist_smem). */
 static const aa_gpu_config kRows[] = {
-    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1, 128},  {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1, 128},
-    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128}, {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128},
-    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128}, {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128},
-    {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128}, /* compiled from head dim 192 on (configs.h) */
-    {"m16n256w8s2", 16, 256, 8, 2, 0, 0, 1, 128}, /* compiled for fp8 caches only (configs.h) */
-    {"m128n96w8s2", 128, 96, 8, 2, 0, 2, 1, 128}, /* compiled at head dim 192, 16-bit caches (configs.h) */
+    {"m16n32w2s2", 16, 32, 2, 2, 41472, 1, 1, 128, 0},  {"m16n64w4s2", 16, 64, 4, 2, 77312, 1, 1, 128, 0},
+    {"m16n64w4s3", 16, 64, 4, 3, 112128, 1, 1, 128, 0}, {"m16n128w8s2", 16, 128, 8, 2, 151552, 1, 1, 128, 0},
+    {"m64n64w4s2", 64, 64, 4, 2, 101376, 0, 1, 128, 0}, {"m128n128w8s2", 128, 128, 8, 2, 205824, 2, 1, 128, 0},
+    {"m128n64w8s2", 128, 64, 8, 2, 0, 2, 1, 128, 0}, /* compiled from head dim 192 on (configs.h) */
+    {"m16n256w8s2", 16, 256, 8, 2, 0, 0, 1, 128, 0}, /* compiled for fp8 caches only (configs.h) */
+    {"m128n96w8s2", 128, 96, 8, 2, 0, 2, 1, 128, 0}, /* compiled at head dim 192, 16-bit caches (configs.h) */
 };
 static const aa_gpu_device kH200 = {132, 232448, 90, 0}; /* no cap on programs per SM unless a test sets one */
 
@@ -464,6 +465,10 @@ static void test_roles(void) {
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.dec_config == -1 && c.qb_order == 1, "2x512c+126d on the producer: dec %d order %d", c.dec_config,
          c.qb_order);
+  a = batch(4, 300 + 3, 32768); /* decodes the decode role splits: roles */
+  c = aa_gpu_choose(&f.plan, &kH200, &a);
+  EXPECT(c.dec_config == 3 && c.dec_splits == 4 && c.qb_order == 0, "300c+3d: dec %d splits %d order %d",
+         c.dec_config, c.dec_splits, c.qb_order);
   a = batch(16, 16384, 1024);
   c = aa_gpu_choose(&f.plan, &kH200, &a);
   EXPECT(c.dec_config == -1 && c.qb_order == 0, "16x1024 prefill: dec %d order %d", c.dec_config, c.qb_order);

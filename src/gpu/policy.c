@@ -461,13 +461,17 @@ aa_gpu_choice aa_gpu_choose(const anyattn_plan *plan, const aa_gpu_device *dev, 
   c.cluster = c.splits > 1 && c.splits <= st->cluster_max[c.config] &&
               aa_cluster_adds_no_wave(plan, dev, c.config, a, c.splits);
   /* a mixed batch: the prompts' Q blocks between the decodes' where the row has a persistent producer
-   * launch, else as roles (a forced row: one tile) */
+   * launch, else as roles (a forced row: one tile). Decodes that the decode role would split (few and
+   * long: three at 32k beside a chunk, 4 segments) stay roles: the producer's tile runs a (sequence,
+   * kv head) as one program, and its gain was measured on batches whose decodes fill the machine. */
   if (c.splits == 1 && aa_gpu_roles_serve(st, dev, c.config, a->num_seqs, a->num_tokens)) {
-    if (aa_gpu_mixed_on_producer(plan, dev, c.config)) {
+    const int dcfg = st->role_dec[c.config] - 1;
+    const int dsplits = st->config_forced ? 1 : aa_role_split_count(plan, dev, dcfg, a, 0);
+    if (dsplits == 1 && aa_gpu_mixed_on_producer(plan, dev, c.config)) {
       c.qb_order = 1;
     } else if (!st->config_forced) {
-      c.dec_config = st->role_dec[c.config] - 1;
-      c.dec_splits = aa_role_split_count(plan, dev, c.dec_config, a, 0);
+      c.dec_config = dcfg;
+      c.dec_splits = dsplits;
     }
   }
   return c;

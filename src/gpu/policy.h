@@ -112,10 +112,11 @@ AA_HIDDEN int aa_gpu_config_parse_any(const aa_gpu_plan_state *st, const char *n
 AA_HIDDEN int aa_gpu_config_fits(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
 /* Whether row cfg's role pair is compiled at this head dim and fits the device. */
 AA_HIDDEN int aa_gpu_roles_fit(const aa_gpu_plan_state *st, const aa_gpu_device *dev, int cfg);
-/* Whether a mixed batch on row cfg runs on that one tile, its producer's
+/* Whether a mixed batch on row cfg may run on that one tile, its producer's
  * persistent launch taking the prompts' Q blocks between the decodes'
  * (qb_order 1), rather than as roles: sm_90 over 16-bit caches, where the
- * row has a persistent launch. docs/design/prefill.md#mixed-batches. */
+ * row has a persistent launch (aa_gpu_choose keeps roles where the decode
+ * role would split the decodes). docs/design/prefill.md#mixed-batches. */
 AA_HIDDEN int aa_gpu_mixed_on_producer(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg);
 /* Whether a batch of these sizes on row cfg is a mixed batch on a row with a role pair
  * (aa_gpu_choose: roles unless forced or aa_gpu_mixed_on_producer). */
