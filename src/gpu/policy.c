@@ -98,12 +98,17 @@ int aa_gpu_roles_serve(const aa_gpu_plan_state *st, const aa_gpu_device *dev, in
   return mean_q > 8 && mean_q < kRolesMaxMeanQ && aa_gpu_roles_fit(st, dev, cfg);
 }
 
+/* Whether row c has a persistent launch of its producer kernel on this device: its second Q tile fits. */
+static int aa_persist_fits(const aa_gpu_config *c, const aa_gpu_device *dev) {
+  return c->persist_smem > 0 && c->persist_smem <= dev->smem_per_block;
+}
+
 /* On one H100 (graph replay, one call) m128n128w8s2's producer launch with the Q blocks by halves ran
  * mixed 1x2048p+63d@2048, 2x512c+126d@4096 and 1x512p+31d@1024 in 236, 774 and 74.7 us, against 281, 838
  * and 79.6 as roles (docs/design/prefill.md#mixed-batches). */
 int aa_gpu_mixed_on_producer(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg) {
-  const aa_gpu_config *c = &((const aa_gpu_plan_state *)plan->state)->configs[cfg];
-  return aa_gpu_producer_launch(plan, dev, 1, 1) && c->persist_smem > 0 && c->persist_smem <= dev->smem_per_block;
+  const aa_gpu_plan_state *st = (const aa_gpu_plan_state *)plan->state;
+  return aa_gpu_producer_launch(plan, dev, 1, 1) && aa_persist_fits(&st->configs[cfg], dev);
 }
 
 void aa_gpu_policy_init(aa_gpu_plan_state *st) {
@@ -507,7 +512,7 @@ int aa_gpu_producer_launch(const anyattn_plan *plan, const aa_gpu_device *dev, i
 long long aa_gpu_producer_blocks(const anyattn_plan *plan, const aa_gpu_device *dev, int cfg, long long programs,
                                  long long busy, int mode) {
   const aa_gpu_config *c = &aa_st(plan)->configs[cfg];
-  if (mode == 0 || c->persist_smem == 0 || c->persist_smem > dev->smem_per_block) return programs;
+  if (mode == 0 || !aa_persist_fits(c, dev)) return programs;
   /* two waves: at 2x500 (248 busy of 256 programs on 132 SMs) persistent blocks ran 1.03x slower, at 1x2048
    * (512) 1.05x faster (docs/design/prefill.md#persistent-blocks) */
   if (mode == 1) return busy > 2LL * dev->num_sms ? dev->num_sms : programs;
