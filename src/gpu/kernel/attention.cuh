@@ -121,7 +121,10 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *sm
     OnlineSoftmax<S> sx;
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
+    const int grp = g.tid >> 7;
+    ws_turns_begin<S>(grp);
     mainloop_ws(p, g, sm, sx, acc, 0, 0);
+    ws_turns_end<S>(grp);
     own_rows_epilogue<T, S>(p, g, sm, sx, acc);
   }
 }

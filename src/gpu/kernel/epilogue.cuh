@@ -313,14 +313,32 @@ __device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Pro
       *reinterpret_cast<uint32_t *>(so + kv_smem_offset<S::BM>(r, col >> 3) + (col & 7) * 2) =
           pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
     }
-  program_sync<S>();
-  constexpr int CH = S::CHUNKS, OL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
+  constexpr int CH = S::CHUNKS;
+  if constexpr (kWgRows<S>) {
+    /* with a producer warpgroup each consumer warpgroup writes its own 64
+     * rows (their barrier, kBarWg0 + its index), so the first can go on to
+     * the next item while the second still runs its last products
+     * (mainloop_ws.cuh, ws_consume) */
+    constexpr int RW = S::BM / 2, OL = (RW * CH + 127) / 128;
+    const int grp = g.tid >> 7;
+    named_sync(kBarWg0 + grp, 128);
 #pragma unroll
-  for (int k = 0; k < OL; k++) {
-    const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
-    if (((S::BM * CH) % S::THREADS != 0 && i >= S::BM * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
-    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
-        *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
+    for (int k = 0; k < OL; k++) {
+      const int i = (g.tid & 127) + k * 128, r = grp * RW + i / CH, c = i % CH;
+      if (((RW * CH) % 128 != 0 && i >= RW * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
+      *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
+          *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
+    }
+  } else {
+    program_sync<S>();
+    constexpr int OL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
+#pragma unroll
+    for (int k = 0; k < OL; k++) {
+      const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
+      if (((S::BM * CH) % S::THREADS != 0 && i >= S::BM * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
+      *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
+          *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
+    }
   }
 }
 

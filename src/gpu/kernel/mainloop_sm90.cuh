@@ -20,13 +20,6 @@
 
 namespace aa {
 
-/* Named barriers of the pipelined tile (0 is the block barrier): whose turn it
- * is to issue products (one per warpgroup), K and V stages free for
- * refilling (phase_overlap: kBarVFree for V stage 0, kBarVFree1 for stage
- * 1), one per warpgroup for its copy offsets, and (FP8) the second
- * warpgroup done with the V tile before last. */
-constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7, kBarVFree1 = 8;
-
 /* Copy k of a warpgroup's 16-byte copies of a K or V tile half (hf) into
  * `tile` (thread lt of 128; k < BLOCK_N x CHUNKS / 128): a fixed column per
  * thread where the row's chunks divide 128 (d64, d128, d256), else chunk
@@ -531,15 +524,16 @@ struct PipelinedTile {
  * goes first. The second hands the turn over once more than the first takes
  * it (its arrival before the first phase): the first takes that one last, so
  * no named barrier is left with arrivals pending when the program goes on or
- * exits. */
-template <class L, class S>
+ * exits. TURNS false leaves that arrival and its taking to the caller
+ * (ws_consume: the turn passes on from item to item). */
+template <bool TURNS = true, class L, class S>
 __device__ __forceinline__ void run_phases(L &l, int ntiles, OnlineSoftmax<S> &sx, FragC (&acc)[S::DK]) {
   FragA pa[S::NK];
-  if (l.grp == 1) named_arrive(kBarSched0, 256);
+  if (TURNS && l.grp == 1) named_arrive(kBarSched0, 256);
   l.template phase<false, true>(0, sx, acc, pa);
   for (int it = 1; it < ntiles; it++) l.template phase<true, true>(it, sx, acc, pa);
   l.template phase<true, false>(ntiles, sx, acc, pa);
-  if (l.grp == 0) named_sync(kBarSched0, 256);
+  if (TURNS && l.grp == 0) named_sync(kBarSched0, 256);
 }
 
 /* The pipelined tile's loop; Q arrives as the oldest cp.async group. */

@@ -231,9 +231,9 @@ struct WsConsumer {
     if constexpr (QK) release(bt & 1);
     if constexpr (PV) release(2 + ((bt - 1) & 1));
   }
-  /* run_phases' turns and releases for an idle warpgroup (the second: it hands the turn over first) */
+  /* run_phases' turns and releases for an idle warpgroup (the second; head dims up to 128,
+   * whose turn passes on from item to item: ws_turns_begin) */
   __device__ __forceinline__ void run_idle(int ntiles) const {
-    named_arrive(kBarSched0, 256);
     idle_phase<false, true>(0);
     for (int it = 1; it < ntiles; it++) idle_phase<true, true>(it);
     idle_phase<true, false>(ntiles);
@@ -257,20 +257,31 @@ __device__ __forceinline__ void ws_init_barriers(const SmemTiles<T, S> &sm) {
 }
 
 /* Rows gh x bq .. BM - 1 of the Q tile, which no box covers (a group that
- * does not divide BM): zeros, before the barrier that publishes Q. */
+ * does not divide BM): zeros, before the barrier that publishes Q; with
+ * kWgRows each warpgroup those of its own 64 rows (the only ones its
+ * products read) before its own barrier. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_q_pad(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
-  const int r0 = p.gh * p.bq, n = (S::BM - r0) * S::PANELS * 8;
-  for (int i = g.tid; i < n; i += S::THREADS) {
-    const int r = r0 + i / (S::PANELS * 8), c = i % (S::PANELS * 8);
+  auto zero_row = [&](int r, int c) {
     *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sm.q) + kv_smem_offset<S::BM>(r, c)) =
         make_uint4(0, 0, 0, 0);
+  };
+  if constexpr (kWgRows<S>) {
+    const int grp = g.tid >> 7, r0 = max(p.gh * p.bq, grp * 64), n = (grp * 64 + 64 - r0) * S::PANELS * 8;
+    for (int i = g.tid & 127; i < n; i += 128) zero_row(r0 + i / (S::PANELS * 8), i % (S::PANELS * 8));
+  } else {
+    const int r0 = p.gh * p.bq, n = (S::BM - r0) * S::PANELS * 8;
+    for (int i = g.tid; i < n; i += S::THREADS) zero_row(r0 + i / (S::PANELS * 8), i % (S::PANELS * 8));
   }
 }
 
 /* The consumers' loop over the block's k-th item, whose first tile is the
  * block's tb-th; Q (in tile k % 2) is their only cp.async group, or comes
- * as boxes (p.q_tma, ws_q_boxes). */
+ * as boxes (p.q_tma, ws_q_boxes). With boxes each warpgroup starts on its
+ * own (kWgRows): Q's rows it reads are the boxes' and its own zeros, so the
+ * first can take the item's first turn while the second still writes the
+ * rows of the item before (the turn passes on from item to item:
+ * ws_consume). Q copied by all consumer threads waits for both. */
 template <typename T, class S>
 __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
                                             OnlineSoftmax<S> &sx, FragC (&acc)[S::DK], int k, int tb) {
@@ -279,11 +290,14 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
   if (p.q_tma) {
     ws_q_pad<T, S>(p, g, sm);
     mbar_wait(sm.bar + kWsQBar + (k & 1), (uint32_t)(k >> 1) & 1u);
+    fence_proxy_async_smem();
+    if constexpr (kWgRows<S>) named_sync(kBarWg0 + c.grp, 128);
+    else program_sync<S>();
   } else {
     async_wait<0>(); /* Q, which wgmma reads next */
+    fence_proxy_async_smem();
+    program_sync<S>();
   }
-  fence_proxy_async_smem();
-  program_sync<S>();
 #pragma unroll
   for (int d = 0; d < S::DK; d++) zero(acc[d]);
   sx.reset();
@@ -292,7 +306,7 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
      * head dims up to 128, the mixed batches' (at 256 the idle loop took d256's spilled loads from 76
      * to 92 bytes) */
     if (S::HD <= 128 && c.grp == 1 && g.row_tok(64) >= g.w.n_tok) c.run_idle(g.ntiles);
-    else run_phases(c, g.ntiles, sx, acc);
+    else run_phases<!kWgRows<S>>(c, g.ntiles, sx, acc);
   }
 }
 
@@ -352,17 +366,33 @@ __device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<
   async_wait<0>(); /* its copies land before it exits */
 }
 
+/* The turn between the consumer warpgroups (run_phases) over a block's
+ * items (kWgRows; else each item's loop hands it over and takes it back):
+ * the second hands it over once before the first item and the first takes
+ * that arrival back after the last, so within the block the turn passes
+ * from item to item without a barrier between them. */
+template <class S>
+__device__ __forceinline__ void ws_turns_begin(int grp) {
+  if (kWgRows<S> && grp == 1) named_arrive(kBarSched0, 256);
+}
+template <class S>
+__device__ __forceinline__ void ws_turns_end(int grp) {
+  if (kWgRows<S> && grp == 0) named_sync(kBarSched0, 256);
+}
+
 /* The consumers' side: each item the producer publishes, on Q tile k % 2;
  * its rows out (own_rows_epilogue) and the tile handed back. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<T, S> &sm0) {
   int tb = 0;
+  const int grp = (int)threadIdx.x >> 7;
+  ws_turns_begin<S>(grp);
   for (int k = 0;; k++) {
     const int b = k & 1;
     mbar_wait(sm0.bar + kWsItemBar + b, (uint32_t)(k >> 1) & 1u);
     const int *d = sm0.desc + 8 * b;
     const int item = d[0];
-    if (item < 0) return;
+    if (item < 0) break;
     Program<S> g(p, item);
     WsItem::get(d, g.w);
     g.ptok0 = g.w.tok0;
@@ -379,6 +409,7 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
     warp_sync();
     if (lane_id() == 0) mbar_arrive(sm0.bar + kWsQFreeBar + b);
   }
+  ws_turns_end<S>(grp);
 }
 
 }  // namespace aa

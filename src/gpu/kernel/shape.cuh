@@ -262,6 +262,14 @@ struct PassCaps {
                 "the pass's pipeline fits the shared memory the host reserves");
 };
 
+/* Named barriers of the pipelined tile (0 is the block barrier): whose turn it
+ * is to issue products (one per warpgroup), K and V stages free for
+ * refilling (phase_overlap: kBarVFree for V stage 0, kBarVFree1 for stage
+ * 1), one per warpgroup (its copy offsets; with a producer warpgroup, its
+ * Q rows and its rows out: mainloop_ws.cuh, own_rows_epilogue), and (FP8)
+ * the second warpgroup done with the V tile before last. */
+constexpr int kBarSched0 = 1, kBarKFree = 3, kBarVFree = 4, kBarWg0 = 5, kBarVOld = 7, kBarVFree1 = 8;
+
 /* A barrier over the program's threads after its work search: the block's,
  * or, with a producer warpgroup (WS), which takes no part in the epilogue
  * and the merges, barrier 0 over the consumers only. */
@@ -270,6 +278,13 @@ __device__ __forceinline__ void program_sync() {
   if constexpr (PassCaps<S>::WS) named_sync(0, S::THREADS);
   else block_sync();
 }
+/* With a producer warpgroup at head dims up to 128 (those with persistent
+ * blocks), each consumer warpgroup starts an item and writes its rows out
+ * behind a barrier of its own (kBarWg0 + its index) instead of program_sync
+ * (mainloop_ws.cuh, own_rows_epilogue); d256 runs a block per program,
+ * whose single item has nothing to overlap. */
+template <class S>
+constexpr bool kWgRows = PassCaps<S>::WS && S::HD <= 128;
 
 /* The program's shared memory: the pipeline (Q, STAGES K and V tiles, the
  * next tiles' cache offsets) from a 1024-byte boundary when its tiles are
