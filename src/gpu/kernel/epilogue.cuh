@@ -319,6 +319,7 @@ __device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Pro
      * rows (their barrier, kBarWg0 + its index), so the first can go on to
      * the next item while the second still runs its last products
      * (mainloop_ws.cuh, ws_consume) */
+    static_assert(S::BM == 128 && S::WM == 8, "two consumer warpgroups of 64 rows");
     constexpr int RW = S::BM / 2, OL = (RW * CH + 127) / 128;
     const int grp = g.tid >> 7;
     named_sync(kBarWg0 + grp, 128);
