@@ -313,33 +313,23 @@ __device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Pro
       *reinterpret_cast<uint32_t *>(so + kv_smem_offset<S::BM>(r, col >> 3) + (col & 7) * 2) =
           pack2<T>(acc[d].x[e] * f[sl], acc[d].x[e + 1] * f[sl]);
     }
-  constexpr int CH = S::CHUNKS;
-  if constexpr (kWgRows<S>) {
-    /* with a producer warpgroup each consumer warpgroup writes its own 64
-     * rows (their barrier, kBarWg0 + its index), so the first can go on to
-     * the next item while the second still runs its last products
-     * (mainloop_ws.cuh, ws_consume) */
-    static_assert(S::BM == 128 && S::WM == 8, "two consumer warpgroups of 64 rows");
-    constexpr int RW = S::BM / 2, OL = (RW * CH + 127) / 128;
-    const int grp = g.tid >> 7;
-    named_sync(kBarWg0 + grp, 128);
+  /* The rows out, 16 bytes a thread at a time: the consumers' rows after
+   * their barrier, or (kWgRows) each consumer warpgroup its own 64 behind
+   * its own barrier (kBarWg0 + its index), so the first can go on to the
+   * next item while the second still runs its last products (ws_consume) */
+  static_assert(!kWgRows<S> || (S::BM == 128 && S::WM == 8), "two consumer warpgroups of 64 rows");
+  constexpr int CH = S::CHUNKS, TH = kWgRows<S> ? 128 : S::THREADS, RW = kWgRows<S> ? S::BM / 2 : S::BM;
+  constexpr int OL = (RW * CH + TH - 1) / TH;
+  const int grp = g.tid >> 7;
+  if constexpr (kWgRows<S>) named_sync(kBarWg0 + grp, 128);
+  else program_sync<S>();
 #pragma unroll
-    for (int k = 0; k < OL; k++) {
-      const int i = (g.tid & 127) + k * 128, r = grp * RW + i / CH, c = i % CH;
-      if (((RW * CH) % 128 != 0 && i >= RW * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
-      *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
-          *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
-    }
-  } else {
-    program_sync<S>();
-    constexpr int OL = (S::BM * CH + S::THREADS - 1) / S::THREADS;
-#pragma unroll
-    for (int k = 0; k < OL; k++) {
-      const int i = g.tid + k * S::THREADS, r = i / CH, c = i % CH;
-      if (((S::BM * CH) % S::THREADS != 0 && i >= S::BM * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
-      *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
-          *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
-    }
+  for (int k = 0; k < OL; k++) {
+    const int i = (kWgRows<S> ? (g.tid & 127) : g.tid) + k * TH;
+    const int r = (kWgRows<S> ? grp * RW : 0) + i / CH, c = i % CH;
+    if (((RW * CH) % TH != 0 && i >= RW * CH) || !g.row_valid(r) || c * 8 >= p.head_dim) continue;
+    *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
+        *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
   }
 }
 

@@ -262,16 +262,13 @@ __device__ __forceinline__ void ws_init_barriers(const SmemTiles<T, S> &sm) {
  * products read) before its own barrier. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_q_pad(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm) {
-  auto zero_row = [&](int r, int c) {
+  constexpr int TH = kWgRows<S> ? 128 : S::THREADS, RW = kWgRows<S> ? 64 : S::BM;
+  const int grp = g.tid >> 7, r0 = kWgRows<S> ? max(p.gh * p.bq, grp * RW) : p.gh * p.bq;
+  const int n = ((kWgRows<S> ? grp * RW : 0) + RW - r0) * S::PANELS * 8;
+  for (int i = kWgRows<S> ? (g.tid & 127) : g.tid; i < n; i += TH) {
+    const int r = r0 + i / (S::PANELS * 8), c = i % (S::PANELS * 8);
     *reinterpret_cast<uint4 *>(reinterpret_cast<unsigned char *>(sm.q) + kv_smem_offset<S::BM>(r, c)) =
         make_uint4(0, 0, 0, 0);
-  };
-  if constexpr (kWgRows<S>) {
-    const int grp = g.tid >> 7, r0 = max(p.gh * p.bq, grp * 64), n = (grp * 64 + 64 - r0) * S::PANELS * 8;
-    for (int i = g.tid & 127; i < n; i += 128) zero_row(r0 + i / (S::PANELS * 8), i % (S::PANELS * 8));
-  } else {
-    const int r0 = p.gh * p.bq, n = (S::BM - r0) * S::PANELS * 8;
-    for (int i = g.tid; i < n; i += S::THREADS) zero_row(r0 + i / (S::PANELS * 8), i % (S::PANELS * 8));
   }
 }
 
@@ -303,9 +300,9 @@ __device__ __forceinline__ void mainloop_ws(const AttnParams &p, const Program<S
   sx.reset();
   if (g.ntiles > 0) {
     /* the second warpgroup idles where its rows hold no token (row 64's token is past the block's);
-     * head dims up to 128, the mixed batches' (at 256 the idle loop took d256's spilled loads from 76
-     * to 92 bytes) */
-    if (S::HD <= 128 && c.grp == 1 && g.row_tok(64) >= g.w.n_tok) c.run_idle(g.ntiles);
+     * head dims up to 128 (kWgRows, whose turn run_idle passes on), the mixed batches' (at 256 the
+     * idle loop took d256's spilled loads from 76 to 92 bytes) */
+    if (kWgRows<S> && c.grp == 1 && g.row_tok(64) >= g.w.n_tok) c.run_idle(g.ntiles);
     else run_phases<!kWgRows<S>>(c, g.ntiles, sx, acc);
   }
 }
