@@ -19,7 +19,9 @@ enum { LAYOUT_NHD0, LAYOUT_NHD, LAYOUT_HND, LAYOUT_PAD, LAYOUT_MIXED, LAYOUT_COU
 static const char *const layout_names[LAYOUT_COUNT] = {"nhd0", "nhd", "hnd", "pad", "kNHDvHND"};
 
 /* KIND_COUNT kinds are drawn at random; KIND_PROMPT (long prompts, so the
- * prefill tiles' rings wrap) only where a case names it. */
+ * prefill tiles' rings wrap) and KIND_MANY (hundreds of short sequences, so
+ * the GPU's work search takes several rounds and a persistent block's
+ * producer its uncached search) only where a case names it. */
 enum {
   KIND_MIXED,
   KIND_DECODE,
@@ -28,10 +30,11 @@ enum {
   KIND_LONG,
   KIND_SPARSE,
   KIND_COUNT,
-  KIND_PROMPT = KIND_COUNT
+  KIND_PROMPT = KIND_COUNT,
+  KIND_MANY
 };
-static const char *const kind_names[KIND_COUNT + 1] = {"mixed", "decode", "prefill", "chunked",
-                                                       "long",  "sparse", "prompt"};
+static const char *const kind_names[KIND_MANY + 1] = {"mixed", "decode", "prefill", "chunked",
+                                                      "long",  "sparse", "prompt",  "many"};
 
 enum { GROUP_G1, GROUP_G3, GROUP_G4, GROUP_G8, GROUP_MQA, GROUP_COUNT };
 
@@ -58,7 +61,7 @@ typedef struct {
 } tl_case;
 
 #define TL_MAX_CASES 640
-#define TL_MAX_SEQS 16
+#define TL_MAX_SEQS 320 /* KIND_MANY: up to 300 */
 
 static void case_set_group(tl_case *c, int g) {
   static const int kv[GROUP_COUNT] = {4, 2, 2, 2, 1}, grp[GROUP_COUNT] = {1, 3, 4, 8, 8};
@@ -483,6 +486,20 @@ static int add_head_dim_cases(tl_case *cases, int n, int quick) {
       if (k == 2) c->window_left = 200, c->softcap = 5.0f, c->lse = 0, c->garbage = 1;
       case_name(c, 'm', n++);
     }
+    /* hundreds of short sequences at head dims with persistent GPU launches */
+    for (int k = 0; k < 2; k++) {
+      tl_case *c = &cases[n];
+      memset(c, 0, sizeof *c);
+      c->dtype = k == 0 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16;
+      c->head_dim = k == 0 ? 128 : 64;
+      c->kind = KIND_MANY;
+      c->block_size = k == 0 ? 16 : 5;
+      case_set_group(c, k == 0 ? GROUP_G4 : GROUP_G8);
+      c->window_left = c->window_right = -1;
+      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      if (k == 1) c->window_left = 30, c->layout = LAYOUT_HND;
+      case_name(c, 'm', n++);
+    }
     return n;
   }
   uint64_t r = 0x0DD5D1A5ull; /* fixed: the list does not depend on the seed */
@@ -546,6 +563,16 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
       n = tl_rng_int(r, 1, 2);
       for (int s = 0; s < n; s++) kl[s] = ql[s] = tl_rng_int(r, 300, 520);
       break;
+    case KIND_MANY: /* past 256 sequences (the GPU producer's cached search, scheduler.cuh) */
+      n = tl_rng_int(r, 260, 300);
+      for (int s = 0; s < n; s++) {
+        const int pick = tl_rng_int(r, 0, 9);
+        if (pick <= 3) kl[s] = tl_rng_int(r, 1, K / 2), ql[s] = 1;
+        else if (pick <= 6) kl[s] = ql[s] = tl_rng_int(r, 1, 24);
+        else if (pick <= 8) kl[s] = tl_rng_int(r, 2, K / 2), ql[s] = tl_rng_int(r, 1, kl[s] - 1 < 16 ? kl[s] - 1 : 16);
+        else kl[s] = tl_rng_int(r, 0, 8), ql[s] = 0;
+      }
+      break;
     default: /* KIND_SPARSE: mostly sequences without queries or without keys */
       n = tl_rng_int(r, 3, 8);
       for (int s = 0; s < n; s++) {
@@ -561,11 +588,12 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
   for (int s = 0; s < n; s++) rows += ql[s];
   if (rows == 0) kl[n - 1] = kl[n - 1] > 0 ? kl[n - 1] : 7, ql[n - 1] = 1;
 
-  /* staged: room for three prompts of 64 tokens or more (the stage needs a mean q_len of 64) */
-  const double cap = (c->kind == KIND_PROMPT ? 4e8
-                      : c->stage             ? 6.4e7
-                      : c->small             ? 8e6
-                                             : 3e7) /
+  /* staged: room for three prompts of 64 tokens or more (the stage needs a mean q_len of 64);
+   * many: for hundreds of sequences */
+  const double cap = (c->kind == KIND_PROMPT              ? 4e8
+                      : c->stage || c->kind == KIND_MANY ? 6.4e7
+                      : c->small                         ? 8e6
+                                                         : 3e7) /
                      ((double)c->num_kv_heads * c->group * c->head_dim);
   for (;;) {
     double work = 0;
