@@ -20,8 +20,8 @@ static const char *const layout_names[LAYOUT_COUNT] = {"nhd0", "nhd", "hnd", "pa
 
 /* KIND_COUNT kinds are drawn at random; KIND_PROMPT (long prompts, so the
  * prefill tiles' rings wrap) and KIND_MANY (hundreds of short sequences, so
- * the GPU's work search takes several rounds and a persistent block's
- * producer its uncached search) only where a case names it. */
+ * the GPU's work search, find_work, takes two rounds) only where a case
+ * names it. */
 enum {
   KIND_MIXED,
   KIND_DECODE,
@@ -563,7 +563,7 @@ static int gen_batch(const tl_case *c, uint64_t *r, int *ql, int *kl) {
       n = tl_rng_int(r, 1, 2);
       for (int s = 0; s < n; s++) kl[s] = ql[s] = tl_rng_int(r, 300, 520);
       break;
-    case KIND_MANY: /* past 256 sequences (the GPU producer's cached search, scheduler.cuh) */
+    case KIND_MANY: /* past the 256 sequences one round of the GPU's work search covers (find_work) */
       n = tl_rng_int(r, 260, 300);
       for (int s = 0; s < n; s++) {
         const int pick = tl_rng_int(r, 0, 9);
