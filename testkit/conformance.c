@@ -442,6 +442,21 @@ static int build_full(tl_case *cases) {
   return add_head_dim_cases(cases, n, 0);
 }
 
+/* A quick-suite case of these shapes: causal, no window, lse, shuffled
+ * pages, small contexts, the NHD layout without padding; the caller changes
+ * what differs. */
+static tl_case *quick_case(tl_case *c, anyattn_dtype dt, int head_dim, int kind, int block_size, int group) {
+  memset(c, 0, sizeof *c);
+  c->dtype = dt;
+  c->head_dim = head_dim;
+  c->kind = kind;
+  c->block_size = block_size;
+  case_set_group(c, group);
+  c->window_left = c->window_right = -1;
+  c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+  return c;
+}
+
 /* Head dims models use that the GPU runs padded to a compiled one (40, 72,
  * 112, 160) or on a compiled one of their own (80, 192, 512): causal, GQA,
  * odd lengths, decode and prefill (section 'm'). Quick: one case per head
@@ -455,15 +470,9 @@ static int add_head_dim_cases(tl_case *cases, int n, int quick) {
   const int nd = (int)(sizeof dims / sizeof dims[0]);
   if (quick) {
     for (int k = 0; k <= nd; k++) {
-      tl_case *c = &cases[n];
-      memset(c, 0, sizeof *c);
-      c->dtype = k == nd ? ANYATTN_DTYPE_F32 : k % 2 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16;
-      c->head_dim = k == nd ? 72 : dims[k];
-      c->kind = k == nd ? KIND_MIXED : kinds[k];
-      c->block_size = k == nd ? 16 : sizes[k];
-      case_set_group(c, k == nd ? GROUP_G4 : groups[k]);
-      c->window_left = c->window_right = -1;
-      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      tl_case *c = quick_case(&cases[n], k == nd ? ANYATTN_DTYPE_F32 : k % 2 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16,
+                              k == nd ? 72 : dims[k], k == nd ? KIND_MIXED : kinds[k], k == nd ? 16 : sizes[k],
+                              k == nd ? GROUP_G4 : groups[k]);
       if (k == 3) c->layout = LAYOUT_HND, c->sinks = 1;
       if (k == 4) c->causal = 0, c->layout = LAYOUT_PAD;
       if (k == 6) c->garbage = 1;
@@ -473,30 +482,16 @@ static int add_head_dim_cases(tl_case *cases, int n, int quick) {
      * 128-row tiles' rings wrap several times; pages of 16 and 32 rows
      * (TMA boxes on sm_90) and of 5 (16-byte copies) */
     for (int k = 0; k < 3; k++) {
-      tl_case *c = &cases[n];
-      memset(c, 0, sizeof *c);
-      c->dtype = k == 1 ? ANYATTN_DTYPE_F16 : ANYATTN_DTYPE_BF16;
-      c->head_dim = k == 1 ? 160 : 192;
-      c->kind = KIND_PROMPT;
-      c->block_size = k == 0 ? 16 : k == 1 ? 32 : 5;
-      case_set_group(c, k == 1 ? GROUP_G8 : GROUP_G4);
-      c->window_left = c->window_right = -1;
-      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      tl_case *c = quick_case(&cases[n], k == 1 ? ANYATTN_DTYPE_F16 : ANYATTN_DTYPE_BF16, k == 1 ? 160 : 192,
+                              KIND_PROMPT, k == 0 ? 16 : k == 1 ? 32 : 5, k == 1 ? GROUP_G8 : GROUP_G4);
       if (k == 1) c->causal = 0, c->alibi = 1, c->sinks = 1, c->layout = LAYOUT_HND;
       if (k == 2) c->window_left = 200, c->softcap = 5.0f, c->lse = 0, c->garbage = 1;
       case_name(c, 'm', n++);
     }
     /* hundreds of short sequences at head dims with persistent GPU launches */
     for (int k = 0; k < 2; k++) {
-      tl_case *c = &cases[n];
-      memset(c, 0, sizeof *c);
-      c->dtype = k == 0 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16;
-      c->head_dim = k == 0 ? 128 : 64;
-      c->kind = KIND_MANY;
-      c->block_size = k == 0 ? 16 : 5;
-      case_set_group(c, k == 0 ? GROUP_G4 : GROUP_G8);
-      c->window_left = c->window_right = -1;
-      c->lse = 1, c->shuffle = 1, c->small = 1, c->causal = 1, c->layout = LAYOUT_NHD0;
+      tl_case *c = quick_case(&cases[n], k == 0 ? ANYATTN_DTYPE_BF16 : ANYATTN_DTYPE_F16, k == 0 ? 128 : 64, KIND_MANY,
+                              k == 0 ? 16 : 5, k == 0 ? GROUP_G4 : GROUP_G8);
       if (k == 1) c->window_left = 30, c->layout = LAYOUT_HND;
       case_name(c, 'm', n++);
     }
