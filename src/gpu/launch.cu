@@ -502,9 +502,13 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   /* the pipelined rows over 16-bit caches, unsplit: a producer warpgroup copies K and V */
   if (const KernelFn w = ws_kernel(plan, dev, ch.config, p.num_splits, false)) {
     k = w, threads += 128;
-    /* its Q blocks as TMA boxes, where q's view allows (host_nv.cuh, tma_q_map) */
-    p.q_tma = p.n_hchunks == 1 && tma_q_map(&p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens,
-                                           p.gh, p.bq);
+    /* its Q blocks as TMA boxes, where q's view allows, and with them its rows out where a
+     * warpgroup's 64 rows are whole tokens (host_nv.cuh, tma_token_map) */
+    p.q_tma = p.n_hchunks == 1 && tma_token_map(0, &p.q_map, a->q, pr->dtype, pr->head_dim, pr->num_q_heads,
+                                               a->num_tokens, p.gh, p.bq);
+    p.o_tma = p.q_tma && p.gh * p.bq == 128 && p.bq % 2 == 0 &&
+              tma_token_map(1, &p.o_map, a->out, pr->dtype, pr->head_dim, pr->num_q_heads, a->num_tokens, p.gh,
+                            p.bq / 2);
     /* past two waves of busy programs, persistent: a block an SM, claiming programs on the workspace's
      * words (mainloop_ws.cuh, WsItem); a run without them keeps a block per program */
     KernelFn pk = nullptr;

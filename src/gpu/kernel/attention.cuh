@@ -125,7 +125,7 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *sm
     ws_turns_begin<S>(grp);
     mainloop_ws(p, g, sm, sx, acc, 0, 0);
     ws_turns_end<S>(grp);
-    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    if (own_rows_epilogue<T, S>(p, g, sm, sx, acc) && (g.tid & 127) == 0) bulk_wait(); /* its boxes, before it exits */
   }
 }
 

@@ -288,7 +288,7 @@ template <class S>
 constexpr bool kOwnRows = PassCaps<S>::WG && S::WN == 1 && !S::FRAG8;
 
 template <typename T, class S>
-__device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+__device__ __forceinline__ bool own_rows_epilogue(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
                                                   const OnlineSoftmax<S> &sx, const FragC (&acc)[S::DK]) {
   static_assert(kOwnRows<S>, "one warp per row band, 16-bit accumulators, the swizzled Q tile");
   const float vd = S::DESCALE ? descale_of(p, p.v_descale, g.w.seq, g.kvh) : 1.0f; /* out only, not the lse */
@@ -316,13 +316,32 @@ __device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Pro
   /* The rows out, 16 bytes a thread at a time: the consumers' rows after
    * their barrier, or (kWgRows) each consumer warpgroup its own 64 behind
    * its own barrier (kBarWg0 + its index), so the first can go on to the
-   * next item while the second still runs its last products (ws_consume) */
+   * next item while the second still runs its last products (ws_consume).
+   * There, where p.o_tma and the warpgroup's rows are all the block's
+   * tokens, its first thread writes them as one TMA box per panel (o_map)
+   * and the call returns true: that thread waits for the boxes' reads
+   * before the tile is handed back (ws_consume). */
   static_assert(!kWgRows<S> || (S::BM == 128 && S::WM == 8), "two consumer warpgroups of 64 rows");
   constexpr int CH = S::CHUNKS, TH = kWgRows<S> ? 128 : S::THREADS, RW = kWgRows<S> ? S::BM / 2 : S::BM;
   constexpr int OL = (RW * CH + TH - 1) / TH;
   const int grp = g.tid >> 7;
-  if constexpr (kWgRows<S>) named_sync(kBarWg0 + grp, 128);
-  else program_sync<S>();
+  if constexpr (kWgRows<S>) {
+    const bool boxes = p.o_tma && (grp + 1) * (p.bq >> 1) <= g.w.n_tok;
+    if (boxes) fence_proxy_async_smem(); /* this thread's rows, before the boxes read them */
+    named_sync(kBarWg0 + grp, 128);
+    if (boxes) {
+      if ((g.tid & 127) == 0) {
+#pragma unroll
+        for (int pn = 0; pn < S::PANELS; pn++)
+          tma_store_3d(&p.o_map, so + (size_t)pn * (S::BM * 128) + grp * (RW * 128), pn * 64, g.head0,
+                       g.w.tok0 + grp * (p.bq >> 1));
+        bulk_commit();
+      }
+      return true;
+    }
+  } else {
+    program_sync<S>();
+  }
 #pragma unroll
   for (int k = 0; k < OL; k++) {
     const int i = (kWgRows<S> ? (g.tid & 127) : g.tid) + k * TH;
@@ -331,6 +350,7 @@ __device__ __forceinline__ void own_rows_epilogue(const AttnParams &p, const Pro
     *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(r) * p.head_dim + c * 8) =
         *reinterpret_cast<const uint4 *>(so + kv_smem_offset<S::BM>(r, c));
   }
+  return false;
 }
 
 }  // namespace aa

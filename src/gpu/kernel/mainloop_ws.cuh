@@ -378,15 +378,28 @@ __device__ __forceinline__ void ws_turns_end(int grp) {
 }
 
 /* The consumers' side: each item the producer publishes, on Q tile k % 2;
- * its rows out (own_rows_epilogue) and the tile handed back. */
+ * its rows out (own_rows_epilogue) and the tile handed back: at once after
+ * 16-byte stores; after TMA boxes at the next item's start, once the
+ * warpgroup's first thread has seen the boxes read (the wait then costs
+ * nothing), and before the threads exit, the boxes' writes done. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<T, S> &sm0) {
-  int tb = 0;
+  int tb = 0, held = -1; /* held: the tile the warpgroup's boxes may still read */
   const int grp = (int)threadIdx.x >> 7;
+  auto hand_back = [&](int b) {
+    fence_proxy_async_smem(); /* the tile's reads (the rows out) before the producer's next boxes into it */
+    warp_sync();
+    if (lane_id() == 0) mbar_arrive(sm0.bar + kWsQFreeBar + b);
+  };
   ws_turns_begin<S>(grp);
   for (int k = 0;; k++) {
     const int b = k & 1;
     mbar_wait(sm0.bar + kWsItemBar + b, (uint32_t)(k >> 1) & 1u);
+    if (held >= 0) {
+      if ((threadIdx.x & 127) == 0) bulk_wait_read();
+      hand_back(held);
+      held = -1;
+    }
     const int *d = sm0.desc + 8 * b;
     const int item = d[0];
     if (item < 0) break;
@@ -399,14 +412,13 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
     mainloop_ws(p, g, sm, sx, acc, k, tb);
-    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    const bool boxes = own_rows_epilogue<T, S>(p, g, sm, sx, acc);
     tb += g.ntiles;
-    /* the tile's reads (the rows out) before the producer's next boxes into it */
-    fence_proxy_async_smem();
-    warp_sync();
-    if (lane_id() == 0) mbar_arrive(sm0.bar + kWsQFreeBar + b);
+    if (boxes) held = b;
+    else hand_back(b);
   }
   ws_turns_end<S>(grp);
+  if ((threadIdx.x & 127) == 0) bulk_wait();
 }
 
 }  // namespace aa

@@ -109,6 +109,13 @@ struct AttnParams {
    * layout. 0: 16-byte copies. */
   int q_tma;
   TmaMap q_map;
+  /* 1 (the producer warpgroup's kernels at head dims up to 128, with
+   * q_tma and gh x bq = 128 rows): each consumer warpgroup whose 64 rows
+   * are all the block's writes them out as one TMA box per panel through
+   * o_map, the same view of out with boxes of 64 x gh x bq / 2
+   * (epilogue.cuh, own_rows_epilogue). 0: 16-byte stores. */
+  int o_tma;
+  TmaMap o_map;
   /* FP8 caches (the FP8 kernels only; kernel/shape.cuh): E4M3 variant, and
    * the dequantisation factors in device memory (NULL: 1), one per tensor or
    * per (sequence, kv head) (descale_per_head). k_descale multiplies the raw

@@ -31,7 +31,7 @@ struct TmaView {
 };
 inline bool tma_maps(TmaMap *, TmaMap *, TmaView, TmaView, anyattn_dtype, int, int, int, int, int, int) { return false; }
 inline int tma_mode() { return 0; }
-inline bool tma_q_map(TmaMap *, const void *, anyattn_dtype, int, int, int, int, int) { return false; }
+inline bool tma_token_map(int, TmaMap *, const void *, anyattn_dtype, int, int, int, int, int) { return false; }
 /* No producer warpgroup on AMD (launch.cu, ws_kernel). */
 inline bool ws_mode() { return false; }
 inline int persist_mode() { return 0; }

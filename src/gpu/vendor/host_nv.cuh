@@ -227,52 +227,52 @@ inline bool tma_maps(TmaMap *k_map, TmaMap *v_map, TmaView k, TmaView v, anyattn
   return true;
 }
 
-/* The Q map of a producer-warpgroup launch (mainloop_ws.cuh, ws_q_boxes): a
- * 3-d view (head_dim, q head, token) of a contiguous q, boxes of 64 columns
- * x gh heads x bq tokens, 128-byte swizzled; tokens past num_tokens and
- * columns past head_dim read as zeros. false (16-byte copies):
- * ANYATTN_CUDA_Q_TMA=0 or ANYATTN_CUDA_TMA=0 (for comparisons), or the
- * driver rejects the view (q not 16-byte aligned, say). The last encoding is
- * kept per thread, as in tma_maps. */
-inline bool tma_q_map(TmaMap *out, const void *q, anyattn_dtype dt, int head_dim, int num_q_heads, int num_tokens,
-                      int gh, int bq) {
-  static const bool on = [] {
-    const char *e = getenv("ANYATTN_CUDA_Q_TMA");
-    return !(e && strcmp(e, "0") == 0);
-  }();
-  if (!on || tma_mode() == 0) return false;
+/* The token-row maps of a producer-warpgroup launch: q's (slot 0,
+ * mainloop_ws.cuh, ws_q_boxes) and out's (slot 1, epilogue.cuh,
+ * own_rows_epilogue), 3-d views (head_dim, q head, token) of a contiguous
+ * tensor, boxes of 64 columns x gh heads x bt tokens, 128-byte swizzled;
+ * tokens past num_tokens and columns past head_dim read as zeros (and are not
+ * written). false (16-byte copies): ANYATTN_CUDA_Q_TMA=0 (slot 0),
+ * ANYATTN_CUDA_O_TMA=0 (slot 1) or ANYATTN_CUDA_TMA=0 (for comparisons), or
+ * the driver rejects the view (the tensor not 16-byte aligned, say). The
+ * last encoding of each slot is kept per thread, as in tma_maps. */
+inline bool tma_token_map(int slot, TmaMap *out, const void *t, anyattn_dtype dt, int head_dim, int num_q_heads,
+                          int num_tokens, int gh, int bt) {
+  static const bool on[2] = {!(getenv("ANYATTN_CUDA_Q_TMA") && strcmp(getenv("ANYATTN_CUDA_Q_TMA"), "0") == 0),
+                             !(getenv("ANYATTN_CUDA_O_TMA") && strcmp(getenv("ANYATTN_CUDA_O_TMA"), "0") == 0)};
+  if (slot < 0 || slot > 1 || !on[slot] || tma_mode() == 0) return false;
   const PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
-  if (!enc || gh < 1 || gh > 256 || bq < 1 || bq > 256 || num_tokens < 1) return false;
+  if (!enc || gh < 1 || gh > 256 || bt < 1 || bt > 256 || num_tokens < 1) return false;
   struct Key {
-    const void *q;
-    int dtype, head_dim, heads, tokens, gh, bq;
+    const void *t;
+    int dtype, head_dim, heads, tokens, gh, bt;
   };
   Key key;
   memset(&key, 0, sizeof key);
-  key.q = q, key.dtype = (int)dt, key.head_dim = head_dim, key.heads = num_q_heads, key.tokens = num_tokens;
-  key.gh = gh, key.bq = bq;
-  static thread_local Key last_key;
-  static thread_local TmaMap last;
-  static thread_local bool last_ok = false, have = false;
-  if (!have || memcmp(&key, &last_key, sizeof key) != 0) {
+  key.t = t, key.dtype = (int)dt, key.head_dim = head_dim, key.heads = num_q_heads, key.tokens = num_tokens;
+  key.gh = gh, key.bt = bt;
+  static thread_local Key last_key[2];
+  static thread_local TmaMap last[2];
+  static thread_local bool last_ok[2] = {false, false}, have[2] = {false, false};
+  if (!have[slot] || memcmp(&key, &last_key[slot], sizeof key) != 0) {
     const cuuint64_t dims[3] = {(cuuint64_t)head_dim, (cuuint64_t)num_q_heads, (cuuint64_t)num_tokens};
     const cuuint64_t strides[2] = {(cuuint64_t)head_dim * 2, (cuuint64_t)num_q_heads * head_dim * 2};
-    const cuuint32_t box[3] = {64, (cuuint32_t)gh, (cuuint32_t)bq};
+    const cuuint32_t box[3] = {64, (cuuint32_t)gh, (cuuint32_t)bt};
     const cuuint32_t estr[3] = {1, 1, 1};
     const CUtensorMapDataType type =
         dt == ANYATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUtensorMap m;
-    last_ok = enc(&m, type, 3, const_cast<void *>(q), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-    if (last_ok) memcpy(&last, &m, sizeof m);
-    last_key = key, have = true;
+    last_ok[slot] = enc(&m, type, 3, const_cast<void *>(t), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    if (last_ok[slot]) memcpy(&last[slot], &m, sizeof m);
+    last_key[slot] = key, have[slot] = true;
     if (strcmp(tma_env(), "log") == 0)
-      fprintf(stderr, "anyattn: cuda: Q as TMA boxes of 64 x %d x %d (d%d): %s\n", gh, bq, head_dim,
-              last_ok ? "on" : "the driver rejected the view of q; 16-byte copies");
+      fprintf(stderr, "anyattn: cuda: %s as TMA boxes of 64 x %d x %d (d%d): %s\n", slot ? "out" : "Q", gh, bt,
+              head_dim, last_ok[slot] ? "on" : "the driver rejected the view; 16-byte copies");
   }
-  if (!last_ok) return false;
-  *out = last;
+  if (!last_ok[slot]) return false;
+  *out = last[slot];
   return true;
 }
 

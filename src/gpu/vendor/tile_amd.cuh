@@ -291,6 +291,10 @@ __device__ __forceinline__ void mbar_wait(uint64_t *, uint32_t) { __builtin_trap
 __device__ __forceinline__ void tma_prefetch_map(const void *) {}
 __device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int, int, uint64_t *) { __builtin_trap(); }
 __device__ __forceinline__ void tma_load_3d(void *, const void *, int, int, int, uint64_t *) { __builtin_trap(); }
+__device__ __forceinline__ void tma_store_3d(const void *, const void *, int, int, int) { __builtin_trap(); }
+__device__ __forceinline__ void bulk_commit() {}
+__device__ __forceinline__ void bulk_wait_read() {}
+__device__ __forceinline__ void bulk_wait() {}
 __device__ __forceinline__ void named_sync(int, int) { __builtin_trap(); }
 __device__ __forceinline__ void named_arrive(int, int) { __builtin_trap(); }
 __device__ __forceinline__ int named_sync_count(int, int, int) { __builtin_trap(); return 0; }

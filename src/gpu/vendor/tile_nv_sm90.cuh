@@ -200,6 +200,36 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 
 /* Box at (c0, c1, c2) of a 3-d tensor map -> dst (1024-byte aligned under
  * the 128-byte swizzle); as tma_load_4d. */
+/* A 3-d TMA box from shared memory out to global memory (the producer's
+ * kernels' rows out, epilogue.cuh), as one bulk async-group of the issuing
+ * thread: commit after the boxes, then wait until their shared memory is
+ * read (before it is written again) or, before the thread exits, until the
+ * writes are done. */
+__device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1, int c2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(src))
+               : "memory");
+#else
+  (void)map, (void)src, (void)c0, (void)c1, (void)c2;
+  __trap();
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
