@@ -378,13 +378,16 @@ __device__ __forceinline__ void ws_turns_end(int grp) {
 }
 
 /* The consumers' side: each item the producer publishes, on Q tile k % 2;
- * its rows out (own_rows_epilogue) and the tile handed back: at once after
- * 16-byte stores; after TMA boxes at the next item's start, once the
- * warpgroup's first thread has seen the boxes read (the wait then costs
- * nothing), and before the threads exit, the boxes' writes done. */
+ * its rows out (own_rows_epilogue) and the tile handed back: at once
+ * without p.o_tma; with it (rows out as TMA boxes where a warpgroup's rows
+ * are whole tokens) at the next item's start, once the warpgroup's first
+ * thread has seen its boxes read (the wait then costs nothing), and before
+ * the threads exit, the boxes' writes done. The hand-back follows p.o_tma,
+ * not each item's choice: a per-item flag live across the loop took ptxas
+ * from 86 to 117 instructions in the d128 loop's wgmma issue. */
 template <typename T, class S>
 __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<T, S> &sm0) {
-  int tb = 0, held = -1; /* held: the tile the warpgroup's boxes may still read */
+  int tb = 0;
   const int grp = (int)threadIdx.x >> 7;
   auto hand_back = [&](int b) {
     fence_proxy_async_smem(); /* the tile's reads (the rows out) before the producer's next boxes into it */
@@ -395,10 +398,9 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
   for (int k = 0;; k++) {
     const int b = k & 1;
     mbar_wait(sm0.bar + kWsItemBar + b, (uint32_t)(k >> 1) & 1u);
-    if (held >= 0) {
+    if (p.o_tma && k > 0) {
       if ((threadIdx.x & 127) == 0) bulk_wait_read();
-      hand_back(held);
-      held = -1;
+      hand_back(b ^ 1);
     }
     const int *d = sm0.desc + 8 * b;
     const int item = d[0];
@@ -412,10 +414,9 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
     mainloop_ws(p, g, sm, sx, acc, k, tb);
-    const bool boxes = own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
     tb += g.ntiles;
-    if (boxes) held = b;
-    else hand_back(b);
+    if (!p.o_tma) hand_back(b);
   }
   ws_turns_end<S>(grp);
   if ((threadIdx.x & 127) == 0) bulk_wait();

@@ -198,8 +198,6 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 #endif
 }
 
-/* Box at (c0, c1, c2) of a 3-d tensor map -> dst (1024-byte aligned under
- * the 128-byte swizzle); as tma_load_4d. */
 /* A 3-d TMA box from shared memory out to global memory (the producer's
  * kernels' rows out, epilogue.cuh), as one bulk async-group of the issuing
  * thread: commit after the boxes, then wait until their shared memory is
@@ -230,6 +228,8 @@ __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif
 }
+/* Box at (c0, c1, c2) of a 3-d tensor map -> dst (1024-byte aligned under
+ * the 128-byte swizzle); as tma_load_4d. */
 __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
