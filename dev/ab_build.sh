@@ -19,6 +19,9 @@
 #   OUT=dir AB_ENV=ANYATTN_CUDA_CLUSTERS=0 bash dev/ab_build.sh
 # KERNELS="bf16_d128 bf16_fp8_d128" builds B with those kernel files only, as
 # run_h200.sh's KERNELS builds A (docs/performance.md#quick-builds).
+# AB_CHECK=bf16_d128 first runs each B side's quick conformance cases of that name, by default and
+# under each of AB_CHECK_ENVS (default ANYATTN_CUDA_PERSIST=3); a check past AB_CHECK_S seconds
+# (default 60: a kernel that hangs) stops the run before the timings.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/ab-out}
@@ -73,6 +76,21 @@ else
   CLI_B="env $AB_ENV build/anyattn"
 fi
 CLI_A=build/anyattn
+# AB_CHECK: each B side's quick conformance cases whose names hold that string, by default and
+# under each of AB_CHECK_ENVS, before any timing; a check past AB_CHECK_S seconds (a kernel that
+# hangs) ends the run there
+if [ -n "${AB_CHECK:-}" ]; then
+  for side in $SIDES; do
+    eval "cli=\$CLI_$side"
+    for e in "" ${AB_CHECK_ENVS-ANYATTN_CUDA_PERSIST=3}; do
+      f="$OUT/ab_check_${side}_${e:-default}.txt"
+      env $e timeout "${AB_CHECK_S:-60}" $cli check --backend cuda --quick --filter "$AB_CHECK" >"$f" 2>&1
+      rc=$?
+      echo "ab_build: check $side [${e:-default}] rc=$rc, $(grep -c '^PASS' "$f") passed, $(grep -c '^FAIL' "$f") failed$(grep '^FAIL' "$f" | head -3 | cut -d' ' -f2 | sed 's/^/; /' | tr -d '\n')"
+      [ $rc = 124 ] && { echo "ab_build: the check of $side timed out; no timings"; exit 1; }
+    done
+  done
+fi
 for r in $(seq 1 "$ROUNDS"); do
   for side in A $SIDES; do
     eval "cli=\$CLI_$side"
