@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # report_h200.sh: `anyattn report` on a lent GPU machine, whose calls last at most 10 minutes: one
-# call builds when build/anyattn is missing (run_h200.sh's build step), continues the report folder
-# build/report-h200 (unpacking REPORT_TGZ there first when the machine came back without it), stops
-# the report with SIGINT before LIMIT seconds so it writes what it has, and bundles the folder into
-# $OUT/report-h200.tgz. The same call again continues: finished workloads are kept, --tune resumes
-# at its first unfinished cell; the report is complete when this exits 0.
+# call builds when build/anyattn is missing or a quick build (run_h200.sh's build step), continues
+# the report folder build/report-h200 (unpacking REPORT_TGZ there first when the machine came back
+# without it), stops the report with SIGINT before LIMIT seconds so it writes what it has, and
+# bundles the folder into $OUT/report-h200.tgz. The same call again continues: finished workloads
+# are kept, --tune resumes at its first unfinished cell; the report is complete when this exits 0.
 #
 #   ANYATTN_COMMIT=<sha> OUT=/out bash bench/report_h200.sh            # the workloads and peers
 #   ANYATTN_COMMIT=<sha> OUT=/out bash bench/report_h200.sh --tune     # then the tuning campaign
@@ -22,7 +22,8 @@ mkdir -p "$OUT"
 # cJSON from DEPS_DIR's .deb files, unpacked again where a call's copy of the tree replaced the
 # folder that the build's rpath points into
 . bench/deps_env.sh
-if [ ! -x build/anyattn ]; then
+# a quick build (some kernel files only: run_h200.sh's KERNELS) is rebuilt whole first
+if [ ! -x build/anyattn ] || grep -qs '^ANYATTN_CUDA_KERNELS:STRING=.' build/CMakeCache.txt; then
   STEPS=build OUT="$OUT/build" bash bench/run_h200.sh >/dev/null 2>&1 ||
     { echo "report_h200: the build failed ($OUT/build/log.txt)"; exit 1; }
 fi
