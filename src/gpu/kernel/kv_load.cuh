@@ -43,6 +43,16 @@ struct KvPages {
     const int mask = ~(p.tma_rows - 1);
     return min(max(j0, g.lo & mask), (g.hi - 1) & mask);
   }
+  /* Whether the V tile at n0 may come as boxes (box_key's): where its last
+   * box ends within the context, every row it brings is one of the
+   * sequence's keys, finite, and its weight is exact zero wherever the
+   * scores mask the key (rows outside [lo, hi), past a row's position); a
+   * page's tail past the context may hold anything, and 0 * NaN is NaN, so
+   * such tiles take zero-filling copies. */
+  __device__ __forceinline__ bool v_boxes(int n0) const {
+    const int r = p.tma_rows;
+    return min(n0 + S::BN - r, (g.hi - 1) & ~(r - 1)) + r <= g.w.kv_len;
+  }
 };
 
 /* Q block -> shared memory, as the oldest cp.async group; rows past the

@@ -79,7 +79,7 @@ __device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S>
  * each once both consumer warpgroups are done with the stage's previous
  * tile (t - 2); t counts the block's tiles over its items (tb: the item's
  * first). Halves come as TMA boxes where PipelinedTile takes them
- * (K always, V wholly inside the key range), else as zero-filling 16-byte
+ * (K always, V where its boxes end within the context), else as zero-filling 16-byte
  * copies; either way all 128 threads arrive on the half's "landed"
  * mbarrier, as in PipelinedTile. */
 template <typename T, class S>
@@ -99,7 +99,7 @@ struct WsProducer {
     tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
   }
   __device__ __forceinline__ bool box(int n0, int hf) const {
-    return tma && (hf == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi));
+    return tma && (hf == 0 || pages.v_boxes(n0));
   }
   __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
   /* This thread's page id for half hf of tile n0: its box's, or its row's. */
