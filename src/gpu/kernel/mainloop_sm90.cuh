@@ -85,16 +85,12 @@ struct PipelinedTile {
     tma = (PassCaps<S>::TMA_PP || PassCaps<S>::TMA_PP8) && p.tma_rows > 0 && g.ntiles > 0;
   }
 
-  /* A half is boxes when it is K, or V of a tile whose boxes end within the
-   * context (KvPages::v_boxes; a V tile past it keeps the 16-byte copies,
-   * which zero-fill rows past the range: a page's unwritten tail may hold
-   * NaN, and P = 0 times NaN is NaN; over FP8 caches V tiles wholly inside
-   * [lo, hi): the wider test spilled the FP8 role pair's registers). Box
-   * b of a tile is issued by thread lt = b R of the warpgroup, which reads
-   * its page id a tile ahead instead of its row's. */
-  __device__ __forceinline__ bool box(int n0) const {
-    return tma && (hf == 0 || (S::KV8 ? n0 >= g.lo && n0 + S::BN <= g.hi : pages.v_boxes(n0)));
-  }
+  /* A half is boxes when it is K, or V of a tile wholly inside [lo, hi) (a
+   * boundary V tile keeps the 16-byte copies, which zero-fill rows past the
+   * range: those may hold a page's unwritten tail, and P = 0 times NaN is
+   * NaN). Box b of a tile is issued by thread lt = b R of the warpgroup,
+   * which reads its page id a tile ahead instead of its row's. */
+  __device__ __forceinline__ bool box(int n0) const { return tma && (hf == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi)); }
   __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
   __device__ __forceinline__ int lookup(int n0) const {
     if (box(n0)) return box_owner() ? pages.bt_row[fast_div(pages.box_key(n0 + lt), p.bs_magic, p.bs_shift)] : 0;
