@@ -25,7 +25,6 @@ struct KvPages {
     bt_row = p.block_table + (int64_t)g.w.seq * p.bt_stride;
     kc = static_cast<const KT *>(p.k) + (int64_t)g.kvh * p.k_sh;
     vc = static_cast<const KT *>(p.v) + (int64_t)g.kvh * p.v_sh;
-    v_last = ((g.hi - 1) & ~(p.tma_rows - 1)) + p.tma_rows <= g.w.kv_len ? 0x7fffffff : g.w.kv_len - S::BN;
   }
   /* Page id of row r of the tile at n0 (-1 outside [lo, hi)). */
   __device__ __forceinline__ int page_id(int r, int n0) const {
@@ -44,16 +43,6 @@ struct KvPages {
     const int mask = ~(p.tma_rows - 1);
     return min(max(j0, g.lo & mask), (g.hi - 1) & mask);
   }
-  /* Whether the V tile at n0 may come as boxes (box_key's): where its last
-   * box ends within the context, every row it brings is one of the
-   * sequence's keys, finite, and its weight is exact zero wherever the
-   * scores mask the key (rows outside [lo, hi), past a row's position); a
-   * page's tail past the context may hold anything, and 0 * NaN is NaN, so
-   * such tiles take zero-filling copies. */
-  __device__ __forceinline__ bool v_boxes(int n0) const { return n0 <= v_last; }
-  /* v_boxes' last tile start: any where the last box of [lo, hi) ends within the context, else
-   * the tiles ending within it (a test per tile against one value, for the producer's registers) */
-  int v_last;
 };
 
 /* Q block -> shared memory, as the oldest cp.async group; rows past the

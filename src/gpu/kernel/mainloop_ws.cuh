@@ -78,10 +78,11 @@ __device__ __forceinline__ void ws_q_boxes(const AttnParams &p, const Program<S>
 /* The producer warpgroup: K(t) and V(t) into stage t % 2, in tile order,
  * each once both consumer warpgroups are done with the stage's previous
  * tile (t - 2); t counts the block's tiles over its items (tb: the item's
- * first). Halves come as TMA boxes where PipelinedTile takes them
- * (K always, V where its boxes end within the context), else as zero-filling 16-byte
- * copies; either way all 128 threads arrive on the half's "landed"
- * mbarrier, as in PipelinedTile. */
+ * first). Halves come as TMA boxes (K always; V where its boxes end
+ * within the context, v_last, where PipelinedTile and head dim 256 take V
+ * wholly inside [lo, hi) only), else as zero-filling 16-byte copies;
+ * either way all 128 threads arrive on the half's "landed" mbarrier, as in
+ * PipelinedTile. */
 template <typename T, class S>
 struct WsProducer {
   const AttnParams &p;
@@ -91,15 +92,30 @@ struct WsProducer {
   int lt; /* thread within the warpgroup */
   bool tma;
   int tb; /* the block's tiles before this item's */
+  int v_last; /* the last tile start whose V comes as boxes */
 
   __device__ __forceinline__ WsProducer(const AttnParams &p_, const Program<S> &g_, const SmemTiles<T, S> &sm_,
                                         int tb_)
       : p(p_), g(g_), sm(sm_), pages(p_, g_), tb(tb_) {
     lt = g.tid - S::THREADS;
     tma = PassCaps<S>::TMA_PP && p.tma_rows > 0 && g.ntiles > 0;
+    /* V rows inside the context but outside [lo, hi) (behind the causal
+     * diagonal, before a window) are the sequence's finite keys, of weight
+     * exactly zero, so their boxes are safe; a page's tail past the context
+     * may hold anything, and 0 * NaN is NaN, so a tile whose boxes reach it
+     * takes the copies. box_key keeps every box inside [lo, hi)'s boxes:
+     * any tile where the last of those ends within the context, else the
+     * tiles that end within it (docs/design/prefill.md#tma-panels). */
+    if constexpr (S::HD < 256) {
+      const int last_box = (g.hi - 1) & ~(p.tma_rows - 1);
+      v_last = last_box + p.tma_rows <= g.w.kv_len ? 0x7fffffff : g.w.kv_len - S::BN;
+    }
   }
+  /* at head dim 256 (the producer at 24 registers) V wholly inside [lo, hi): v_last took the spilled
+   * stores from 32 to 40 bytes there (ptxas 13.0) */
   __device__ __forceinline__ bool box(int n0, int hf) const {
-    return tma && (hf == 0 || pages.v_boxes(n0));
+    if constexpr (S::HD >= 256) return tma && (hf == 0 || (n0 >= g.lo && n0 + S::BN <= g.hi));
+    else return tma && (hf == 0 || n0 <= v_last);
   }
   __device__ __forceinline__ bool box_owner() const { return lt < S::BN && (lt & (p.tma_rows - 1)) == 0; }
   /* This thread's page id for half hf of tile n0: its box's, or its row's. */
