@@ -22,7 +22,7 @@ enum {
   AA_F_MAX_KV,       /* batch->max_kv_len, else limits.max_context */
   AA_F_HEAD_DIM,
   AA_F_GROUP,        /* num_q_heads / num_kv_heads */
-  AA_F_KV_BYTES,     /* bytes per K/V cache element (anyattn_kv_dtype_size) */
+  AA_F_KV_BYTES,     /* bytes per K/V cache element (aa_kv_dtype_size) */
   AA_F_MEAN_KV,      /* batch->sum_kv_len / num_seqs, else 0 (unknown) */
   AA_F_COUNT
 };

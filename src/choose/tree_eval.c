@@ -53,7 +53,7 @@ void aa_tree_features(const anyattn_plan *plan, int num_seqs, int num_tokens, in
   f[AA_F_MAX_KV] = max_kv_len > 0 ? max_kv_len : plan->limits.max_context;
   f[AA_F_HEAD_DIM] = plan->problem.head_dim;
   f[AA_F_GROUP] = plan->group;
-  f[AA_F_KV_BYTES] = (double)anyattn_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
+  f[AA_F_KV_BYTES] = (double)aa_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
   f[AA_F_MEAN_KV] = num_seqs > 0 && sum_kv_len > 0 ? (double)sum_kv_len / num_seqs : 0.0;
 }
 

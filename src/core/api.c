@@ -17,22 +17,10 @@ const char *anyattn_version_string(void) {
       ANYATTN_VERSION_PATCH);
 }
 
-size_t anyattn_dtype_size(anyattn_dtype dtype) {
-  switch (dtype) {
-    case ANYATTN_DTYPE_F32: return 4;
-    case ANYATTN_DTYPE_F16: return 2;
-    case ANYATTN_DTYPE_BF16: return 2;
-  }
-  return 0;
-}
+size_t anyattn_dtype_size(anyattn_dtype dtype) { return aa_dtype_size(dtype); }
 
 size_t anyattn_kv_dtype_size(anyattn_kv_dtype kv_dtype, anyattn_dtype dtype) {
-  switch (kv_dtype) {
-    case ANYATTN_KV_AS_Q: return anyattn_dtype_size(dtype);
-    case ANYATTN_KV_FP8_E4M3: return 1;
-    case ANYATTN_KV_FP8_E4M3FNUZ: return 1;
-  }
-  return 0;
+  return aa_kv_dtype_size(kv_dtype, dtype);
 }
 
 const char *anyattn_kv_dtype_name(anyattn_kv_dtype kv_dtype) {

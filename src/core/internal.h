@@ -12,6 +12,28 @@ extern "C" {
 
 #define AA_HIDDEN __attribute__((visibility("hidden")))
 
+/* ---- element sizes --------------------------------------------------- */
+/* Bytes per element of a dtype and of a K/V cache kind (0 for unknown): the
+ * public anyattn_dtype_size and anyattn_kv_dtype_size return these; the
+ * backends and the chooser, below the public entry points, call these. */
+static inline size_t aa_dtype_size(anyattn_dtype dtype) {
+  switch (dtype) {
+    case ANYATTN_DTYPE_F32: return 4;
+    case ANYATTN_DTYPE_F16: return 2;
+    case ANYATTN_DTYPE_BF16: return 2;
+  }
+  return 0;
+}
+
+static inline size_t aa_kv_dtype_size(anyattn_kv_dtype kv_dtype, anyattn_dtype dtype) {
+  switch (kv_dtype) {
+    case ANYATTN_KV_AS_Q: return aa_dtype_size(dtype);
+    case ANYATTN_KV_FP8_E4M3: return 1;
+    case ANYATTN_KV_FP8_E4M3FNUZ: return 1;
+  }
+  return 0;
+}
+
 /* ---- errors ---------------------------------------------------------- */
 /* Records `status` and a printf-style message as the thread's last error and
  * returns `status`, so call sites read `return aa_error(...)`. */

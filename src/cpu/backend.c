@@ -268,9 +268,9 @@ static aa_cpu_job aa_cpu_job_of(const anyattn_plan *plan, const anyattn_args *a)
   job.plan = plan;
   job.a = a;
   job.L = aa_cpu_layout_of(plan);
-  job.es = anyattn_dtype_size(plan->problem.dtype);
+  job.es = aa_dtype_size(plan->problem.dtype);
   job.kv = plan->problem.kv_dtype;
-  job.kes = anyattn_kv_dtype_size(job.kv, plan->problem.dtype);
+  job.kes = aa_kv_dtype_size(job.kv, plan->problem.dtype);
   job.d = plan->problem.head_dim;
   job.group = plan->group;
   job.nqh = plan->problem.num_q_heads;

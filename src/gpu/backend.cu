@@ -273,7 +273,7 @@ void plan_free(anyattn_plan *plan) {
 anyattn_status run(const anyattn_plan *plan, const anyattn_args *a) {
   const anyattn_problem *pr = &plan->problem;
   if (a->num_tokens == 0) return ANYATTN_STATUS_OK;
-  const size_t es = anyattn_dtype_size(pr->dtype);
+  const size_t es = aa_dtype_size(pr->dtype);
   const bool fp8 = pr->kv_dtype != ANYATTN_KV_AS_Q;
   AA_CHECK(aligned16(a->k_cache) && aligned16(a->v_cache), ANYATTN_STATUS_BAD_STRIDE,
            "tensors->k_cache and v_cache must be 16-byte aligned for the " AA_GPU_NAME " backend");

@@ -234,7 +234,7 @@ size_t aa_gpu_launch_smem(const anyattn_plan *plan, const aa_gpu_device *dev, in
   if (c->block_m != 16 || dev->stream_warps <= 0 || c->warps <= 0) return c->smem;
   /* rows of 128 bytes or fewer (d64, fp8 caches) stream faster with more
    * programs per SM; split launches are sized to one wave of the row's own */
-  const size_t row_bytes = (size_t)c->head_dim * anyattn_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
+  const size_t row_bytes = (size_t)c->head_dim * aa_kv_dtype_size(plan->problem.kv_dtype, plan->problem.dtype);
   if (row_bytes <= 128 || (programs >= 0 && splits != 1)) return c->smem;
   const int cap = dev->stream_warps >= c->warps ? dev->stream_warps / c->warps : 1;
   if (aa_gpu_split_occupancy(st, dev, cfg) <= cap) return c->smem;
@@ -536,7 +536,7 @@ anyattn_status aa_gpu_plan_stage(anyattn_plan *plan) {
   const size_t base = aa_align256(plan->workspace_size);
   AA_CHECK(pages < 0x7fffffffLL && aa_mul((size_t)bs, (size_t)pr->num_kv_heads, &elems) &&
                aa_mul(elems, (size_t)pr->head_dim, &elems) && elems / 8 < 0x7fffffffu &&
-               aa_mul(elems, anyattn_dtype_size(pr->dtype), &page_bytes) &&
+               aa_mul(elems, aa_dtype_size(pr->dtype), &page_bytes) &&
                aa_mul(page_bytes, (size_t)pages + 1, &kv_bytes) && kv_bytes <= SIZE_MAX / 4 &&
                aa_mul((size_t)l->max_seqs, (size_t)stride, &table) && table <= SIZE_MAX / 8 &&
                base <= SIZE_MAX / 2 - 2 * aa_align256(kv_bytes) - aa_align256(table * 4),
