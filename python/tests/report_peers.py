@@ -5,7 +5,7 @@ which must post no time). They show how a team adds its own kernel to the report
 
 import numpy as np
 
-from anyattn.report.peers import Peer, Runner, Unsupported
+from anyattn.report.peer import Peer, Runner, Unsupported
 
 
 def attention(inp, scale):

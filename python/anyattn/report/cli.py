@@ -45,7 +45,7 @@ def parser():
     ap.add_argument("--page-size", type=int, default=16, help="tokens per page of --cases (default 16)")
     ap.add_argument("--peers", help="only these peers (comma-separated ids, e.g. sdpa-flash,flashinfer)")
     ap.add_argument("--peers-from", action="append", default=[], metavar="FILE.py",
-                    help="add the peers a Python file defines (PEERS, a list of anyattn.report.peers.Peer)")
+                    help="add the peers a Python file defines (PEERS, a list of anyattn.report.peer.Peer)")
     ap.add_argument("--tune", action="store_true", help="run the tuning campaign, fit and save the tree, measure "
                     "its gain on the IBM grid")
     ap.add_argument("--tune-grid", choices=["full", "ibm"], help="default full (--quick: ibm)")

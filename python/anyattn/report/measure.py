@@ -8,7 +8,7 @@ import zlib
 
 from . import timing
 from .inputs import compare, make_inputs, poison, reference_rows, sample_rows
-from .peers import Unsupported
+from .peer import Unsupported
 
 
 def case_seed(base, name):

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .inputs import rows_of
-from .peers import Peer, Runner, Unsupported, dense_kv, group_reader, module_version, probe_module
+from .peer import Peer, Runner, Unsupported, dense_kv, dense_q, group_reader, module_version, probe_module
 
 WORKSPACE_BYTES = 512 << 20       # FlashInfer's float workspace (it recommends at least 128 MB)
 VLLM_MODULES = ("vllm.v1.attention.ops.triton_unified_attention", "vllm.attention.ops.triton_unified_attention")
@@ -165,7 +165,6 @@ class FlashAttn2(_Module):
 
     def _group_call(self, inp, q_len, kv_len, seqs, paged):
         import torch
-        from .peers import dense_q
         f = self.mod.flash_attn_with_kvcache
         q = dense_q(inp, seqs, q_len).transpose(1, 2).contiguous()         # [B, q_len, hq, d]
         lens = torch.as_tensor([inp.case.kv_lens[s] for s in seqs], dtype=torch.int32, device=q.device)
