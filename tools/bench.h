@@ -1,4 +1,4 @@
-/* bench.h: the named workloads every backend shares, and the bench runner. */
+/* bench.h: the named workloads every backend shares (bench_cases.c), and the bench runner (bench.c). */
 #ifndef ANYATTN_TOOLS_BENCH_H
 #define ANYATTN_TOOLS_BENCH_H
 
@@ -86,6 +86,10 @@ int bench_run_case(const bench_options *opt, anyattn_context *ctx, const bench_c
  * token at context C) and "pBxL" (B causal prompts of L tokens), comma
  * separated. 0 on success, -1 on a malformed item. */
 int bench_parse_cases(case_list *l, const char *list);
+
+/* Appends workload `w`'s cases (its GPU list when `gpu`, else its CPU list;
+ * "default": decode, prefill and mixed) to `l`. */
+void bench_build_workload(case_list *l, const char *w, int gpu);
 
 /* Returns 0 on success, 1 on a runtime failure (message printed), 2 on a bad
  * workload name. */
