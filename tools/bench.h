@@ -92,7 +92,7 @@ int bench_parse_cases(case_list *l, const char *list);
 void bench_build_workload(case_list *l, const char *w, int gpu);
 
 /* Returns 0 on success, 1 on a runtime failure (message printed), 2 on a bad
- * workload name. */
+ * workload name or a cp-* one (those run through cp_bench_main, cp_bench.h). */
 int bench_main(const bench_options *opt);
 /* 1 when `name` is a known workload. */
 int bench_workload_known(const char *name);

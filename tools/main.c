@@ -17,6 +17,7 @@
 #include "anyattn.h"
 #include "bench.h"
 #include "conformance.h"
+#include "cp_bench.h"
 #include "cp_model.h"
 #include "tune.h"
 
@@ -599,7 +600,8 @@ static int cmd_bench(const cli_options *o) {
   bo.hints = o->hints;
   bo.ranks_per_node = o->ranks_per_node;
   bo.head_dim = o->head_dim;
-  return bench_main(&bo);
+  /* context parallelism: across the processes of a job (cp_bench.c), at the default head dim */
+  return strncmp(bo.workload, "cp-", 3) ? bench_main(&bo) : cp_bench_main(&bo);
 }
 
 static int cmd_tune(const cli_options *o) {
