@@ -4,22 +4,33 @@
 #include "bench.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int bench_head_dim = BENCH_DEFAULT_D;
 
+/* The case lists' allocations: a list the CLI cannot hold ends the command (status 1). */
+static void *cases_alloc(void *old, size_t n, size_t size) {
+  void *p = n <= SIZE_MAX / size ? realloc(old, n ? n * size : 1) : NULL;
+  if (!p) {
+    fprintf(stderr, "anyattn: out of memory building the bench cases\n");
+    exit(1);
+  }
+  return p;
+}
+
 void bench_add_case(case_list *l, const char *name, int num_seqs, const int *q, const int *kv) {
   if (l->count == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 16;
-    l->items = (bench_case *)realloc(l->items, (size_t)l->cap * sizeof *l->items);
+    l->items = (bench_case *)cases_alloc(l->items, (size_t)l->cap, sizeof *l->items);
   }
   bench_case *c = &l->items[l->count++];
   snprintf(c->name, sizeof c->name, "%s", name);
   c->num_seqs = num_seqs;
-  c->q_lens = (int *)malloc((size_t)num_seqs * sizeof(int));
-  c->kv_lens = (int *)malloc((size_t)num_seqs * sizeof(int));
+  c->q_lens = (int *)cases_alloc(NULL, (size_t)num_seqs, sizeof(int));
+  c->kv_lens = (int *)cases_alloc(NULL, (size_t)num_seqs, sizeof(int));
   memcpy(c->q_lens, q, (size_t)num_seqs * sizeof(int));
   memcpy(c->kv_lens, kv, (size_t)num_seqs * sizeof(int));
 }
@@ -41,7 +52,8 @@ static void add_decode(case_list *l, int batch, int ctx) {
 
 /* `batch` causal prompts of `len` tokens each. */
 static void add_prefill(case_list *l, int batch, int len) {
-  int *q = (int *)malloc((size_t)batch * sizeof(int)), *kv = (int *)malloc((size_t)batch * sizeof(int));
+  int *q = (int *)cases_alloc(NULL, (size_t)batch, sizeof(int));
+  int *kv = (int *)cases_alloc(NULL, (size_t)batch, sizeof(int));
   for (int i = 0; i < batch; i++) q[i] = len, kv[i] = len;
   char name[64];
   snprintf(name, sizeof name, "prefill %dx%d", batch, len);
@@ -55,7 +67,8 @@ static void add_prefill(case_list *l, int batch, int len) {
 void bench_add_mixed(case_list *l, const char *name, int chunks, int chunk_len, int chunk_ctx, int decodes,
                      int ctx) {
   int n = chunks + decodes;
-  int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
+  int *q = (int *)cases_alloc(NULL, (size_t)n, sizeof(int));
+  int *kv = (int *)cases_alloc(NULL, (size_t)n, sizeof(int));
   for (int i = 0; i < chunks; i++) q[i] = chunk_len, kv[i] = chunk_ctx;
   for (int i = chunks; i < n; i++) q[i] = 1, kv[i] = ctx;
   bench_add_case(l, name, n, q, kv);
@@ -76,7 +89,8 @@ void bench_add_ibm(case_list *l) {
       for (int s = 0; s < 3; s++) {
         int n = batches[b];
         int n_decode = (int)floor(shares[s] * n + 0.5);
-        int *q = (int *)malloc((size_t)n * sizeof(int)), *kv = (int *)malloc((size_t)n * sizeof(int));
+        int *q = (int *)cases_alloc(NULL, (size_t)n, sizeof(int));
+        int *kv = (int *)cases_alloc(NULL, (size_t)n, sizeof(int));
         for (int i = 0; i < n; i++) {
           int len = (int)(maxlens[m] * cycle[i % 5]);
           if (len < 1) len = 1;
