@@ -1,7 +1,7 @@
 /* bench_cases.c: the batches `anyattn bench` times: the named workloads
  * (every backend's, GPU and CPU lists), the IBM grid, mixed batches, and
  * --cases lists; bench.c times them, cp_bench.c and tune.c take them too. */
-#include "bench.h"
+#include "bench_cases.h"
 
 #include <math.h>
 #include <stdint.h>
