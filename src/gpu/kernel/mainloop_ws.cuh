@@ -132,11 +132,19 @@ struct WsProducer {
       else mbar_arrive(bar);
       if (box_owner()) {
         const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
+        /* decode items (one Q block, one head chunk) read their keys once */
+        const bool dec = g.w.q_len <= p.bq && p.n_hchunks == 1;
+        const int kind = p.l2hint == 1 ? (dec ? 1 : 0) : p.l2hint == 2 ? (dec ? 1 : 2) : (dec ? 0 : 2);
+        const uint64_t pol = l2_policy(kind);
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
 #pragma unroll
         for (int pn = 0; pn < S::PANELS; pn++)
-          tma_load_4d(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row, pg,
-                      bar);
+          if (p.l2hint == 0)
+            tma_load_4d(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row,
+                        pg, bar);
+          else
+            tma_load_4d_hint(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh,
+                             row, pg, bar, pol);
       }
       return;
     }

@@ -48,6 +48,7 @@ struct AttnParams {
    * index; 1, the upper and the lower half of the blocks by turns, each
    * descending (mixed batches: a prompt's programs between the decodes'). */
   int qb_order;
+  int l2hint; /* experiment: ANYATTN_CUDA_L2HINT (host_nv.cuh) */
   int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
   int num_q_heads;
   /* The problem's head dim (a multiple of 8, at most the kernel's compiled

@@ -107,6 +107,17 @@ inline bool ws_mode() {
   return on;
 }
 
+/* ANYATTN_CUDA_L2HINT (experiment): L2 policies on the producer's K/V boxes. 0 none; 1 evict_first on
+ * decode items' (one Q block, one head chunk); 2 as 1 and evict_last on the others'; 3 evict_last on
+ * the others' only. */
+inline int l2hint_mode() {
+  static const int mode = [] {
+    const char *e = getenv("ANYATTN_CUDA_L2HINT");
+    return e && *e >= '0' && *e <= '3' && !e[1] ? *e - '0' : 0;
+  }();
+  return mode;
+}
+
 /* Persistent launches of the producer warpgroup's kernel (policy.h,
  * aa_gpu_producer_blocks): ANYATTN_CUDA_PERSIST=0 launches a block per
  * program everywhere (0; for comparisons), =N from 2 to 65536 at most N

@@ -198,6 +198,34 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 #endif
 }
 
+/* L2 eviction policies for tma_load_4d_hint: 0 evict_normal, 1 evict_first, 2 evict_last (the
+ * whole access). */
+__device__ __forceinline__ uint64_t l2_policy(int kind) {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (kind == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  else if (kind == 2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
+#else
+  (void)kind;
+#endif
+  return pol;
+}
+/* tma_load_4d with an L2 cache policy (l2_policy) on the box's reads. */
+__device__ __forceinline__ void tma_load_4d_hint(void *dst, const void *map, int c0, int c1, int c2, int c3,
+                                                 uint64_t *bar, uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(
+          smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar)), "l"(pol)
+      : "memory");
+#else
+  (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar, (void)pol;
+  __trap();
+#endif
+}
+
 /* A 3-d TMA box from shared memory out to global memory (the producer's
  * kernels' rows out, epilogue.cuh), as one bulk async-group of the issuing
  * thread: commit after the boxes, then wait until their shared memory is
