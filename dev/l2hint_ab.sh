@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # l2hint_ab.sh: the L2 policies of the producer's K/V boxes (ANYATTN_CUDA_L2HINT 0-3, host_nv.cuh)
 # side by side: a quick build (KERNELS, default bf16_d128), each mode's quick conformance cases, then
-# ROUNDS rounds of the mixed workload and the prefill CASES under graph replay, the modes in turn,
+# ROUNDS rounds of the mixed workload, the prefill CASES and the first mixed case's decodes alone on
+# the producer's tile under graph replay, the modes in turn,
 # and racecheck under mode 2 with the time left; a table of us per round last.
 #   OUT=dir L=560 bash dev/l2hint_ab.sh
 set -u
@@ -33,12 +34,15 @@ for r in $(seq 1 "$ROUNDS"); do
     f="$OUT/t_${m}_$r.txt"
     ANYATTN_CUDA_L2HINT=$m build/anyattn bench --backend cuda --workload mixed --graph >"$f" 2>&1 || echo "mode $m round $r: mixed failed"
     ANYATTN_CUDA_L2HINT=$m build/anyattn bench --backend cuda --cases "$CASES" --graph >>"$f" 2>&1 || echo "mode $m round $r: cases failed"
+    # the first mixed case's decodes alone, on the producer's tile (the mixed batch's)
+    ANYATTN_CUDA_L2HINT=$m build/anyattn bench --backend cuda --cases 63x2048 --config m128n128w8s2 --graph 2>&1 |
+      sed 's/^decode /decode-on-tile /' >>"$f" || echo "mode $m round $r: forced decodes failed"
   done
   echo "round $r done ($(($(date +%s) - t0)) s)"
 done
 echo "== us per call (graph replay); columns: mode.round"
 awk 'FNR == 1 { split(FILENAME, a, "/"); n = a[length(a)]; sub(/^t_/, "", n); sub(/\.txt$/, "", n); sub(/_/, ".", n); cols[++nc] = n }
-     /^(mixed|prefill) / { k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k } v[k, n] = $3 }
+     /^(mixed|prefill|decode-on-tile) / { k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k } v[k, n] = $3 }
      END { printf "%-30s", "case"; for (c = 1; c <= nc; c++) printf " %8s", cols[c]; print "";
            for (i = 1; i <= nk; i++) { printf "%-30s", keys[i]; for (c = 1; c <= nc; c++) printf " %8s", v[keys[i], cols[c]]; print "" } }' \
   $(ls "$OUT"/t_*.txt | sort -t_ -k3,3n -k2,2n)
