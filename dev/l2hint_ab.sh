@@ -5,6 +5,7 @@
 # the producer's tile under graph replay, the modes in turn,
 # and racecheck under mode 2 with the time left; a table of us per round last.
 #   OUT=dir L=560 bash dev/l2hint_ab.sh
+#   OUT=dir L=585 KERNELS= VERIFY=1 MODES="0 1 2" ROUNDS=2 bash dev/l2hint_ab.sh  # full build, then the suite
 set -u
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -46,6 +47,17 @@ awk 'FNR == 1 { split(FILENAME, a, "/"); n = a[length(a)]; sub(/^t_/, "", n); su
      END { printf "%-30s", "case"; for (c = 1; c <= nc; c++) printf " %8s", cols[c]; print "";
            for (i = 1; i <= nk; i++) { printf "%-30s", keys[i]; for (c = 1; c <= nc; c++) printf " %8s", v[keys[i], cols[c]]; print "" } }' \
   $(ls "$OUT"/t_*.txt | sort -t_ -k3,3n -k2,2n)
+# VERIFY=1 (a full build: KERNELS= ): the full conformance suite and the GPU ctest label under mode 0
+if [ -n "${VERIFY:-}" ]; then
+  tl=$(left)
+  [ "$tl" -gt 40 ] && { timeout $((tl - 20)) build/anyattn check --backend cuda >"$OUT/check_full.txt" 2>&1
+    echo "check (full, mode 0): rc=$? $(tail -1 "$OUT/check_full.txt") ($(($(date +%s) - t0)) s)"
+    grep -E '^FAIL' "$OUT/check_full.txt" | head; }
+  tl=$(left)
+  [ "$tl" -gt 40 ] && { (cd build && timeout $((tl - 20)) ctest -L gpu -j3 --output-on-failure) >"$OUT/ctest.txt" 2>&1
+    echo "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.txt") ($(($(date +%s) - t0)) s)"
+    grep -E 'Failed|\*\*\*' "$OUT/ctest.txt" | head; }
+fi
 tl=$(left)
 if [ "$tl" -gt 40 ]; then
   ANYATTN_CUDA_L2HINT=2 timeout $((tl - 15)) compute-sanitizer --tool racecheck --error-exitcode 9 \
