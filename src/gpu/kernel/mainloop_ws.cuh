@@ -132,19 +132,24 @@ struct WsProducer {
       else mbar_arrive(bar);
       if (box_owner()) {
         const int jb = pages.box_key(n0 + lt), pi = fast_div(jb, p.bs_magic, p.bs_shift), row = jb - pi * p.block_size;
-        /* decode items (one Q block, one head chunk) read their keys once */
-        const bool dec = g.w.q_len <= p.bq && p.n_hchunks == 1;
-        const int kind = p.l2hint == 1 ? (dec ? 1 : 0) : p.l2hint == 2 ? (dec ? 1 : 2) : (dec ? 0 : 2);
-        const uint64_t pol = l2_policy(kind);
         fence_proxy_async_smem(); /* earlier 16-byte copies into this stage, before the boxes */
+        /* mixed batches (p.l2hint; head dims up to 128, the ones they take this tile at: at 256 the
+         * policies took the spilled loads from 76 to 88 bytes): a decode item (one Q block, one head
+         * chunk) reads its keys once, evict_first; a prompt's or a chunk's Q blocks read theirs
+         * again, evict_last, so the decodes' stream does not push them out
+         * (docs/design/prefill.md#mixed-batches) */
+        if (S::HD < 256 && p.l2hint) {
+          const uint64_t pol = l2_policy(g.w.q_len <= p.bq && p.n_hchunks == 1 ? 1 : 2);
 #pragma unroll
-        for (int pn = 0; pn < S::PANELS; pn++)
-          if (p.l2hint == 0)
-            tma_load_4d(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row,
-                        pg, bar);
-          else
+          for (int pn = 0; pn < S::PANELS; pn++)
             tma_load_4d_hint(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh,
                              row, pg, bar, pol);
+        } else {
+#pragma unroll
+          for (int pn = 0; pn < S::PANELS; pn++)
+            tma_load_4d(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh, row,
+                        pg, bar);
+        }
       }
       return;
     }

@@ -48,7 +48,10 @@ struct AttnParams {
    * index; 1, the upper and the lower half of the blocks by turns, each
    * descending (mixed batches: a prompt's programs between the decodes'). */
   int qb_order;
-  int l2hint; /* experiment: ANYATTN_CUDA_L2HINT (host_nv.cuh) */
+  /* 1 (mixed batches, qb_order 1): the producer's K/V boxes carry L2 priorities, evict_first for
+   * a decode item's keys (read once), evict_last for the others' (read again by the item's other
+   * Q blocks): WsProducer::fill. 0: none. */
+  int l2hint;
   int hprogs;      /* programs per Q block: num_kv_heads * n_hchunks */
   int num_q_heads;
   /* The problem's head dim (a multiple of 8, at most the kernel's compiled

@@ -107,15 +107,14 @@ inline bool ws_mode() {
   return on;
 }
 
-/* ANYATTN_CUDA_L2HINT (experiment): L2 policies on the producer's K/V boxes. 0 none; 1 evict_first on
- * decode items' (one Q block, one head chunk); 2 as 1 and evict_last on the others'; 3 evict_last on
- * the others' only. */
-inline int l2hint_mode() {
-  static const int mode = [] {
+/* L2 priorities on the producer's K/V boxes in mixed batches (mainloop_ws.cuh, WsProducer::fill;
+ * docs/design/prefill.md#mixed-batches): ANYATTN_CUDA_L2HINT=0 leaves them out (for comparisons). */
+inline bool l2hint_mode() {
+  static const bool on = [] {
     const char *e = getenv("ANYATTN_CUDA_L2HINT");
-    return e && *e >= '0' && *e <= '3' && !e[1] ? *e - '0' : 0;
+    return !(e && strcmp(e, "0") == 0);
   }();
-  return mode;
+  return on;
 }
 
 /* Persistent launches of the producer warpgroup's kernel (policy.h,
