@@ -139,7 +139,7 @@ struct WsProducer {
          * again, evict_last, so the decodes' stream does not push them out
          * (docs/design/prefill.md#mixed-batches) */
         if (S::HD < 256 && p.l2hint) {
-          const uint64_t pol = l2_policy(g.w.q_len <= p.bq && p.n_hchunks == 1 ? 1 : 2);
+          const uint64_t pol = l2_policy(g.w.q_len <= p.bq && p.n_hchunks == 1);
 #pragma unroll
           for (int pn = 0; pn < S::PANELS; pn++)
             tma_load_4d_hint(tile + (size_t)lt * 128 + pn * (S::BN * 128), hf ? &p.v_map : &p.k_map, pn * 64, g.kvh,

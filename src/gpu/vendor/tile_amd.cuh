@@ -290,7 +290,7 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *, uint32_t) { __
 __device__ __forceinline__ void mbar_wait(uint64_t *, uint32_t) { __builtin_trap(); }
 __device__ __forceinline__ void tma_prefetch_map(const void *) {}
 __device__ __forceinline__ void tma_load_4d(void *, const void *, int, int, int, int, uint64_t *) { __builtin_trap(); }
-__device__ __forceinline__ uint64_t l2_policy(int) { return 0; }
+__device__ __forceinline__ uint64_t l2_policy(bool) { return 0; }
 __device__ __forceinline__ void tma_load_4d_hint(void *, const void *, int, int, int, int, uint64_t *, uint64_t) {
   __builtin_trap();
 }

@@ -198,16 +198,14 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 #endif
 }
 
-/* L2 eviction policies for tma_load_4d_hint: 0 evict_normal, 1 evict_first, 2 evict_last (the
- * whole access). */
-__device__ __forceinline__ uint64_t l2_policy(int kind) {
+/* An L2 cache policy for tma_load_4d_hint over the whole access: evict_first, else evict_last. */
+__device__ __forceinline__ uint64_t l2_policy(bool evict_first) {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (kind == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  else if (kind == 2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
-  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
+  if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  else asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
 #else
-  (void)kind;
+  (void)evict_first;
 #endif
   return pol;
 }
