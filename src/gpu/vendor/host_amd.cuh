@@ -35,6 +35,8 @@ inline bool tma_token_map(int, TmaMap *, const void *, anyattn_dtype, int, int, 
 /* No producer warpgroup on AMD (launch.cu, ws_kernel). */
 inline bool ws_mode() { return false; }
 inline int persist_mode() { return 0; }
+/* No L2 priorities (host_nv.cuh's l2hint_mode): the producer's boxes are sm_90's. */
+inline bool l2hint_mode() { return false; }
 /* No cap on programs per CU (host_nv.cuh's stream_warps; not measured on CDNA). */
 inline int stream_warps(int) { return 0; }
 
