@@ -483,6 +483,7 @@ anyattn_status launch_attention(const anyattn_plan *plan, const anyattn_args *a)
   map_programs(p, plan, c);
   p.qb_order = ch.qb_order;
   p.l2hint = ch.qb_order == 1 && l2hint_mode(); /* a mixed batch: L2 priorities (WsProducer::fill) */
+  p.ws_dec = ws_dec_mode();
   const long long programs = ((long long)a->num_tokens / p.bq + a->num_seqs) * p.hprogs;
   AA_CHECK(programs <= 0x7fffffffLL, ANYATTN_STATUS_INVALID_SIZE,
            "batch->num_tokens %d: %lld programs, over the grid limit", a->num_tokens, programs);

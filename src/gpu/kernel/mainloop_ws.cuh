@@ -269,6 +269,209 @@ struct WsConsumer {
   }
 };
 
+/* Whether shape S runs decode items on run_decode: the producer's 128-row tile of 128-key
+ * tiles at head dims up to 128 (one 16-key slice per consumer warp; the merge's scratch, 8
+ * warps x 8 rows x the panels' columns in fp32, fills the Q tile). */
+template <class S>
+constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM == 128 && !S::DESCALE;
+
+/* A decode item: one whose rows all lie in the Q tile's first 8 (a decode's 4 at Llama's group,
+ * one token; any Q block of at most 8 / gh tokens) and that has keys, run by both consumer
+ * warpgroups where the 128-row tile's loop runs one warpgroup's 64-row products for it and idles
+ * the other. Consumer warp w takes keys w * 16 .. + 15 of every tile, with a softmax state of its
+ * own, as m16n8k16 products with the keys as M: S^T = K Q^T (16 keys x 8 rows; a lane holds 4
+ * scores, two keys of rows (lane & 3) * 2 and + 1, against the tile's 64), P^T from S^T by
+ * movmatrix, O^T += V^T P^T (head dims x 8 rows). A warp releases each stage once its products
+ * read it, so a tile's chain is 2 DK products and the softmax of 4 scores, and the ring keeps
+ * both stages in flight. After the last tile the eight states merge through the item's Q tile
+ * (read into registers at the start, free until the next item two on) and the consumers write
+ * the rows out as own_rows_epilogue does (sinks, lse), with no turn taken or handed over: the
+ * other items' turns pass on around it (ws_turns_begin). Its own rows out, not
+ * own_rows_epilogue's accumulators: run from mainloop_ws beside the tile's loop, with the
+ * accumulators live across it, the loop took ptxas to 12 bytes of spilled stores in the
+ * persistent d128 kernel (docs/design/prefill.md#mixed-batches). False where the item is not
+ * one; nothing read or written then. */
+template <typename T, class S>
+__device__ __forceinline__ bool ws_decode_item(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+                                               int k, int tb) {
+  if constexpr (!kWsDecode<S>) {
+    return false;
+  } else {
+    if (!p.ws_dec || g.ntiles <= 0 || g.row_tok(8) < g.w.n_tok) return false;
+    constexpr int DK = S::DK, HDP = 64 * S::PANELS, W = kWsConsumerWarps;
+    static_assert((size_t)W * 8 * HDP * sizeof(float) <= (size_t)S::BM * HDP * sizeof(T),
+                  "the merge's scratch fits the Q tile");
+    static_assert(8 * (HDP / 8) <= S::THREADS, "a thread per (row, 8-column chunk) of the rows out");
+    /* Q: its rows 0-7 are boxes' (or copies') of both warpgroups, never ws_q_pad's */
+    if (p.q_tma) mbar_wait(sm.bar + kWsQBar + (k & 1), (uint32_t)(k >> 1) & 1u);
+    else async_wait<0>();
+    fence_proxy_async_smem();
+    program_sync<S>();
+    const int lane = lane_id(), w = g.tid >> 5, rq = lane >> 2, r0 = (lane & 3) * 2;
+    const uint32_t qs = smem_u32(sm.q), ks = smem_u32(sm.k), vs = smem_u32(sm.v);
+    constexpr uint32_t kTileBytes = (uint32_t)(S::TILE_ELEMS * sizeof(T));
+    /* Q^T as the B operand: row lane / 4, head dims kb * 16 + (lane & 3) * 2 and + 1, and + 8 */
+    uint32_t qf[DK][2];
+#pragma unroll
+    for (int kb = 0; kb < DK; kb++)
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+        asm volatile("ld.shared.b32 %0, [%1];\n"
+                     : "=r"(qf[kb][h])
+                     : "r"(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (uint32_t)(lane & 3) * 4u));
+    /* rows r0 and r0 + 1: position, visible keys, ALiBi slope (OnlineSoftmax::rows' arithmetic) */
+    int pos[2], jlo[2], jhi[2];
+    float slope[2], m_run[2], l_run[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int r = r0 + i, rt = g.row_tok(r), t = min(rt, g.w.n_tok - 1);
+      const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
+      pos[i] = g.pos_base + t;
+      kv_range(p, pos[i], pos[i], g.w.kv_len, jlo[i], jhi[i]);
+      slope[i] = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
+      m_run[i] = -INFINITY;
+      l_run[i] = 0.0f;
+    }
+    const bool plain = p.alibi == nullptr && !(p.softcap > 0.0f);
+    const float sc = plain ? p.scale_log2 : 1.0f; /* raw dot products -> log2 domain */
+    float o[DK][4];
+#pragma unroll
+    for (int db = 0; db < DK; db++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) o[db][e] = 0.0f;
+    /* ldmatrix rows: K as A (keys lane & 15, head-dim half lane >> 4), V as A transposed (keys
+     * lane & 7, + 8 from lane 16; head-dim half (lane >> 3) & 1) */
+    const int krow = w * 16 + (lane & 15), kch = lane >> 4;
+    const int vrow = w * 16 + (lane & 7) + ((lane >> 4) << 3), vch = (lane >> 3) & 1;
+    auto release = [&](int bar) {
+      fence_proxy_async_smem(); /* the stage's reads, before the producer's next writes */
+      if (lane == 0) mbar_arrive(sm.bar + kWsFreeBar + bar);
+    };
+    for (int it = 0; it < g.ntiles; it++) {
+      const int bt = tb + it, st = bt & 1;
+      const uint32_t par = (uint32_t)(bt >> 1) & 1u;
+      mbar_wait(sm.bar + st, par);
+      float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* two chains of DK / 2 products */
+      const uint32_t kt = ks + (uint32_t)st * kTileBytes;
+#pragma unroll
+      for (int kb = 0; kb < DK; kb++) {
+        uint32_t a[4];
+        ldsm_x4(a, kt + kv_smem_offset<S::BN>(krow, 2 * kb + kch));
+        MmaOp<T>::run(c[kb & 1], a, qf[kb][0], qf[kb][1]);
+      }
+      float x[4];
+#pragma unroll
+      for (int e = 0; e < 4; e++) x[e] = c[0][e] + c[1][e];
+      release(st);
+      /* x[e]: key n0 + (e >> 1) * 8, row r0 + (e & 1) */
+      const int n0 = g.n_begin + it * S::BN + w * 16 + rq;
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int i = e & 1, j = n0 + (e >> 1) * 8;
+        const float v = plain ? x[e] : score_log2(p, x[e], slope[i], j, pos[i]);
+        x[e] = (j >= jlo[i] && j < jhi[i]) ? v : -INFINITY;
+      }
+      float alpha[2];
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        const float m_new = fmax_nan(m_run[i], col_allreduce_max(fmax_nan(x[i], x[i + 2])) * sc);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new; /* a row with nothing visible yet stays at 0 */
+        alpha[i] = fast_exp2(m_run[i] - m_use);
+        m_run[i] = m_new;
+        x[i] = fast_exp2(fmaf(x[i], sc, -m_use));
+        x[i + 2] = fast_exp2(fmaf(x[i + 2], sc, -m_use));
+        l_run[i] = fmaf(l_run[i], alpha[i], x[i] + x[i + 2]);
+      }
+      const uint32_t b0 = movmatrix_trans(pack2<T>(x[0], x[1])), b1 = movmatrix_trans(pack2<T>(x[2], x[3]));
+      /* once the maxima settle every alpha is exactly 1: the rescale is skipped, warp-uniformly */
+      if (warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+        for (int db = 0; db < DK; db++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) o[db][e] *= alpha[e & 1];
+      }
+      mbar_wait(sm.bar + 2 + st, par);
+      const uint32_t vt = vs + (uint32_t)st * kTileBytes;
+#pragma unroll
+      for (int db = 0; db < DK; db++) {
+        uint32_t a[4];
+        ldsm_x4_trans(a, vt + kv_smem_offset<S::BN>(vrow, 2 * db + vch));
+        MmaOp<T>::run(o[db], a, b0, b1);
+      }
+      release(2 + st);
+    }
+    /* The merge. Each warp's (max, sum) of rows 0-7 first ([W][8] float2 at the tile's start), ... */
+    float *scr = reinterpret_cast<float *>(sm.q);
+    float2 *ml = reinterpret_cast<float2 *>(sm.q);
+    const float lw0 = col_allreduce_sum(l_run[0]), lw1 = col_allreduce_sum(l_run[1]);
+    if (lane < 4) {
+      ml[w * 8 + r0] = make_float2(m_run[0], lw0);
+      ml[w * 8 + r0 + 1] = make_float2(m_run[1], lw1);
+    }
+    program_sync<S>();
+    float wt[2]; /* this warp's weight in rows r0, r0 + 1: 2^(m - M) over the eight maxima M */
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      float M = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < W; u++) M = fmax_nan(M, ml[u * 8 + r0 + i].x);
+      wt[i] = m_run[i] == -INFINITY ? 0.0f : fast_exp2(m_run[i] - (M == -INFINITY ? 0.0f : M));
+    }
+    /* thread (row ro, chunk co) of the rows out: the row's max and sum over the eight, as
+     * own_rows_epilogue takes a row's (sinks, lse) */
+    constexpr int CO = HDP / 8;
+    const int ro = g.tid / CO, co = g.tid % CO;
+    const bool out_row = g.tid < 8 * CO && g.row_valid(ro);
+    float f = 0.0f;
+    if (out_row) {
+      float m = -INFINITY, l = 0.0f;
+#pragma unroll
+      for (int u = 0; u < W; u++) m = fmax_nan(m, ml[u * 8 + ro].x);
+#pragma unroll
+      for (int u = 0; u < W; u++) {
+        const float2 v = ml[u * 8 + ro];
+        l += v.x == -INFINITY ? 0.0f : v.y * fast_exp2(v.x - m);
+      }
+      const bool any = m != -INFINITY;
+      const float sk = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(ro)) * kLog2e : -INFINITY;
+      const float M = fmax_nan(m, sk);
+      const float L = (any ? l * fast_exp2(m - M) : 0.0f) + (p.sinks ? fast_exp2(sk - M) : 0.0f);
+      f = any ? fast_exp2(m - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
+      if (p.lse && co == 0) p.lse[g.row_offset(ro)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+    }
+    program_sync<S>();
+    /* ... then each warp's rows, weighed, as [W][8 rows][HDP] fp32 (columns xor row * 8) ... */
+#pragma unroll
+    for (int db = 0; db < DK; db++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int d = db * 16 + rq + (e >> 1) * 8, r = r0 + (e & 1);
+        scr[(w * 8 + r) * HDP + (d ^ (r << 3))] = o[db][e] * wt[e & 1];
+      }
+    program_sync<S>();
+    /* ... summed and normalised a (row, 8-column chunk) a thread, 16 bytes out */
+    if (out_row && co * 8 < DK * 16 && co * 8 < p.head_dim) {
+      float v[8];
+#pragma unroll
+      for (int q = 0; q < 8; q++) v[q] = 0.0f;
+#pragma unroll
+      for (int u = 0; u < W; u++) {
+        const float4 *src = reinterpret_cast<const float4 *>(scr + (u * 8 + ro) * HDP + ((co * 8) ^ (ro << 3)));
+        const float4 a = src[0], b = src[1];
+        v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
+        v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+      }
+      uint4 out;
+      out.x = pack2<T>(v[0] * f, v[1] * f);
+      out.y = pack2<T>(v[2] * f, v[3] * f);
+      out.z = pack2<T>(v[4] * f, v[5] * f);
+      out.w = pack2<T>(v[6] * f, v[7] * f);
+      *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(ro) * p.head_dim + co * 8) = out;
+    }
+    return true;
+  }
+}
+
 /* The four "landed" mbarriers (128 producer arrivals each), the four
  * "free" ones and each Q tile's three; a block barrier after publishes them. */
 template <typename T, class S>
@@ -442,8 +645,15 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
     OnlineSoftmax<S> sx;
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
-    mainloop_ws(p, g, sm, sx, acc, k, tb);
-    own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    if constexpr (kWsDecode<S>) {
+      if (!ws_decode_item<T, S>(p, g, sm, k, tb)) {
+        mainloop_ws(p, g, sm, sx, acc, k, tb);
+        own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+      }
+    } else {
+      mainloop_ws(p, g, sm, sx, acc, k, tb);
+      own_rows_epilogue<T, S>(p, g, sm, sx, acc);
+    }
     tb += g.ntiles;
     if (!p.o_tma) hand_back(b);
   }

@@ -119,6 +119,11 @@ struct AttnParams {
    * o_map, the same view of out with boxes of 64 x gh x bq / 2
    * (epilogue.cuh, own_rows_epilogue). 0: 16-byte stores. */
   int o_tma;
+  /* 1: the producer's kernel runs an item whose rows all lie in the Q tile's first 8 (a
+   * decode's) on both consumer warpgroups with the keys as M (mainloop_ws.cuh, ws_decode_item);
+   * 0: on the tile's loop (ANYATTN_CUDA_WSDEC=0, for comparisons). Here, in o_map's alignment
+   * padding: a word before the maps moves them 64 bytes and ptxas's allocation with them. */
+  int ws_dec;
   TmaMap o_map;
   /* FP8 caches (the FP8 kernels only; kernel/shape.cuh): E4M3 variant, and
    * the dequantisation factors in device memory (NULL: 1), one per tensor or

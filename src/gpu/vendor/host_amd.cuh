@@ -37,6 +37,8 @@ inline bool ws_mode() { return false; }
 inline int persist_mode() { return 0; }
 /* No L2 priorities (host_nv.cuh's l2hint_mode): the producer's boxes are sm_90's. */
 inline bool l2hint_mode() { return false; }
+/* No producer warpgroup, so no decode loop of its own (host_nv.cuh's ws_dec_mode). */
+inline bool ws_dec_mode() { return false; }
 /* No cap on programs per CU (host_nv.cuh's stream_warps; not measured on CDNA). */
 inline int stream_warps(int) { return 0; }
 

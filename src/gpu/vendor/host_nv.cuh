@@ -117,6 +117,17 @@ inline bool l2hint_mode() {
   return on;
 }
 
+/* A decode item of the producer's kernel on both consumer warpgroups with the keys as M
+ * (mainloop_ws.cuh, WsConsumer::run_decode; docs/design/prefill.md#mixed-batches):
+ * ANYATTN_CUDA_WSDEC=0 runs it on the tile's loop (for comparisons). */
+inline bool ws_dec_mode() {
+  static const bool on = [] {
+    const char *e = getenv("ANYATTN_CUDA_WSDEC");
+    return !(e && strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
 /* Persistent launches of the producer warpgroup's kernel (policy.h,
  * aa_gpu_producer_blocks): ANYATTN_CUDA_PERSIST=0 launches a block per
  * program everywhere (0; for comparisons), =N from 2 to 65536 at most N

@@ -287,6 +287,43 @@ __device__ __forceinline__ int named_sync_count(int id, int count, int pred) {
   return n;
 }
 
+/* ---- decode fragments with the keys as M (mainloop_ws.cuh, WsConsumer::run_decode) --
+ * A warp's m16n8k16 products over 16 keys x 8 rows: the scores and the
+ * output come transposed (keys, head dims as rows; the query rows as the
+ * eight columns), so a lane holds two query rows, (lane & 3) * 2 and + 1,
+ * and the lanes sharing them (lane & 3 equal) reduce over xor 4, 8, 16. */
+__device__ __forceinline__ float col_allreduce_max(float v) {
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 4));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 8));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 16));
+  return v;
+}
+__device__ __forceinline__ float col_allreduce_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 8);
+  v += __shfl_xor_sync(0xffffffffu, v, 16);
+  return v;
+}
+/* An 8x8 matrix of 16-bit pairs in the m16n8 C layout (lane: row lane / 4,
+ * columns (lane & 3) * 2 and + 1), transposed in place: the scores S^T of a
+ * 16-key slice become the B operand P^T of O^T = V^T P^T. */
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+/* ldmatrix at a shared-memory address (the swizzled tiles' own arithmetic). */
+__device__ __forceinline__ void ldsm_x4(uint32_t (&d)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&d)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(addr));
+}
+
 /* Stops a kernel whose code this pass cannot hold (a kernel launched only
  * where the device runs sm_90a code, reached anyway): a loud error, never
  * outputs left unwritten. */
