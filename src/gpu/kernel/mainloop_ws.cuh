@@ -269,9 +269,9 @@ struct WsConsumer {
   }
 };
 
-/* Whether shape S runs decode items on run_decode: the producer's 128-row tile of 128-key
- * tiles at head dims up to 128 (one 16-key slice per consumer warp; the merge's scratch, 8
- * warps x 8 rows x the panels' columns in fp32, fills the Q tile). */
+/* Whether shape S runs decode items on their own loop (ws_decode_item): the producer's 128-row
+ * tile of 128-key tiles over 16-bit caches at head dims up to 128 (one 16-key slice per consumer
+ * warp; the merge's scratch, 8 warps x 8 rows x the panels' columns in fp32, fills the Q tile). */
 template <class S>
 constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM == 128 && !S::DESCALE;
 
@@ -297,7 +297,10 @@ __device__ __forceinline__ bool ws_decode_item(const AttnParams &p, const Progra
   if constexpr (!kWsDecode<S>) {
     return false;
   } else {
-    if (!p.ws_dec || g.ntiles <= 0 || g.row_tok(8) < g.w.n_tok) return false;
+    /* the switch read at each item (volatile): hoisted out of the item loop, it held a register
+     * across it and ptxas spilled a word of the consumers' loop in the persistent d128 kernel */
+    const int on = *reinterpret_cast<const volatile int *>(&p.ws_dec);
+    if (!on || g.ntiles <= 0 || g.row_tok(8) < g.w.n_tok) return false;
     constexpr int DK = S::DK, HDP = 64 * S::PANELS, W = kWsConsumerWarps;
     static_assert((size_t)W * 8 * HDP * sizeof(float) <= (size_t)S::BM * HDP * sizeof(T),
                   "the merge's scratch fits the Q tile");

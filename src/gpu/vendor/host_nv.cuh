@@ -118,7 +118,7 @@ inline bool l2hint_mode() {
 }
 
 /* A decode item of the producer's kernel on both consumer warpgroups with the keys as M
- * (mainloop_ws.cuh, WsConsumer::run_decode; docs/design/prefill.md#mixed-batches):
+ * (mainloop_ws.cuh, ws_decode_item; docs/design/prefill.md#mixed-batches):
  * ANYATTN_CUDA_WSDEC=0 runs it on the tile's loop (for comparisons). */
 inline bool ws_dec_mode() {
   static const bool on = [] {

@@ -287,7 +287,7 @@ __device__ __forceinline__ int named_sync_count(int id, int count, int pred) {
   return n;
 }
 
-/* ---- decode fragments with the keys as M (mainloop_ws.cuh, WsConsumer::run_decode) --
+/* ---- decode fragments with the keys as M (mainloop_ws.cuh, ws_decode_item) --
  * A warp's m16n8k16 products over 16 keys x 8 rows: the scores and the
  * output come transposed (keys, head dims as rows; the query rows as the
  * eight columns), so a lane holds two query rows, (lane & 3) * 2 and + 1,
