@@ -275,6 +275,15 @@ struct WsConsumer {
 template <class S>
 constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM == 128 && !S::DESCALE;
 
+/* Whether item g of the block runs ws_decode_item: decided by the producer, which has the item's
+ * work at hand, and published with its descriptor (SmemTiles::desc[kWsDecDesc + the Q tile]). */
+constexpr int kWsDecDesc = 17;
+static_assert(kWsDecDesc + 2 <= 20, "the descriptor words TileShape::SMEM_BYTES reserves (DESC_OFF + 80)");
+template <class S>
+__device__ __forceinline__ bool ws_decode_flag(const AttnParams &p, const Program<S> &g) {
+  return p.ws_dec && g.ntiles > 0 && g.row_tok(8) >= g.w.n_tok;
+}
+
 /* A decode item: one whose rows all lie in the Q tile's first 8 (a decode's 4 at Llama's group,
  * one token; any Q block of at most 8 / gh tokens) and that has keys, run by both consumer
  * warpgroups where the 128-row tile's loop runs one warpgroup's 64-row products for it and idles
@@ -286,21 +295,14 @@ constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM
  * both stages in flight. After the last tile the eight states merge through the item's Q tile
  * (read into registers at the start, free until the next item two on) and the consumers write
  * the rows out as own_rows_epilogue does (sinks, lse), with no turn taken or handed over: the
- * other items' turns pass on around it (ws_turns_begin). Its own rows out, not
- * own_rows_epilogue's accumulators: run from mainloop_ws beside the tile's loop, with the
- * accumulators live across it, the loop took ptxas to 12 bytes of spilled stores in the
- * persistent d128 kernel (docs/design/prefill.md#mixed-batches). False where the item is not
- * one; nothing read or written then. */
+ * other items' turns pass on around it (ws_turns_begin). With this loop built in, ptxas (13.0)
+ * keeps one word of the consumers' loop (flags read once a tile) and two of the producer's in
+ * local memory in the persistent d128 kernel, 12 bytes stored and 28 loaded; the other shapes
+ * spill nothing (docs/design/prefill.md#mixed-batches). */
 template <typename T, class S>
-__device__ __forceinline__ bool ws_decode_item(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
+__device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Program<S> &g, const SmemTiles<T, S> &sm,
                                                int k, int tb) {
-  if constexpr (!kWsDecode<S>) {
-    return false;
-  } else {
-    /* the switch read at each item (volatile): hoisted out of the item loop, it held a register
-     * across it and ptxas spilled a word of the consumers' loop in the persistent d128 kernel */
-    const int on = *reinterpret_cast<const volatile int *>(&p.ws_dec);
-    if (!on || g.ntiles <= 0 || g.row_tok(8) < g.w.n_tok) return false;
+  if constexpr (kWsDecode<S>) {
     constexpr int DK = S::DK, HDP = 64 * S::PANELS, W = kWsConsumerWarps;
     static_assert((size_t)W * 8 * HDP * sizeof(float) <= (size_t)S::BM * HDP * sizeof(T),
                   "the merge's scratch fits the Q tile");
@@ -471,7 +473,6 @@ __device__ __forceinline__ bool ws_decode_item(const AttnParams &p, const Progra
       out.w = pack2<T>(v[6] * f, v[7] * f);
       *reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + g.row_offset(ro) * p.head_dim + co * 8) = out;
     }
-    return true;
   }
 }
 
@@ -577,6 +578,7 @@ __device__ __forceinline__ void ws_produce(const AttnParams &p, const SmemTiles<
       if (more && p.q_tma) ws_q_boxes<T, S>(p, g, sm.with_q(b), sm.bar + kWsQBar + b);
       if (more) WsItem::put(sm.desc + 8 * b, item, g.w);
       else sm.desc[8 * b] = -1;
+      if constexpr (kWsDecode<S>) sm.desc[kWsDecDesc + b] = more && ws_decode_flag(p, g);
       mbar_arrive(sm.bar + kWsItemBar + b);
     }
     if (!more) break;
@@ -648,11 +650,8 @@ __device__ __forceinline__ void ws_consume(const AttnParams &p, const SmemTiles<
     OnlineSoftmax<S> sx;
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
-    if constexpr (kWsDecode<S>) {
-      if (!ws_decode_item<T, S>(p, g, sm, k, tb)) {
-        mainloop_ws(p, g, sm, sx, acc, k, tb);
-        own_rows_epilogue<T, S>(p, g, sm, sx, acc);
-      }
+    if (kWsDecode<S> && sm0.desc[kWsDecDesc + b]) { /* a decode item (ws_decode_flag) */
+      ws_decode_item<T, S>(p, g, sm, k, tb);
     } else {
       mainloop_ws(p, g, sm, sx, acc, k, tb);
       own_rows_epilogue<T, S>(p, g, sm, sx, acc);

@@ -156,7 +156,8 @@ struct TileShape {
   /* PP: fourteen mbarriers (the four above, then the two code tiles' over
    * FP8 caches, or the producer warpgroup's: four "stage free", two "Q
    * landed", two "Q free" and two "item published", mainloop_ws.cuh), then
-   * two item descriptors of 8 ints (WsItem) and the producer's next item */
+   * two item descriptors of 8 ints (WsItem), the producer's next item and
+   * each descriptor's decode flag (kWsDecDesc): 19 of 20 ints */
   static constexpr int PP_BARS = 14;
   static constexpr size_t DESC_OFF = BAR_OFF + 8 * PP_BARS;
   static constexpr size_t SMEM_BYTES = PP ? DESC_OFF + 80 : BAR_OFF + (TMA ? 8 * STAGES : 0);
@@ -297,7 +298,7 @@ struct SmemTiles {
   unsigned char *k8, *v8; /* FP8: the staged code tiles (PassCaps::CODE_STAGES each) */
   int64_t *off; /* [2][BLOCK_N][K, V] the next tiles' rows: addresses (KvCopies) or element offsets (sm90 loader) */
   int *meta;    /* 4 ints: find_work's scratch */
-  int *desc;    /* PP: two item descriptors of 8 ints, then the producer's next item (mainloop_ws.cuh) */
+  int *desc;    /* PP: two item descriptors of 8 ints, the producer's next item, each descriptor's decode flag (mainloop_ws.cuh) */
   T *q2;        /* PP: the second Q tile of a persistent launch (PERSIST_SMEM_BYTES) */
   uint64_t *bar; /* mbarriers: [K stage 0, 1, V stage 0, 1] (PP; then TMA_PP8: K codes, V codes; WS: K stage 0, 1 and
                   * V stage 0, 1 free) or [STAGES] (TMA) */
