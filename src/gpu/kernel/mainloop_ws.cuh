@@ -320,10 +320,7 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
 #pragma unroll
     for (int kb = 0; kb < DK; kb++)
 #pragma unroll
-      for (int h = 0; h < 2; h++)
-        asm volatile("ld.shared.b32 %0, [%1];\n"
-                     : "=r"(qf[kb][h])
-                     : "r"(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (uint32_t)(lane & 3) * 4u));
+      for (int h = 0; h < 2; h++) qf[kb][h] = lds_b32(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (uint32_t)(lane & 3) * 4u);
     /* rows r0 and r0 + 1: position, visible keys, ALiBi slope (OnlineSoftmax::rows' arithmetic) */
     int pos[2], jlo[2], jhi[2];
     float slope[2], m_run[2], l_run[2];
