@@ -275,6 +275,21 @@ struct Epilogue {
   }
 };
 
+/* Merged row r's factor from its max m and sum l (log2 domain; m -inf: no key seen), the sink
+ * entering here: out is its accumulators times the factor, 0 for a row with no key. The row's
+ * lse is written by its owner thread (owner), where p.lse is set and the row valid. */
+template <class S>
+__device__ __forceinline__ float row_out_factor(const AttnParams &p, const Program<S> &g, int r, float m, float l,
+                                                float vd, bool owner) {
+  const bool any = m != -INFINITY;
+  const float sk = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e : -INFINITY;
+  const float M = fmax_nan(m, sk);
+  const float L = (any ? l * fast_exp2(m - M) : 0.0f) + (p.sinks ? fast_exp2(sk - M) : 0.0f);
+  const float f = any ? fast_exp2(m - M) * fast_rcp(L) * vd : 0.0f; /* L >= 1 when any */
+  if (p.lse && owner && g.row_valid(r)) p.lse[g.row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+  return f;
+}
+
 /* Tiles that own their rows (wgmma, one warp a row band: WN = 1, 16-bit
  * accumulators) skip the merge in unsplit launches: a row's max and sum are
  * its warp's own. Each lane normalises its accumulators (sinks, the fp8 v
@@ -296,13 +311,7 @@ __device__ __forceinline__ bool own_rows_epilogue(const AttnParams &p, const Pro
 #pragma unroll
   for (int sl = 0; sl < kFragCSlots; sl++) {
     const int r = g.wm * 16 + frag_c_row(sl);
-    const float l = row_allreduce_sum(sx.l_run[sl]), m = sx.m_run[sl];
-    const bool any = m != -INFINITY;
-    const float sk = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(r)) * kLog2e : -INFINITY;
-    const float M = fmax_nan(m, sk);
-    const float L = (any ? l * fast_exp2(m - M) : 0.0f) + (p.sinks ? fast_exp2(sk - M) : 0.0f);
-    f[sl] = any ? fast_exp2(m - M) * fast_rcp(L) * vd : 0.0f; /* L >= 1 when any */
-    if (p.lse && frag_c_row_owner() && g.row_valid(r)) p.lse[g.row_offset(r)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+    f[sl] = row_out_factor(p, g, r, sx.m_run[sl], row_allreduce_sum(sx.l_run[sl]), vd, frag_c_row_owner());
   }
   unsigned char *so = reinterpret_cast<unsigned char *>(sm.q);
 #pragma unroll

@@ -321,16 +321,12 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
     for (int kb = 0; kb < DK; kb++)
 #pragma unroll
       for (int h = 0; h < 2; h++) qf[kb][h] = lds_b32(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (uint32_t)(lane & 3) * 4u);
-    /* rows r0 and r0 + 1: position, visible keys, ALiBi slope (OnlineSoftmax::rows' arithmetic) */
+    /* rows r0 and r0 + 1: position, visible keys, ALiBi slope */
     int pos[2], jlo[2], jhi[2];
     float slope[2], m_run[2], l_run[2];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
-      const int r = r0 + i, rt = g.row_tok(r), t = min(rt, g.w.n_tok - 1);
-      const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
-      pos[i] = g.pos_base + t;
-      kv_range(p, pos[i], pos[i], g.w.kv_len, jlo[i], jhi[i]);
-      slope[i] = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
+      row_keys(p, g, r0 + i, pos[i], jlo[i], jhi[i], slope[i]);
       m_run[i] = -INFINITY;
       l_run[i] = 0.0f;
     }
@@ -419,8 +415,8 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
       for (int u = 0; u < W; u++) M = fmax_nan(M, ml[u * 8 + r0 + i].x);
       wt[i] = m_run[i] == -INFINITY ? 0.0f : fast_exp2(m_run[i] - (M == -INFINITY ? 0.0f : M));
     }
-    /* thread (row ro, chunk co) of the rows out: the row's max and sum over the eight, as
-     * own_rows_epilogue takes a row's (sinks, lse) */
+    /* thread (row ro, chunk co) of the rows out: the row's max and sum over the eight, its
+     * factor (sinks, lse) */
     constexpr int CO = HDP / 8;
     const int ro = g.tid / CO, co = g.tid % CO;
     const bool out_row = g.tid < 8 * CO && g.row_valid(ro);
@@ -434,12 +430,7 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
         const float2 v = ml[u * 8 + ro];
         l += v.x == -INFINITY ? 0.0f : v.y * fast_exp2(v.x - m);
       }
-      const bool any = m != -INFINITY;
-      const float sk = p.sinks ? vec_at(p.sinks, p.sinks_type, g.row_head(ro)) * kLog2e : -INFINITY;
-      const float M = fmax_nan(m, sk);
-      const float L = (any ? l * fast_exp2(m - M) : 0.0f) + (p.sinks ? fast_exp2(sk - M) : 0.0f);
-      f = any ? fast_exp2(m - M) * fast_rcp(L) : 0.0f; /* L >= 1 when any */
-      if (p.lse && co == 0) p.lse[g.row_offset(ro)] = any ? (M + __log2f(L)) * kLn2 : -INFINITY;
+      f = row_out_factor(p, g, ro, m, l, 1.0f, co == 0);
     }
     program_sync<S>();
     /* ... then each warp's rows, weighed, as [W][8 rows][HDP] fp32 (columns xor row * 8) ... */

@@ -34,6 +34,19 @@ __device__ __forceinline__ void score_tile(const AttnParams &p, FragC (&s)[NK], 
   }
 }
 
+/* Program row r's position, visible keys [jlo, jhi) and ALiBi slope (log2 domain); a row past
+ * the block's tokens or heads takes the last valid token's and head's. */
+template <class S>
+__device__ __forceinline__ void row_keys(const AttnParams &p, const Program<S> &g, int r, int &pos, int &jlo, int &jhi,
+                                         float &slope) {
+  const int rt = g.row_tok(r);
+  const int t = min(rt, g.w.n_tok - 1);
+  const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
+  pos = g.pos_base + t;
+  kv_range(p, pos, pos, g.w.kv_len, jlo, jhi);
+  slope = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
+}
+
 /* The softmax state of this lane's kFragCSlots rows. */
 template <class S>
 struct OnlineSoftmax {
@@ -54,15 +67,8 @@ struct OnlineSoftmax {
    * (rows past the block's tokens or heads take the last valid ones). */
   __device__ __forceinline__ void rows(const AttnParams &p, const Program<S> &g) {
 #pragma unroll
-    for (int sl = 0; sl < kFragCSlots; sl++) {
-      const int r = g.wm * 16 + frag_c_row(sl);
-      const int rt = g.row_tok(r);
-      const int t = min(rt, g.w.n_tok - 1);
-      const int h = g.head0 + min(r - rt * p.gh, g.heads_here - 1);
-      pos[sl] = g.pos_base + t;
-      kv_range(p, pos[sl], pos[sl], g.w.kv_len, jlo[sl], jhi[sl]);
-      slope[sl] = p.alibi ? vec_at(p.alibi, p.alibi_type, h) * kLog2e : 0.0f;
-    }
+    for (int sl = 0; sl < kFragCSlots; sl++)
+      row_keys(p, g, g.wm * 16 + frag_c_row(sl), pos[sl], jlo[sl], jhi[sl], slope[sl]);
     live = kFragCSlots;
 #pragma unroll
     for (int sl = kFragCSlots - 1; sl > 0; sl--)
