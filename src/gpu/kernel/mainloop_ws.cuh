@@ -313,14 +313,14 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
     fence_proxy_async_smem();
     program_sync<S>();
     const int lane = lane_id(), w = g.tid >> 5, rq = lane >> 2, r0 = (lane & 3) * 2;
-    const uint32_t qs = smem_u32(sm.q), ks = smem_u32(sm.k), vs = smem_u32(sm.v);
-    constexpr uint32_t kTileBytes = (uint32_t)(S::TILE_ELEMS * sizeof(T));
+    const unsigned char *qs = reinterpret_cast<const unsigned char *>(sm.q);
     /* Q^T as the B operand: row lane / 4, head dims kb * 16 + (lane & 3) * 2 and + 1, and + 8 */
     uint32_t qf[DK][2];
 #pragma unroll
     for (int kb = 0; kb < DK; kb++)
 #pragma unroll
-      for (int h = 0; h < 2; h++) qf[kb][h] = lds_b32(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (uint32_t)(lane & 3) * 4u);
+      for (int h = 0; h < 2; h++)
+        qf[kb][h] = *reinterpret_cast<const uint32_t *>(qs + kv_smem_offset<S::BM>(rq, 2 * kb + h) + (lane & 3) * 4);
     /* rows r0 and r0 + 1: position, visible keys, ALiBi slope */
     int pos[2], jlo[2], jhi[2];
     float slope[2], m_run[2], l_run[2];
@@ -350,11 +350,11 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
       const uint32_t par = (uint32_t)(bt >> 1) & 1u;
       mbar_wait(sm.bar + st, par);
       float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* two chains of DK / 2 products */
-      const uint32_t kt = ks + (uint32_t)st * kTileBytes;
+      const T *kt = sm.k + st * S::TILE_ELEMS;
 #pragma unroll
       for (int kb = 0; kb < DK; kb++) {
         uint32_t a[4];
-        ldsm_x4(a, kt + kv_smem_offset<S::BN>(krow, 2 * kb + kch));
+        ldmatrix_x4(a, reinterpret_cast<const unsigned char *>(kt) + kv_smem_offset<S::BN>(krow, 2 * kb + kch));
         MmaOp<T>::run(c[kb & 1], a, qf[kb][0], qf[kb][1]);
       }
       float x[4];
@@ -389,11 +389,11 @@ __device__ __forceinline__ void ws_decode_item(const AttnParams &p, const Progra
           for (int e = 0; e < 4; e++) o[db][e] *= alpha[e & 1];
       }
       mbar_wait(sm.bar + 2 + st, par);
-      const uint32_t vt = vs + (uint32_t)st * kTileBytes;
+      const T *vt = sm.v + st * S::TILE_ELEMS;
 #pragma unroll
       for (int db = 0; db < DK; db++) {
         uint32_t a[4];
-        ldsm_x4_trans(a, vt + kv_smem_offset<S::BN>(vrow, 2 * db + vch));
+        ldmatrix_x4_trans(a, reinterpret_cast<const unsigned char *>(vt) + kv_smem_offset<S::BN>(vrow, 2 * db + vch));
         MmaOp<T>::run(o[db], a, b0, b1);
       }
       release(2 + st);

@@ -305,9 +305,6 @@ __device__ __forceinline__ int named_sync_count(int, int, int) { __builtin_trap(
 __device__ __forceinline__ float col_allreduce_max(float) { __builtin_trap(); return 0.0f; }
 __device__ __forceinline__ float col_allreduce_sum(float) { __builtin_trap(); return 0.0f; }
 __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t) { __builtin_trap(); return 0; }
-__device__ __forceinline__ uint32_t lds_b32(uint32_t) { __builtin_trap(); return 0; }
-__device__ __forceinline__ void ldsm_x4(uint32_t (&)[4], uint32_t) { __builtin_trap(); }
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&)[4], uint32_t) { __builtin_trap(); }
 __device__ __forceinline__ void pass_unsupported() { __builtin_trap(); }
 template <int N>
 __device__ __forceinline__ void regs_release() { __builtin_trap(); }

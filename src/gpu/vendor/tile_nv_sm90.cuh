@@ -312,23 +312,6 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
   return r;
 }
-/* 32 bits at a shared-memory address (Q^T's B fragments from the swizzled Q tile). */
-__device__ __forceinline__ uint32_t lds_b32(uint32_t addr) {
-  uint32_t r;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(r) : "r"(addr));
-  return r;
-}
-/* ldmatrix at a shared-memory address (the swizzled tiles' own arithmetic). */
-__device__ __forceinline__ void ldsm_x4(uint32_t (&d)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&d)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(addr));
-}
 
 /* Stops a kernel whose code this pass cannot hold (a kernel launched only
  * where the device runs sm_90a code, reached anyway): a loud error, never
