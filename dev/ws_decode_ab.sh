@@ -27,7 +27,7 @@ bench() { # label, env, args
 for r in $(seq "$ROUNDS"); do
   for m in 1 0; do
     bench "wsdec=$m" "ANYATTN_CUDA_WSDEC=$m" --workload mixed
-    bench "wsdec=$m tile" "ANYATTN_CUDA_WSDEC=$m" --config m128n128w8s2-k1 --cases 4x8192,63x2048
+    bench "wsdec=$m tile" "ANYATTN_CUDA_WSDEC=$m" --config m128n128w8s2-k1 --cases 4x8192,8x8192,63x2048
     bench "wsdec=$m" "ANYATTN_CUDA_WSDEC=$m" --cases p1x2048,p16x1024,p1x8192
   done
 done

@@ -82,10 +82,12 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
  * warpgroup (WsShape, mainloop_ws.cuh). A block per program: all threads
  * search; the producer then copies K and V (and Q, as boxes, where p.q_tma)
  * and exits, the consumers load Q (else), run the loop and write their rows
- * (own_rows_epilogue, epilogue.cuh). A persistent launch (PERSIST, where
- * the shape has the second Q tile: kWsPersist) runs ws_produce and
- * ws_consume: program after program, the producer searching each (two
- * kernels: in one, ptxas 13.0 spills the d128 one's registers). Unsplit
+ * (own_rows_epilogue, epilogue.cuh), or run a decode item's own loop
+ * (ws_decode_item, where ws_decode_flag: the consumers decide it here). A
+ * persistent launch (PERSIST, where the shape has the second Q tile:
+ * kWsPersist) runs ws_produce and ws_consume: program after program, the
+ * producer searching each (two kernels: in one, ptxas 13.0 spills the d128
+ * one's registers). Unsplit
  * launches only (launch.cu, ws_kernel): split segments write empty
  * partials, merge and meet at cluster barriers as a block of consumers
  * alone, which this kernel is not. */
@@ -121,6 +123,10 @@ __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *sm
     OnlineSoftmax<S> sx;
     FragC acc[S::DK];
     if (!p.q_tma) load_q(p, g, sm);
+    if (kWsDecode<S> && ws_decode_flag(p, g)) { /* a decode item: its own loop, no turns, plain stores */
+      ws_decode_item<T, S>(p, g, sm, 0, 0);
+      return;
+    }
     const int grp = g.tid >> 7;
     ws_turns_begin<S>(grp);
     mainloop_ws(p, g, sm, sx, acc, 0, 0);
