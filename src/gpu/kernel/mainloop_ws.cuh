@@ -269,11 +269,10 @@ struct WsConsumer {
   }
 };
 
-/* Whether shape S runs decode items on their own loop (ws_decode_item) in persistent launches
- * (ws_consume; a block per program, attend_ws, runs every item on the tile's loop): the producer's
- * 128-row tile of 128-key tiles over 16-bit caches at head dims up to 128 (one 16-key slice per
- * consumer warp; the merge's scratch, 8 warps x 8 rows x the panels' columns in fp32, fills the
- * Q tile). */
+/* Whether shape S runs decode items on their own loop (ws_decode_item; persistent launches and a
+ * block per program): the producer's 128-row tile of 128-key tiles over 16-bit caches at head
+ * dims up to 128 (one 16-key slice per consumer warp; the merge's scratch, 8 warps x 8 rows x the
+ * panels' columns in fp32, fills the Q tile). */
 template <class S>
 constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM == 128 && !S::DESCALE;
 
