@@ -276,8 +276,9 @@ struct WsConsumer {
 template <class S>
 constexpr bool kWsDecode = kWgRows<S> && S::BN == 16 * kWsConsumerWarps && S::BM == 128 && !S::DESCALE;
 
-/* Whether item g of the block runs ws_decode_item: decided by the producer, which has the item's
- * work at hand, and published with its descriptor (SmemTiles::desc[kWsDecDesc + the Q tile]). */
+/* Whether item g of the block runs ws_decode_item: in a persistent launch decided by the
+ * producer, which has the item's work at hand, and published with its descriptor
+ * (SmemTiles::desc[kWsDecDesc + the Q tile]); with a block per program by the consumers (attend_ws). */
 constexpr int kWsDecDesc = 17;
 static_assert(kWsDecDesc + 2 <= 20, "the descriptor words TileShape::SMEM_BYTES reserves (DESC_OFF + 80)");
 template <class S>
