@@ -87,10 +87,9 @@ __device__ __forceinline__ void attend(const AttnParams &p, Program<S> &g, unsig
  * persistent launch (PERSIST, where the shape has the second Q tile:
  * kWsPersist) runs ws_produce and ws_consume: program after program, the
  * producer searching each (two kernels: in one, ptxas 13.0 spills the d128
- * one's registers). Unsplit
- * launches only (launch.cu, ws_kernel): split segments write empty
- * partials, merge and meet at cluster barriers as a block of consumers
- * alone, which this kernel is not. */
+ * one's registers). Unsplit launches only (launch.cu, ws_kernel): split
+ * segments write empty partials, merge and meet at cluster barriers as a
+ * block of consumers alone, which this kernel is not. */
 template <typename T, class S, bool PERSIST>
 __device__ __forceinline__ void attend_ws(const AttnParams &p, unsigned char *smem) {
   const SmemTiles<T, S> sm(smem);
